@@ -5,6 +5,7 @@
  * encoded as events, as error tool results, or as an assistant message with `stopReason: "error"`.
  */
 import type { Static, TSchema } from "@sinclair/typebox";
+import type { AssistantMessageEventStream } from "../ai/event-stream.js";
 import type {
 	AssistantMessage,
 	AssistantMessageEvent,
@@ -17,7 +18,6 @@ import type {
 	Tool,
 	ToolResultMessage,
 } from "../ai/types.js";
-import type { AssistantMessageEventStream } from "../ai/event-stream.js";
 
 /**
  * The function the loop calls for each model request (`streamSimple` by default).

@@ -25,7 +25,12 @@ import type { AssistantMessageEventStream } from "./event-stream.js";
 
 export type { AssistantMessageEventStream } from "./event-stream.js";
 
-export type KnownApi = "openai-completions" | "openai-responses" | "anthropic-messages" | "google-generative-ai" | "faux";
+export type KnownApi =
+	| "openai-completions"
+	| "openai-responses"
+	| "anthropic-messages"
+	| "google-generative-ai"
+	| "faux";
 export type Api = KnownApi | (string & {});
 export type KnownProvider = "openai" | "anthropic" | "google" | "faux";
 export type Provider = KnownProvider | string;

@@ -1,0 +1,60 @@
+import { AssistantMessageEventStream } from "./event-stream.js";
+import { getApiProvider } from "./registry.js";
+import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "./types.js";
+
+/**
+ * The default `StreamFn`: dispatches on `model.api` to the registered wire API.
+ *
+ * Never throws: an unknown api, or a provider that throws despite its contract, yields a stream
+ * whose only event is `error` with a message naming the problem.
+ */
+export function streamSimple(
+	model: Model<any>,
+	context: Context,
+	options?: SimpleStreamOptions,
+): AssistantMessageEventStream {
+	const provider = getApiProvider(model.api);
+	if (!provider) {
+		return errorStream(
+			model,
+			`No provider registered for api "${model.api}" (model ${model.provider}/${model.id}). Register one with registerApiProvider().`,
+		);
+	}
+	try {
+		return provider(model, context, options);
+	} catch (err) {
+		return errorStream(
+			model,
+			`Provider for api "${model.api}" threw: ${err instanceof Error ? err.message : String(err)}`,
+		);
+	}
+}
+
+/** An empty assistant message for `model`, the starting `partial` of every provider. */
+export function createAssistantMessage(model: Model<any>): AssistantMessage {
+	return {
+		role: "assistant",
+		content: [],
+		api: model.api,
+		provider: model.provider,
+		model: model.id,
+		usage: {
+			input: 0,
+			output: 0,
+			cacheRead: 0,
+			cacheWrite: 0,
+			totalTokens: 0,
+			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+		},
+		stopReason: "stop",
+		timestamp: Date.now(),
+	};
+}
+
+/** A stream that ends at once with `stopReason: "error"` and `errorMessage`. */
+export function errorStream(model: Model<any>, errorMessage: string): AssistantMessageEventStream {
+	const stream = new AssistantMessageEventStream();
+	const message: AssistantMessage = { ...createAssistantMessage(model), stopReason: "error", errorMessage };
+	stream.push({ type: "error", reason: "error", error: message });
+	return stream;
+}
