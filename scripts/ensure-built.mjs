@@ -15,7 +15,9 @@ function newest(dir) {
 const entry = "dist/main.js";
 if (!existsSync(entry) || newest("src") > statSync(entry).mtimeMs) {
 	if (!existsSync("node_modules/typescript")) {
-		console.error("dist/ is missing or stale and TypeScript is not installed: run `npm ci` (with dev dependencies) first.");
+		console.error(
+			"dist/ is missing or stale and TypeScript is not installed: run `npm ci` (with dev dependencies) first.",
+		);
 		process.exit(1);
 	}
 	execSync("npm run build", { stdio: "inherit" });
