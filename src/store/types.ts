@@ -1,0 +1,350 @@
+/**
+ * The durable session store: the one interface the server persists everything through.
+ *
+ * ## Synchronous, deliberately
+ *
+ * Every method is synchronous. The SQLite implementation uses better-sqlite3, whose calls are
+ * synchronous and take microseconds for the row counts involved here; a sync interface keeps the
+ * server's hot path (one `appendEvent` per SSE event) free of promises and interleavings: when a
+ * call returns, its effect is visible to every later call, in order.
+ *
+ * ## What is durable when a call returns
+ *
+ * "Durable" means committed to the database file: it survives a crash or SIGKILL of the process
+ * (with the default `synchronous: "normal"`, an OS crash or power loss may lose the last commits;
+ * `synchronous: "full"` closes that gap at the price of an fsync per commit).
+ *
+ * - Durable on return: `createSession`, `updateSession`, `touchSession`, `deleteSession`,
+ *   `deleteSessions`, `appendMessages`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`,
+ *   `endRun`, `putPending`, `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
+ *   Each of them first writes every buffered event (of all sessions) in the same transaction, so
+ *   the event log on disk is never behind a message, run or queue change the server acknowledged.
+ * - Buffered: `appendEvent` only. The id is assigned (and visible to `readEvents`/`lastEventId`)
+ *   at once, but the row is written by the next flush: after at most `flushIntervalMs` (default
+ *   10 ms), when the buffer reaches `maxBatchEvents`, at any durable write above, or at `flush()`
+ *   / `close()`. A crash can therefore lose the last few milliseconds of events (typically
+ *   `message_update` deltas of a message still streaming); ids stay monotonic anyway because the
+ *   ids a restarted store hands out start after the last id on disk, and a lost id is never
+ *   referenced by anything durable.
+ *
+ * The memory implementation keeps everything in the process and loses it with the process; it
+ * follows the same contract otherwise (including copies on read: callers never share objects with
+ * the store).
+ *
+ * ## Unknown sessions and misuse
+ *
+ * A `sessionId` that does not exist (never created, or deleted) is a value, never a throw: reads
+ * return `undefined` or `[]`, writes write nothing and return `undefined`/`false`/`0`. This makes
+ * the late writes of a run racing a `DELETE` harmless. Methods throw only on caller misuse (a
+ * closed store, a duplicate session id, an invalid argument) with the fix in the message.
+ *
+ * Timestamps are epoch milliseconds. Every timestamp is passed by the caller where a method takes
+ * one, so tests and the server control time; the store never reads the clock except where noted.
+ */
+import type { AgentMessage, ThinkingLevel, ToolExecutionMode } from "../agent/types.js";
+import type { Usage } from "../ai/types.js";
+
+/** How many queued messages one poll of a queue drains (the reference Agent's `QueueMode`). */
+export type QueueMode = "all" | "one-at-a-time";
+
+/**
+ * The run status of a session as persisted.
+ * - `idle`: no run active.
+ * - `running`: a run was started (`startRun`) and has not ended (`endRun`).
+ * - `interrupted`: the process died while the run was active; set by `recoverInterrupted` at
+ *   startup, with `interruptedAt`. The next `startRun` clears it.
+ */
+export type SessionRunStatus = "idle" | "running" | "interrupted";
+
+/** The configurable part of a session: what `POST /v1/sessions` and `PATCH` set. */
+export interface SessionConfig {
+	/** `"provider/id"`, e.g. `"faux/echo"`. */
+	model: string;
+	systemPrompt: string;
+	thinkingLevel: ThinkingLevel;
+	/** Names of the enabled server tools. */
+	tools: string[];
+	toolExecution: ToolExecutionMode;
+	steeringMode: QueueMode;
+	followUpMode: QueueMode;
+	/** Free-form string map from the client. */
+	metadata: Record<string, string>;
+}
+
+/** Accumulated token usage and cost (USD) of a session or a run; same shape as a message's `Usage`. */
+export type UsageTotals = Usage;
+
+/** What `createSession` takes. */
+export interface NewSession extends SessionConfig {
+	/** Unique, chosen by the caller (the server generates it). */
+	id: string;
+	/** Who owns the session: an id or hash of the API key that created it; `null` when auth is off. */
+	ownerId: string | null;
+	createdAt: number;
+}
+
+/** A session as stored. */
+export interface SessionRecord extends SessionConfig {
+	id: string;
+	ownerId: string | null;
+	createdAt: number;
+	/** Last config change (`updateSession`), or `createdAt`. */
+	updatedAt: number;
+	/** Last activity (`touchSession`, `startRun`, `endRun`, `appendMessages`, `enqueue`); drives retention. */
+	lastActiveAt: number;
+	status: SessionRunStatus;
+	/** Set with `status: "interrupted"`; `null` otherwise. */
+	interruptedAt: number | null;
+	/** Id of the active (or interrupted) run; `null` when idle. */
+	currentRunId: string | null;
+	/** Sum of the `usage` of every ended run (and every interrupted run, from its persisted assistant messages). */
+	usage: UsageTotals;
+	/** Number of messages in the transcript. */
+	messageCount: number;
+	/** Highest event id ever assigned to this session (0 before the first event); never decreases. */
+	lastEventId: number;
+}
+
+/** One entry of the SSE event log. */
+export interface StoredEvent {
+	/** Per-session, strictly increasing, never reused (also across restarts and log trimming). */
+	id: number;
+	/** The SSE `event:` name (an AgentEvent type or a server-level name). */
+	type: string;
+	/** The SSE `data:` payload, already serialised JSON; stored and returned verbatim. */
+	data: string;
+	createdAt: number;
+}
+
+/** Which queue a queued message belongs to. */
+export type QueueKind = "steer" | "followUp";
+
+/** A steering or follow-up message waiting for the loop to poll it. */
+export interface QueuedMessage {
+	/** Store-assigned, increasing in enqueue order (global, not per session). */
+	id: number;
+	sessionId: string;
+	kind: QueueKind;
+	message: AgentMessage;
+	createdAt: number;
+}
+
+/** How a run ended (`interrupted` is only ever set by `recoverInterrupted`). */
+export type RunStatus = "running" | "completed" | "aborted" | "error" | "interrupted";
+
+/** One run (one `prompt`/`continue` from `agent_start` to `agent_end`). */
+export interface RunRecord {
+	id: string;
+	sessionId: string;
+	status: RunStatus;
+	startedAt: number;
+	/** `null` while running; the recovery time for an interrupted run. */
+	endedAt: number | null;
+	usage: UsageTotals;
+	errorMessage: string | null;
+}
+
+/** What `endRun` records. */
+export interface RunEnd {
+	status: Exclude<RunStatus, "running" | "interrupted">;
+	endedAt: number;
+	/** The run's summed usage and cost; added to the session's totals. */
+	usage: UsageTotals;
+	errorMessage?: string;
+}
+
+/**
+ * Something a tool call is waiting for from a client (issue 6): an approval decision, or the
+ * result of a client-side tool. Persisted so it can be listed and re-announced after a reconnect
+ * or a restart.
+ */
+export interface PendingInteraction {
+	sessionId: string;
+	toolCallId: string;
+	kind: "approval" | "client_tool";
+	/** Serialised JSON describing the request (tool name, arguments, ...); stored verbatim. */
+	payload: string;
+	createdAt: number;
+	/** `null` until `resolvePending`. */
+	resolvedAt: number | null;
+	/** Serialised JSON of the client's answer; `null` until resolved. */
+	resolution: string | null;
+}
+
+/** A page of `listSessions`. */
+export interface SessionPage {
+	sessions: SessionRecord[];
+	/** Pass as `cursor` to get the next page; absent on the last page. */
+	nextCursor?: string;
+}
+
+/** A page of `listMessages`. */
+export interface MessagePage {
+	messages: AgentMessage[];
+	/** Index (0-based position in the transcript) of the first returned message. */
+	offset: number;
+	/** Transcript length. */
+	total: number;
+}
+
+/** Options both implementations accept. */
+export interface StoreOptions {
+	/** Events retained per session; older ones are trimmed (ids are never reused). Default 10,000. */
+	maxEventsPerSession?: number;
+}
+
+/** The store. See the module comment for the sync, durability and unknown-session rules. */
+export interface SessionStore {
+	/** `"memory"` or `"sqlite"`. */
+	readonly kind: "memory" | "sqlite";
+
+	// --- sessions -------------------------------------------------------------------------------
+
+	/**
+	 * Creates a session, optionally with a starting transcript, in one transaction.
+	 * `updatedAt` and `lastActiveAt` start at `createdAt`; status `idle`; usage zero.
+	 * Throws if the id exists (caller misuse: generate unique ids). Durable on return.
+	 */
+	createSession(session: NewSession, messages?: AgentMessage[]): SessionRecord;
+
+	/** The session, or undefined. */
+	getSession(sessionId: string): SessionRecord | undefined;
+
+	/**
+	 * Applies a config patch (only the given fields change) and sets `updatedAt = at`.
+	 * Returns the updated record, or undefined for an unknown session. Durable on return.
+	 */
+	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined;
+
+	/** Sets `lastActiveAt = at` (e.g. on every request or SSE subscribe). Returns false if unknown. Durable on return. */
+	touchSession(sessionId: string, at: number): boolean;
+
+	/**
+	 * Lists sessions in creation order (oldest first, ties by id), `limit` per page (1..1000,
+	 * default 50). `ownerId` filters to one owner (`null` = sessions created without auth); omit it
+	 * for all. `cursor` is the `nextCursor` of the previous page; a malformed cursor throws.
+	 */
+	listSessions(options?: { ownerId?: string | null; cursor?: string; limit?: number }): SessionPage;
+
+	/**
+	 * Deletes the session and everything of it: transcript, events (also buffered ones), queue,
+	 * runs, pending interactions. Returns false if unknown. Durable on return.
+	 */
+	deleteSession(sessionId: string): boolean;
+
+	// --- transcript -----------------------------------------------------------------------------
+
+	/**
+	 * Appends completed messages (`message_end` messages, tool results, prompts) to the transcript,
+	 * in one transaction, tagged with the session's current run if any. Returns the new
+	 * transcript length, or undefined for an unknown session. Durable on return.
+	 */
+	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined;
+
+	/**
+	 * A page of the transcript in order: `offset` (default 0) is the index of the first message,
+	 * `limit` 1..1000 (default 100). Undefined for an unknown session.
+	 */
+	listMessages(sessionId: string, options?: { offset?: number; limit?: number }): MessagePage | undefined;
+
+	/** Transcript length; undefined for an unknown session. */
+	countMessages(sessionId: string): number | undefined;
+
+	// --- event log (SSE resume) -----------------------------------------------------------------
+
+	/**
+	 * Assigns the next event id of the session and appends the event. Buffered: NOT durable on
+	 * return (see the module comment); immediately visible to the read methods. `createdAt`
+	 * defaults to `Date.now()`. Returns the id, or undefined for an unknown session (dropped).
+	 */
+	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined;
+
+	/**
+	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000).
+	 * `[]` for an unknown session.
+	 */
+	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[];
+
+	/** Highest id assigned (0 if none yet); undefined for an unknown session. */
+	lastEventId(sessionId: string): number | undefined;
+
+	/**
+	 * Lowest retained id, or undefined when none is retained (or unknown session). A client whose
+	 * `Last-Event-ID` is below `oldestEventId - 1` has missed trimmed events (send a reset snapshot).
+	 */
+	oldestEventId(sessionId: string): number | undefined;
+
+	/** The per-session cap in force (`maxEventsPerSession`). */
+	readonly maxEventsPerSession: number;
+
+	// --- steering / follow-up queue -------------------------------------------------------------
+
+	/** Queues a message. Returns the stored entry, or undefined for an unknown session. Durable on return (a 202 may be sent). */
+	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined;
+
+	/** Queued messages in enqueue order, of one kind or both. `[]` for an unknown session. */
+	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[];
+
+	/** Removes entries by id once the loop has drained them. Returns how many were removed. Durable on return. */
+	removeQueued(sessionId: string, ids: number[]): number;
+
+	/** Removes every queued message of one kind or both. Returns how many were removed. Durable on return. */
+	clearQueue(sessionId: string, kind?: QueueKind): number;
+
+	// --- runs -----------------------------------------------------------------------------------
+
+	/**
+	 * Records the start of a run: session status `running`, `currentRunId = runId`,
+	 * `interruptedAt = null`, `lastActiveAt = startedAt`. Returns false for an unknown session.
+	 * Throws if the run id exists. Durable on return.
+	 */
+	startRun(sessionId: string, runId: string, startedAt: number): boolean;
+
+	/**
+	 * Records the end of a run: its status, end time, usage and error; adds the usage to the
+	 * session's totals; session status back to `idle` when `runId` is the current run.
+	 * Returns false for an unknown session or run. Durable on return.
+	 */
+	endRun(sessionId: string, runId: string, end: RunEnd): boolean;
+
+	/** The session's runs, oldest first (at most `limit`, default 100, the most recent ones). */
+	listRuns(sessionId: string, limit?: number): RunRecord[];
+
+	/**
+	 * Startup recovery: every session whose status is `running` becomes `interrupted` with
+	 * `interruptedAt = at`; its current run gets status `interrupted`, `endedAt = at` and the usage
+	 * of its persisted assistant messages (also added to the session's totals). Returns the ids
+	 * of the sessions it changed. Call once after opening, before serving. Durable on return.
+	 */
+	recoverInterrupted(at: number): string[];
+
+	// --- pending interactions (approvals, client-side tools) ------------------------------------
+
+	/** Stores (or replaces) the pending interaction of `(sessionId, toolCallId)`. Returns false for an unknown session. Durable on return. */
+	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): boolean;
+
+	/** Records the client's answer. Returns false if there is no such unresolved interaction. Durable on return. */
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean;
+
+	/** Removes one interaction (once the tool call consumed it). Returns false if unknown. Durable on return. */
+	deletePending(sessionId: string, toolCallId: string): boolean;
+
+	/** The session's interactions in creation order; unresolved only unless `includeResolved`. */
+	listPending(sessionId: string, options?: { includeResolved?: boolean }): PendingInteraction[];
+
+	// --- retention ------------------------------------------------------------------------------
+
+	/** Ids of sessions with `lastActiveAt < cutoff` and not `running`, least recently active first (at most `limit`, default 1,000). */
+	listIdleSessions(cutoff: number, limit?: number): string[];
+
+	/** Deletes several sessions as `deleteSession` does, in one transaction. Returns how many existed. */
+	deleteSessions(sessionIds: string[]): number;
+
+	// --- lifecycle ------------------------------------------------------------------------------
+
+	/** Writes every buffered event now. Call before replying when a reply must imply the events are on disk. */
+	flush(): void;
+
+	/** Flushes and releases the store; later calls throw. Idempotent. */
+	close(): void;
+}
