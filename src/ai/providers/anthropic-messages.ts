@@ -1,0 +1,389 @@
+/**
+ * Anthropic Messages wire API (`api: "anthropic-messages"`, `POST {baseUrl}/v1/messages`, `stream: true`).
+ *
+ * Request: system prompt as a cached text block, user text/images, assistant history with thinking
+ * blocks replayed with their `signature` (redacted thinking as `redacted_thinking` with its `data`),
+ * tool calls as `tool_use`, consecutive tool results folded into one user message of `tool_result`
+ * blocks (images allowed inside), tools with `input_schema`, extended thinking (`budget_tokens`, or
+ * adaptive thinking with an effort for the models that only support that).
+ *
+ * Stream: see {@link AnthropicStreamMapper} for how each wire event becomes protocol events.
+ */
+import type {
+	AssistantMessage,
+	Context,
+	ImageContent,
+	Message,
+	Model,
+	SimpleStreamOptions,
+	StopReason,
+	StreamOptions,
+	TextContent,
+	ThinkingBudgets,
+	ThinkingLevel,
+	Tool,
+} from "../types.js";
+import { prepareMessagesForReplay, sanitizeText } from "./replay-history.js";
+
+export type AnthropicEffort = "low" | "medium" | "high" | "xhigh" | "max";
+
+/** Options of {@link streamAnthropicMessages}; `streamSimple` derives them from {@link SimpleStreamOptions}. */
+export interface AnthropicMessagesOptions extends StreamOptions {
+	/** Extended thinking on (`true`), explicitly off (`false`, sent as `{type: "disabled"}`), or left to the API. */
+	thinkingEnabled?: boolean;
+	/** `budget_tokens` for budget-based thinking (default 1024, the API's minimum). */
+	thinkingBudgetTokens?: number;
+	/** Effort for adaptive thinking (models that only support adaptive thinking: Opus 4.6+, Sonnet 4.6). */
+	effort?: AnthropicEffort;
+	/** `thinking.display`; omitted unless set (the API's default applies). */
+	thinkingDisplay?: "summarized" | "omitted";
+	/** Sends the interleaved-thinking beta header with budget-based thinking (default true). */
+	interleavedThinking?: boolean;
+	toolChoice?: "auto" | "any" | "none" | { type: "tool"; name: string };
+}
+
+// ---- wire types (the subset we send and read) ----
+
+export type AnthropicCacheControl = { type: "ephemeral"; ttl?: "1h" };
+
+export type AnthropicContentBlockParam =
+	| { type: "text"; text: string; cache_control?: AnthropicCacheControl }
+	| {
+			type: "image";
+			source: { type: "base64"; media_type: string; data: string };
+			cache_control?: AnthropicCacheControl;
+	  }
+	| { type: "thinking"; thinking: string; signature: string }
+	| { type: "redacted_thinking"; data: string }
+	| { type: "tool_use"; id: string; name: string; input: Record<string, unknown> }
+	| {
+			type: "tool_result";
+			tool_use_id: string;
+			content: string | AnthropicContentBlockParam[];
+			is_error?: boolean;
+			cache_control?: AnthropicCacheControl;
+	  };
+
+export interface AnthropicMessageParam {
+	role: "user" | "assistant";
+	content: string | AnthropicContentBlockParam[];
+}
+
+export interface AnthropicToolParam {
+	name: string;
+	description: string;
+	input_schema: Record<string, unknown>;
+	eager_input_streaming?: boolean;
+	cache_control?: AnthropicCacheControl;
+}
+
+export interface AnthropicMessagesParams {
+	model: string;
+	max_tokens: number;
+	messages: AnthropicMessageParam[];
+	stream: true;
+	system?: { type: "text"; text: string; cache_control?: AnthropicCacheControl }[];
+	temperature?: number;
+	tools?: AnthropicToolParam[];
+	tool_choice?: { type: "auto" | "any" | "none" } | { type: "tool"; name: string };
+	thinking?:
+		| { type: "enabled"; budget_tokens: number; display?: string }
+		| { type: "adaptive"; display?: string }
+		| { type: "disabled" };
+	output_config?: { effort: AnthropicEffort };
+	metadata?: { user_id: string };
+}
+
+export const ANTHROPIC_VERSION = "2023-06-01";
+const INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14";
+const FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14";
+
+// ---- request ----
+
+/** The models that take `thinking: {type: "adaptive"}` with an effort instead of a token budget. */
+export function supportsAdaptiveThinking(modelId: string): boolean {
+	return /(opus-4[.-][67]|sonnet-4[.-]6)/.test(modelId);
+}
+
+function cacheControlFor(model: Model<"anthropic-messages">, retention: StreamOptions["cacheRetention"]) {
+	const resolved = retention ?? "short";
+	if (resolved === "none") return undefined;
+	const longOk = model.compat?.supportsLongCacheRetention ?? true;
+	const control: AnthropicCacheControl = { type: "ephemeral" };
+	if (resolved === "long" && longOk) control.ttl = "1h";
+	return control;
+}
+
+/**
+ * The request body. `cacheRetention` (default `short`) puts `cache_control` on the system prompt,
+ * the last tool and the last block of the last user message, so a conversation's prefix is cached
+ * turn after turn. `temperature` is dropped while thinking is on (the API rejects the pair).
+ */
+export function buildParams(
+	model: Model<"anthropic-messages">,
+	context: Context,
+	options: AnthropicMessagesOptions = {},
+): AnthropicMessagesParams {
+	const cacheControl = cacheControlFor(model, options.cacheRetention);
+	const params: AnthropicMessagesParams = {
+		model: model.id,
+		max_tokens: options.maxTokens ?? defaultMaxTokens(model),
+		messages: convertMessages(context.messages, model, cacheControl),
+		stream: true,
+	};
+	if (context.systemPrompt) {
+		params.system = [
+			{ type: "text", text: sanitizeText(context.systemPrompt), ...(cacheControl && { cache_control: cacheControl }) },
+		];
+	}
+	if (options.temperature !== undefined && !options.thinkingEnabled) params.temperature = options.temperature;
+	if (context.tools && context.tools.length > 0) {
+		params.tools = convertTools(context.tools, model, cacheControl);
+	}
+	if (model.reasoning && options.thinkingEnabled) {
+		const display = options.thinkingDisplay && { display: options.thinkingDisplay };
+		if (supportsAdaptiveThinking(model.id)) {
+			params.thinking = { type: "adaptive", ...display };
+			if (options.effort) params.output_config = { effort: options.effort };
+		} else {
+			params.thinking = { type: "enabled", budget_tokens: options.thinkingBudgetTokens || 1024, ...display };
+		}
+	} else if (model.reasoning && options.thinkingEnabled === false) {
+		params.thinking = { type: "disabled" };
+	}
+	const userId = options.metadata?.user_id;
+	if (typeof userId === "string") params.metadata = { user_id: userId };
+	if (options.toolChoice) {
+		params.tool_choice = typeof options.toolChoice === "string" ? { type: options.toolChoice } : options.toolChoice;
+	}
+	return params;
+}
+
+function defaultMaxTokens(model: Model<any>): number {
+	return model.maxTokens > 0 ? Math.min(model.maxTokens, 32000) : 4096;
+}
+
+/** Request headers (auth, version, betas), lowest precedence first: ours, then model.headers, then options.headers. */
+export function buildHeaders(
+	model: Model<"anthropic-messages">,
+	context: Context,
+	apiKey: string,
+	options: AnthropicMessagesOptions = {},
+): Record<string, string> {
+	const betas: string[] = [];
+	const hasTools = (context.tools?.length ?? 0) > 0;
+	if (hasTools && model.compat?.supportsEagerToolInputStreaming === false) betas.push(FINE_GRAINED_TOOL_STREAMING_BETA);
+	if (options.thinkingEnabled && (options.interleavedThinking ?? true) && !supportsAdaptiveThinking(model.id)) {
+		betas.push(INTERLEAVED_THINKING_BETA);
+	}
+	return {
+		"content-type": "application/json",
+		accept: "text/event-stream",
+		"x-api-key": apiKey,
+		"anthropic-version": ANTHROPIC_VERSION,
+		...(betas.length > 0 && { "anthropic-beta": betas.join(",") }),
+		...model.headers,
+		...options.headers,
+	};
+}
+
+/** `{baseUrl}/v1/messages`, tolerating a base URL that already ends in `/v1`. */
+export function messagesUrl(baseUrl: string): string {
+	const base = baseUrl.replace(/\/+$/, "");
+	return base.endsWith("/v1") ? `${base}/messages` : `${base}/v1/messages`;
+}
+
+/** Anthropic tool_use ids must match `^[a-zA-Z0-9_-]{1,64}$`; ids from other providers may not. */
+export function normalizeToolCallId(id: string): string {
+	const cleaned = id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
+	return cleaned.length > 0 ? cleaned : "tool_call";
+}
+
+function convertUserContent(content: (TextContent | ImageContent)[]): AnthropicContentBlockParam[] {
+	const blocks: AnthropicContentBlockParam[] = [];
+	for (const item of content) {
+		if (item.type === "text") {
+			// The API rejects empty text blocks.
+			if (item.text.trim().length > 0) blocks.push({ type: "text", text: sanitizeText(item.text) });
+		} else {
+			blocks.push({ type: "image", source: { type: "base64", media_type: item.mimeType, data: item.data } });
+		}
+	}
+	return blocks;
+}
+
+function convertToolResultContent(content: (TextContent | ImageContent)[]): string | AnthropicContentBlockParam[] {
+	if (!content.some((c) => c.type === "image")) {
+		return sanitizeText(
+			content
+				.filter((c): c is TextContent => c.type === "text")
+				.map((c) => c.text)
+				.join("\n"),
+		);
+	}
+	const blocks = convertUserContent(content);
+	if (!blocks.some((b) => b.type === "text")) blocks.unshift({ type: "text", text: "(see attached image)" });
+	return blocks;
+}
+
+/**
+ * Our messages → Anthropic `messages`. Applies {@link prepareMessagesForReplay} (drops failed turns,
+ * answers orphaned tool calls, downgrades foreign thinking) first. A thinking block without a
+ * signature (an aborted stream) is sent as plain text, since the API rejects unsigned thinking.
+ */
+export function convertMessages(
+	messages: Message[],
+	model: Model<"anthropic-messages">,
+	cacheControl?: AnthropicCacheControl,
+): AnthropicMessageParam[] {
+	const out: AnthropicMessageParam[] = [];
+	const prepared = prepareMessagesForReplay(messages, model, normalizeToolCallId);
+	for (let i = 0; i < prepared.length; i++) {
+		const msg = prepared[i];
+		if (msg.role === "user") {
+			if (typeof msg.content === "string") {
+				if (msg.content.trim().length > 0) out.push({ role: "user", content: sanitizeText(msg.content) });
+				continue;
+			}
+			const blocks = convertUserContent(msg.content);
+			if (blocks.length > 0) out.push({ role: "user", content: blocks });
+		} else if (msg.role === "assistant") {
+			const blocks: AnthropicContentBlockParam[] = [];
+			for (const block of msg.content) {
+				if (block.type === "text") {
+					if (block.text.trim().length > 0) blocks.push({ type: "text", text: sanitizeText(block.text) });
+				} else if (block.type === "thinking") {
+					if (block.redacted) {
+						if (block.thinkingSignature) blocks.push({ type: "redacted_thinking", data: block.thinkingSignature });
+					} else if (block.thinkingSignature && block.thinkingSignature.trim().length > 0) {
+						// A signed block is replayed even when its text is empty (display "omitted").
+						blocks.push({
+							type: "thinking",
+							thinking: sanitizeText(block.thinking),
+							signature: block.thinkingSignature,
+						});
+					} else if (block.thinking.trim().length > 0) {
+						blocks.push({ type: "text", text: sanitizeText(block.thinking) });
+					}
+				} else if (block.type === "toolCall") {
+					blocks.push({ type: "tool_use", id: block.id, name: block.name, input: block.arguments ?? {} });
+				}
+			}
+			if (blocks.length > 0) out.push({ role: "assistant", content: blocks });
+		} else if (msg.role === "toolResult") {
+			// All consecutive tool results go into one user message (some Anthropic-compatible servers require it).
+			const results: AnthropicContentBlockParam[] = [];
+			let j = i;
+			for (; j < prepared.length; j++) {
+				const next = prepared[j];
+				if (next.role !== "toolResult") break;
+				results.push({
+					type: "tool_result",
+					tool_use_id: next.toolCallId,
+					content: convertToolResultContent(next.content),
+					is_error: next.isError,
+				});
+			}
+			i = j - 1;
+			out.push({ role: "user", content: results });
+		}
+	}
+	if (cacheControl) addCacheControlToLastUserBlock(out, cacheControl);
+	return out;
+}
+
+function addCacheControlToLastUserBlock(params: AnthropicMessageParam[], cacheControl: AnthropicCacheControl): void {
+	const last = params[params.length - 1];
+	if (last?.role !== "user") return;
+	if (typeof last.content === "string") {
+		last.content = [{ type: "text", text: last.content, cache_control: cacheControl }];
+		return;
+	}
+	const block = last.content[last.content.length - 1];
+	if (block && (block.type === "text" || block.type === "image" || block.type === "tool_result")) {
+		block.cache_control = cacheControl;
+	}
+}
+
+/**
+ * Tools → Anthropic `tools`. The schema is sent whole (TypeBox schemas are plain JSON Schema; their
+ * symbol keys vanish in JSON); `type: "object"` is forced since `input_schema` must be an object schema.
+ */
+export function convertTools(
+	tools: Tool[],
+	model: Model<"anthropic-messages">,
+	cacheControl?: AnthropicCacheControl,
+): AnthropicToolParam[] {
+	const eager = model.compat?.supportsEagerToolInputStreaming ?? true;
+	return tools.map((tool, index) => {
+		const schema = { ...(tool.parameters as Record<string, unknown>) };
+		delete schema.$schema;
+		return {
+			name: tool.name,
+			description: tool.description,
+			input_schema: { ...schema, type: "object", properties: schema.properties ?? {} },
+			...(eager && { eager_input_streaming: true }),
+			...(cacheControl && index === tools.length - 1 && { cache_control: cacheControl }),
+		};
+	});
+}
+
+/**
+ * Anthropic `stop_reason` → our stop reason. `refusal` and `sensitive` end the call as an error
+ * (the message carries whatever was streamed); `pause_turn` (a server tool paused a long turn) and
+ * `stop_sequence` end it normally. An unknown value is kept as a normal stop, since the content
+ * streamed so far is complete.
+ */
+export function mapStopReason(reason: string | null | undefined): StopReason {
+	switch (reason) {
+		case "end_turn":
+		case "pause_turn":
+		case "stop_sequence":
+			return "stop";
+		case "max_tokens":
+		case "model_context_window_exceeded":
+			return "length";
+		case "tool_use":
+			return "toolUse";
+		case "refusal":
+		case "sensitive":
+			return "error";
+		default:
+			return "stop";
+	}
+}
+
+// ---- simple options ----
+
+const DEFAULT_BUDGETS: Required<ThinkingBudgets> = { minimal: 1024, low: 2048, medium: 8192, high: 16384 };
+
+function effortFor(model: Model<any>, level: ThinkingLevel): AnthropicEffort {
+	const mapped = model.thinkingLevelMap?.[level];
+	if (typeof mapped === "string") return mapped as AnthropicEffort;
+	if (level === "minimal" || level === "low") return "low";
+	if (level === "medium") return "medium";
+	if (level === "xhigh") return /opus-4[.-]7/.test(model.id) ? "xhigh" : "high";
+	return "high";
+}
+
+/**
+ * {@link SimpleStreamOptions} → {@link AnthropicMessagesOptions}: `reasoning` becomes adaptive
+ * thinking with an effort on the models that need it, else a `budget_tokens` from `thinkingBudgets`
+ * (defaults minimal 1024, low 2048, medium 8192, high/xhigh 16384) added on top of `maxTokens`
+ * (capped at the model's limit, keeping at least 1024 output tokens); no `reasoning` turns thinking off.
+ */
+export function toAnthropicOptions(model: Model<any>, options: SimpleStreamOptions = {}): AnthropicMessagesOptions {
+	const { reasoning, thinkingBudgets, ...base } = options;
+	const maxTokens = base.maxTokens ?? defaultMaxTokens(model);
+	if (!reasoning) return { ...base, maxTokens, thinkingEnabled: false };
+	if (supportsAdaptiveThinking(model.id)) {
+		return { ...base, maxTokens, thinkingEnabled: true, effort: effortFor(model, reasoning) };
+	}
+	const level = reasoning === "xhigh" ? "high" : reasoning;
+	let budget = thinkingBudgets?.[level] ?? DEFAULT_BUDGETS[level];
+	const total = model.maxTokens > 0 ? Math.min(maxTokens + budget, model.maxTokens) : maxTokens + budget;
+	if (total <= budget) budget = Math.max(1024, total - 1024);
+	return { ...base, maxTokens: total, thinkingEnabled: true, thinkingBudgetTokens: budget };
+}
+
+export type { AssistantMessage };

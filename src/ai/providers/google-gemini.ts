@@ -1,0 +1,367 @@
+/**
+ * Google Gemini wire API (`api: "google-generative-ai"`,
+ * `POST {baseUrl}/models/{id}:streamGenerateContent?alt=sse`, auth `x-goog-api-key`).
+ *
+ * Request: `systemInstruction`, `contents` with `user`/`model` roles, images as `inlineData`,
+ * assistant history replayed part by part with each part's `thoughtSignature` (text →
+ * `textSignature`, thought summary → `thinkingSignature`, function call → `ToolCall.thoughtSignature`),
+ * tool results as `functionResponse` parts (images inside them for Gemini 3+, else in a following
+ * user turn), tools as `functionDeclarations` with `parametersJsonSchema` (full JSON Schema), and
+ * `generationConfig.thinkingConfig` (`thinkingBudget` for 2.5, `thinkingLevel` for 3).
+ *
+ * Stream: see {@link GeminiStreamMapper}.
+ */
+import type {
+	Context,
+	ImageContent,
+	Message,
+	Model,
+	SimpleStreamOptions,
+	StopReason,
+	StreamOptions,
+	TextContent,
+	ThinkingLevel,
+	Tool,
+} from "../types.js";
+import { prepareMessagesForReplay, sanitizeText } from "./replay-history.js";
+
+export type GeminiThinkingLevel = "MINIMAL" | "LOW" | "MEDIUM" | "HIGH";
+
+/** Options of {@link streamGoogleGemini}; `streamSimple` derives them from {@link SimpleStreamOptions}. */
+export interface GoogleGeminiOptions extends StreamOptions {
+	toolChoice?: "auto" | "none" | "any";
+	/**
+	 * `enabled: true` sends `includeThoughts` with `level` (Gemini 3) or `budgetTokens` (2.5; -1 =
+	 * dynamic); `enabled: false` sends the model's "as little as possible" config; absent sends nothing.
+	 */
+	thinking?: { enabled: boolean; budgetTokens?: number; level?: GeminiThinkingLevel };
+}
+
+// ---- wire types (the subset we send and read) ----
+
+export interface GeminiPart {
+	text?: string;
+	thought?: boolean;
+	thoughtSignature?: string;
+	inlineData?: { mimeType: string; data: string };
+	functionCall?: {
+		name?: string;
+		args?: Record<string, unknown>;
+		id?: string;
+		partialArgs?: GeminiPartialArg[];
+		willContinue?: boolean;
+	};
+	functionResponse?: {
+		name: string;
+		response: Record<string, unknown>;
+		parts?: { inlineData: { mimeType: string; data: string } }[];
+		id?: string;
+	};
+	executableCode?: { language?: string; code?: string };
+	codeExecutionResult?: { outcome?: string; output?: string };
+	[key: string]: unknown;
+}
+
+/** One piece of a Vertex `streamFunctionCallArguments` call: a value (or string piece) at a JSON path. */
+export interface GeminiPartialArg {
+	jsonPath: string;
+	stringValue?: string;
+	numberValue?: number;
+	boolValue?: boolean;
+	nullValue?: unknown;
+	willContinue?: boolean;
+}
+
+export interface GeminiContent {
+	role: "user" | "model";
+	parts: GeminiPart[];
+}
+
+export interface GeminiFunctionDeclaration {
+	name: string;
+	description: string;
+	parametersJsonSchema?: unknown;
+	parameters?: unknown;
+}
+
+export interface GeminiParams {
+	contents: GeminiContent[];
+	systemInstruction?: { parts: { text: string }[] };
+	tools?: { functionDeclarations: GeminiFunctionDeclaration[] }[];
+	toolConfig?: { functionCallingConfig: { mode: "AUTO" | "NONE" | "ANY" } };
+	generationConfig?: {
+		temperature?: number;
+		maxOutputTokens?: number;
+		thinkingConfig?: { includeThoughts?: boolean; thinkingBudget?: number; thinkingLevel?: GeminiThinkingLevel };
+	};
+}
+
+// ---- request ----
+
+export function buildParams(
+	model: Model<"google-generative-ai">,
+	context: Context,
+	options: GoogleGeminiOptions = {},
+): GeminiParams {
+	const params: GeminiParams = { contents: convertMessages(model, context.messages) };
+	if (context.systemPrompt) params.systemInstruction = { parts: [{ text: sanitizeText(context.systemPrompt) }] };
+	if (context.tools && context.tools.length > 0) {
+		params.tools = convertTools(context.tools);
+		if (options.toolChoice) {
+			params.toolConfig = { functionCallingConfig: { mode: options.toolChoice.toUpperCase() as "AUTO" } };
+		}
+	}
+	const generationConfig: NonNullable<GeminiParams["generationConfig"]> = {};
+	if (options.temperature !== undefined) generationConfig.temperature = options.temperature;
+	if (options.maxTokens !== undefined) generationConfig.maxOutputTokens = options.maxTokens;
+	if (model.reasoning && options.thinking?.enabled) {
+		const { level, budgetTokens } = options.thinking;
+		generationConfig.thinkingConfig = {
+			includeThoughts: true,
+			...(level !== undefined
+				? { thinkingLevel: level }
+				: budgetTokens !== undefined && { thinkingBudget: budgetTokens }),
+		};
+	} else if (model.reasoning && options.thinking?.enabled === false) {
+		const off = disabledThinkingConfig(model.id);
+		if (off) generationConfig.thinkingConfig = off;
+	}
+	if (Object.keys(generationConfig).length > 0) params.generationConfig = generationConfig;
+	return params;
+}
+
+/** Request headers, lowest precedence first: ours, then model.headers, then options.headers. */
+export function buildHeaders(
+	model: Model<"google-generative-ai">,
+	apiKey: string,
+	options: GoogleGeminiOptions = {},
+): Record<string, string> {
+	return {
+		"content-type": "application/json",
+		accept: "text/event-stream",
+		"x-goog-api-key": apiKey,
+		...model.headers,
+		...options.headers,
+	};
+}
+
+/**
+ * `{baseUrl}/models/{id}:streamGenerateContent?alt=sse`. A bare host (no path) gets `/v1beta`
+ * (the version that has thinking and `parametersJsonSchema`); a base URL with a path is used as is.
+ */
+export function streamUrl(baseUrl: string, modelId: string): string {
+	let base = baseUrl.replace(/\/+$/, "");
+	if (new URL(base).pathname === "/" || new URL(base).pathname === "") base = `${base}/v1beta`;
+	const id = modelId.startsWith("models/") ? modelId.slice("models/".length) : modelId;
+	return `${base}/models/${encodeURIComponent(id)}:streamGenerateContent?alt=sse`;
+}
+
+/** Gemini models that need explicit ids on function calls and responses (Claude / gpt-oss served by Google). */
+export function requiresToolCallId(modelId: string): boolean {
+	return modelId.startsWith("claude-") || modelId.startsWith("gpt-oss-");
+}
+
+function geminiMajorVersion(modelId: string): number | undefined {
+	const match = /^gemini(?:-live)?-(\d+)/.exec(modelId.toLowerCase());
+	return match ? Number.parseInt(match[1], 10) : undefined;
+}
+
+/** Images inside `functionResponse.parts` are accepted from Gemini 3 on. */
+function supportsMultimodalFunctionResponse(modelId: string): boolean {
+	const major = geminiMajorVersion(modelId);
+	return major === undefined || major >= 3;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** A thought signature is replayed only to the model that made it, and only if it is real base64. */
+function replayableSignature(sameModel: boolean, signature: string | undefined): string | undefined {
+	return sameModel && signature && signature.length % 4 === 0 && BASE64.test(signature) ? signature : undefined;
+}
+
+function convertUserParts(content: (TextContent | ImageContent)[]): GeminiPart[] {
+	return content.map((item) =>
+		item.type === "text"
+			? { text: sanitizeText(item.text) }
+			: { inlineData: { mimeType: item.mimeType, data: item.data } },
+	);
+}
+
+/**
+ * Our messages → Gemini `contents`, after {@link prepareMessagesForReplay}. Parts keep their own
+ * signatures (never moved between parts); consecutive tool results share one `user` content.
+ */
+export function convertMessages(model: Model<"google-generative-ai">, messages: Message[]): GeminiContent[] {
+	const contents: GeminiContent[] = [];
+	const withIds = requiresToolCallId(model.id);
+	const normalizeId = withIds ? (id: string) => id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) : undefined;
+	for (const msg of prepareMessagesForReplay(messages, model, normalizeId)) {
+		if (msg.role === "user") {
+			const parts =
+				typeof msg.content === "string" ? [{ text: sanitizeText(msg.content) }] : convertUserParts(msg.content);
+			if (parts.length > 0) contents.push({ role: "user", parts });
+		} else if (msg.role === "assistant") {
+			const sameModel = msg.provider === model.provider && msg.model === model.id;
+			const parts: GeminiPart[] = [];
+			for (const block of msg.content) {
+				if (block.type === "text") {
+					const thoughtSignature = replayableSignature(sameModel, block.textSignature);
+					// An empty text part still matters when it carries the turn's signature.
+					if (block.text.trim() === "" && !thoughtSignature) continue;
+					parts.push({ text: sanitizeText(block.text), ...(thoughtSignature && { thoughtSignature }) });
+				} else if (block.type === "thinking") {
+					const thoughtSignature = replayableSignature(sameModel, block.thinkingSignature);
+					if (block.thinking.trim() === "" && !thoughtSignature) continue;
+					parts.push({
+						thought: true,
+						text: sanitizeText(block.thinking),
+						...(thoughtSignature && { thoughtSignature }),
+					});
+				} else {
+					const thoughtSignature = replayableSignature(sameModel, block.thoughtSignature);
+					parts.push({
+						functionCall: { name: block.name, args: block.arguments ?? {}, ...(withIds && { id: block.id }) },
+						...(thoughtSignature && { thoughtSignature }),
+					});
+				}
+			}
+			if (parts.length > 0) contents.push({ role: "model", parts });
+		} else {
+			const text = msg.content
+				.filter((c): c is TextContent => c.type === "text")
+				.map((c) => c.text)
+				.join("\n");
+			const images = msg.content.filter((c): c is ImageContent => c.type === "image");
+			const imageParts = images.map((img) => ({ inlineData: { mimeType: img.mimeType, data: img.data } }));
+			const inline = images.length > 0 && supportsMultimodalFunctionResponse(model.id);
+			const value = text.length > 0 ? sanitizeText(text) : images.length > 0 ? "(see attached image)" : "";
+			const part: GeminiPart = {
+				functionResponse: {
+					name: msg.toolName,
+					response: msg.isError ? { error: value } : { output: value },
+					...(inline && { parts: imageParts }),
+					...(withIds && { id: msg.toolCallId }),
+				},
+			};
+			const last = contents[contents.length - 1];
+			if (last?.role === "user" && last.parts.some((p) => p.functionResponse)) last.parts.push(part);
+			else contents.push({ role: "user", parts: [part] });
+			if (images.length > 0 && !inline) {
+				contents.push({ role: "user", parts: [{ text: "Tool result image:" }, ...imageParts] });
+			}
+		}
+	}
+	return contents;
+}
+
+const SCHEMA_META_KEYS = new Set([
+	"$schema",
+	"$id",
+	"$anchor",
+	"$dynamicAnchor",
+	"$vocabulary",
+	"$comment",
+	"$defs",
+	"definitions",
+]);
+
+/** Removes JSON Schema meta keywords that the OpenAPI-subset `parameters` field rejects. */
+export function sanitizeSchemaForParameters(schema: unknown): unknown {
+	if (Array.isArray(schema)) return schema.map(sanitizeSchemaForParameters);
+	if (typeof schema !== "object" || schema === null) return schema;
+	const out: Record<string, unknown> = {};
+	for (const [key, value] of Object.entries(schema)) {
+		if (!SCHEMA_META_KEYS.has(key)) out[key] = sanitizeSchemaForParameters(value);
+	}
+	return out;
+}
+
+/**
+ * Tools → one `functionDeclarations` group. Default `parametersJsonSchema` takes full JSON Schema
+ * (anyOf, const, $ref...); `useParameters` sends the OpenAPI-subset `parameters` field instead,
+ * sanitized, for gateways that only know it.
+ */
+export function convertTools(
+	tools: Tool[],
+	useParameters = false,
+): { functionDeclarations: GeminiFunctionDeclaration[] }[] {
+	return [
+		{
+			functionDeclarations: tools.map((tool) => ({
+				name: tool.name,
+				description: tool.description,
+				...(useParameters
+					? { parameters: sanitizeSchemaForParameters(tool.parameters) }
+					: { parametersJsonSchema: JSON.parse(JSON.stringify(tool.parameters)) }),
+			})),
+		},
+	];
+}
+
+/**
+ * Gemini `finishReason` → our stop reason. `STOP` with function calls is turned into `toolUse` by the
+ * stream (Gemini has no separate reason). Safety, recitation, malformed calls and the like end the
+ * call as an error; an unknown future value too (we cannot tell the output is complete).
+ */
+export function mapStopReason(reason: string | undefined): StopReason {
+	switch (reason) {
+		case "STOP":
+			return "stop";
+		case "MAX_TOKENS":
+			return "length";
+		default:
+			return "error";
+	}
+}
+
+// ---- simple options ----
+
+function isGemini3Pro(id: string): boolean {
+	return /gemini-3(?:\.\d+)?-pro/.test(id.toLowerCase());
+}
+function isGemini3Flash(id: string): boolean {
+	return /gemini-3(?:\.\d+)?-flash/.test(id.toLowerCase());
+}
+
+/** The lowest thinking a model allows: 2.5 Pro cannot turn thinking off, so nothing is sent for it. */
+function disabledThinkingConfig(
+	id: string,
+): { thinkingBudget?: number; thinkingLevel?: GeminiThinkingLevel } | undefined {
+	if (isGemini3Pro(id)) return { thinkingLevel: "LOW" };
+	if (isGemini3Flash(id)) return { thinkingLevel: "MINIMAL" };
+	if (id.includes("2.5-pro")) return undefined;
+	return { thinkingBudget: 0 };
+}
+
+const BUDGETS_25: Record<string, Record<Exclude<ThinkingLevel, "xhigh">, number>> = {
+	"2.5-pro": { minimal: 128, low: 2048, medium: 8192, high: 32768 },
+	"2.5-flash-lite": { minimal: 512, low: 2048, medium: 8192, high: 24576 },
+	"2.5-flash": { minimal: 128, low: 2048, medium: 8192, high: 24576 },
+};
+
+/**
+ * {@link SimpleStreamOptions} → {@link GoogleGeminiOptions}: Gemini 3 gets a `thinkingLevel` (3 Pro
+ * only has LOW/HIGH), other models a `thinkingBudget` from `thinkingBudgets`, else the per-model
+ * defaults for 2.5, else -1 (dynamic). `xhigh` is treated as `high`.
+ */
+export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions = {}): GoogleGeminiOptions {
+	const { reasoning, thinkingBudgets, ...base } = options;
+	const maxTokens = base.maxTokens ?? (model.maxTokens > 0 ? Math.min(model.maxTokens, 32000) : undefined);
+	if (!reasoning) return { ...base, maxTokens, thinking: { enabled: false } };
+	const level = reasoning === "xhigh" ? "high" : reasoning;
+	if (isGemini3Pro(model.id)) {
+		return {
+			...base,
+			maxTokens,
+			thinking: { enabled: true, level: level === "minimal" || level === "low" ? "LOW" : "HIGH" },
+		};
+	}
+	if (isGemini3Flash(model.id)) {
+		return { ...base, maxTokens, thinking: { enabled: true, level: level.toUpperCase() as GeminiThinkingLevel } };
+	}
+	const family = Object.keys(BUDGETS_25).find(
+		(key) => model.id.includes(key) && !(key === "2.5-flash" && model.id.includes("lite")),
+	);
+	const budget = thinkingBudgets?.[level] ?? (family ? BUDGETS_25[family][level] : -1);
+	return { ...base, maxTokens, thinking: { enabled: true, budgetTokens: budget } };
+}
