@@ -48,7 +48,7 @@ function assistant(content: AssistantMessage["content"], extra: Partial<Assistan
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 /** A two-turn tool-using conversation with an image, signed and redacted thinking, and an image tool result. */
-export const conversation: Context = {
+const conversation: Context = {
 	systemPrompt: "You are terse.",
 	messages: [
 		{

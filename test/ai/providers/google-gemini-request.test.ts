@@ -49,7 +49,7 @@ const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwA
 const SIG_A = "CiMBjz1rX25KieIB";
 const SIG_B = "EqADCp0DAQw51sct";
 
-export const conversation: Context = {
+const conversation: Context = {
 	systemPrompt: "You are terse.",
 	messages: [
 		{
