@@ -1,0 +1,4 @@
+export { Agent, type AgentOptions } from "./agent.js";
+export { type AgentEventSink, agentLoop, agentLoopContinue, runAgentLoop, runAgentLoopContinue } from "./loop.js";
+export { PendingMessageQueue, type QueueMode } from "./queue.js";
+export type * from "./types.js";
