@@ -1,0 +1,53 @@
+import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
+
+export interface SessionStreamOptions extends Omit<StreamEventsOptions, "url" | "init" | "resumeUrl" | "headers"> {
+	/** The server's origin, e.g. `http://localhost:3000`. */
+	baseUrl: string;
+	sessionId: string;
+	/** Sent as `Authorization: Bearer …` when set. */
+	apiKey?: string;
+	headers?: Record<string, string>;
+}
+
+export interface StreamPromptOptions extends SessionStreamOptions {
+	/** A string or a `UserMessage`. */
+	message: unknown;
+	/** Other fields of the prompt body (`images`, `ifBusy`). */
+	body?: Record<string, unknown>;
+}
+
+function eventsUrl(options: SessionStreamOptions): URL {
+	return new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/events`, options.baseUrl);
+}
+
+function headersFor(options: SessionStreamOptions): Record<string, string> {
+	const headers = { ...options.headers };
+	if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+	return headers;
+}
+
+/** The live stream of a session (`GET /v1/sessions/:id/events`), resuming after disconnects until aborted or `until`. */
+export function sessionEvents(options: SessionStreamOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
+	return streamEvents({ ...options, url: eventsUrl(options), headers: headersFor(options) });
+}
+
+/**
+ * Runs a prompt and streams its run (`POST /v1/sessions/:id/prompt` with `Accept: text/event-stream`)
+ * up to and including its `agent_end`. A disconnect resumes on the session's `/events` stream with
+ * `Last-Event-ID`; the POST is never repeated.
+ */
+export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
+	const { message, body, ...rest } = options;
+	return streamEvents({
+		until: (event) => event.type === "agent_end",
+		...rest,
+		url: new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/prompt`, options.baseUrl),
+		init: {
+			method: "POST",
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({ ...body, message }),
+		},
+		resumeUrl: eventsUrl(options),
+		headers: headersFor(options),
+	});
+}

@@ -1,0 +1,141 @@
+/**
+ * The compact SSE wire format of Wheelhouse — one module shared by the server's SSE writer (which
+ * calls {@link toWireEvent} / {@link encodeWireData}) and the client helper (which undoes it with
+ * `MessageAssembler`), so the two sides cannot drift.
+ *
+ * ## Frames
+ *
+ * ```
+ * id: 42                      per-session integer sequence, strictly increasing, never reused
+ * event: message_update       the event's `type` (AgentEvent type or a server-level event name)
+ * data: {"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"Hi"}}
+ * ```
+ *
+ * `data` is the {@link WireEvent} as one line of JSON (JSON never contains a raw line break).
+ *
+ * ## What is compacted (why: bytes must grow linearly with the answer)
+ *
+ * Every AgentEvent is sent unchanged except `message_update`, which drops the full `message` and
+ * the `assistantMessageEvent.partial`. To let a client rebuild the partial message exactly:
+ *
+ * - `*_start` events carry `block`: the new content block as it is in the server's partial at that
+ *   moment (e.g. `{type:"toolCall",id,name,arguments:{}}`; small).
+ * - `*_delta` events carry the delta only. The client appends it to `text` / `thinking`, or, for a
+ *   tool call, to its raw argument JSON and re-parses `arguments` with partial JSON.
+ * - `*_end` events carry `block` without its bulky field (`text`, `thinking`, `arguments`), which
+ *   the client restores from the event's own `content` / `toolCall.arguments`; this brings over
+ *   anything a provider set at the end of a block (signatures, a repaired tool call).
+ *
+ * `message_start` and `message_end` carry the full message; a client replaces its partial with the
+ * `message_end` message, so message-level fields a provider updates mid-stream (usage, responseId)
+ * are exact at the end.
+ *
+ * Contract for the writer: call {@link toWireEvent} / {@link encodeWireData} synchronously inside
+ * the AgentEvent listener. The agent mutates its partial message in place after the listener
+ * returns, so serialising later would send content from the future.
+ */
+
+import type { AgentEvent, AgentMessage } from "../agent/types.js";
+import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
+
+type ContentBlock = AssistantMessage["content"][number];
+
+/** An `AssistantMessageEvent` of a `message_update`, as sent on the wire (never with `partial`). */
+export type WireAssistantMessageEvent =
+	| { type: "text_start"; contentIndex: number; block: ContentBlock }
+	| { type: "text_delta"; contentIndex: number; delta: string }
+	| { type: "text_end"; contentIndex: number; content: string; block: Partial<ContentBlock> }
+	| { type: "thinking_start"; contentIndex: number; block: ContentBlock }
+	| { type: "thinking_delta"; contentIndex: number; delta: string }
+	| { type: "thinking_end"; contentIndex: number; content: string; block: Partial<ContentBlock> }
+	| { type: "toolcall_start"; contentIndex: number; block: ContentBlock }
+	| { type: "toolcall_delta"; contentIndex: number; delta: string }
+	| {
+			type: "toolcall_end";
+			contentIndex: number;
+			toolCall: Extract<ContentBlock, { type: "toolCall" }>;
+			block: Partial<ContentBlock>;
+	  };
+
+/** `message_update` on the wire: the delta only (see the module doc). */
+export interface WireMessageUpdate {
+	type: "message_update";
+	assistantMessageEvent: WireAssistantMessageEvent;
+}
+
+/**
+ * A snapshot for a late joiner (the first event of a subscription without a cursor) or for a
+ * cursor older than the retained log (`reset: true`: the client must drop what it has and rebuild
+ * from here). `streamingMessage` is the in-flight partial message, if a message is streaming; a
+ * `MessageAssembler` continues from it. `state` is the session state as `GET /v1/sessions/:id`
+ * returns it (opaque to the assembler).
+ */
+export interface SessionSnapshotEvent {
+	type: "session_snapshot";
+	reset?: boolean;
+	state?: Record<string, unknown>;
+	streamingMessage?: AgentMessage;
+	[key: string]: unknown;
+}
+
+/** A steering / follow-up message was queued, drained or cleared. */
+export interface QueueUpdateEvent {
+	type: "queue_update";
+	[key: string]: unknown;
+}
+
+/** Server-level events; their names never collide with AgentEvent types. */
+export type ServerEvent = SessionSnapshotEvent | QueueUpdateEvent;
+
+/** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
+export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
+
+const BULKY_FIELD: Record<string, "text" | "thinking" | "arguments"> = {
+	text_end: "text",
+	thinking_end: "thinking",
+	toolcall_end: "arguments",
+};
+
+function compactAssistantEvent(event: AssistantMessageEvent): WireAssistantMessageEvent {
+	switch (event.type) {
+		case "text_delta":
+		case "thinking_delta":
+		case "toolcall_delta":
+			return { type: event.type, contentIndex: event.contentIndex, delta: event.delta };
+		case "text_start":
+		case "thinking_start":
+		case "toolcall_start": {
+			// Copied (one level, plus tool arguments) so later in-place mutation cannot leak into it.
+			const block = { ...event.partial.content[event.contentIndex] } as ContentBlock;
+			if (block.type === "toolCall") block.arguments = { ...block.arguments };
+			return { type: event.type, contentIndex: event.contentIndex, block };
+		}
+		case "text_end":
+		case "thinking_end":
+		case "toolcall_end": {
+			const block: Record<string, unknown> = { ...event.partial.content[event.contentIndex] };
+			delete block[BULKY_FIELD[event.type]];
+			const { partial: _partial, ...rest } = event;
+			return { ...rest, block } as WireAssistantMessageEvent;
+		}
+		default:
+			throw new Error(
+				`toWireEvent: assistant event "${(event as { type: string }).type}" never appears in a message_update; ` +
+					"pass only AgentEvents emitted by the agent loop",
+			);
+	}
+}
+
+/**
+ * Converts an AgentEvent to its wire form. Only `message_update` changes; every other event is
+ * returned as is (so serialise it before the agent mutates it — see the module contract).
+ */
+export function toWireEvent(event: AgentEvent): WireEvent {
+	if (event.type !== "message_update") return event;
+	return { type: "message_update", assistantMessageEvent: compactAssistantEvent(event.assistantMessageEvent) };
+}
+
+/** `JSON.stringify(toWireEvent(event))`: the `data:` line of the event's frame. */
+export function encodeWireData(event: AgentEvent | ServerEvent): string {
+	return JSON.stringify(event.type === "message_update" ? toWireEvent(event as AgentEvent) : event);
+}
