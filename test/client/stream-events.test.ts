@@ -74,7 +74,7 @@ describe("streamEvents", () => {
 			res.end();
 		});
 		const events = await collect(streamEvents({ url, reconnect: false }));
-		expect(events.map((e) => [e.id, e.type, e.data.text])).toEqual([
+		expect(events.map((e) => [e.id, e.type, (e.data as any).text])).toEqual([
 			[1, "tick", "ünï 🎉"],
 			[2, "end", "ünï 🎉"],
 		]);
