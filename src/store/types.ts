@@ -90,7 +90,7 @@ export interface SessionRecord extends SessionConfig {
 	createdAt: number;
 	/** Last config change (`updateSession`), or `createdAt`. */
 	updatedAt: number;
-	/** Last activity (`touchSession`, `startRun`, `endRun`, `appendMessages`, `enqueue`); drives retention. */
+	/** Last activity (`touchSession`, `startRun`, `endRun`, `enqueue`); drives retention. */
 	lastActiveAt: number;
 	status: SessionRunStatus;
 	/** Set with `status: "interrupted"`; `null` otherwise. */

@@ -1,0 +1,404 @@
+/**
+ * The in-memory `SessionStore`: for tests and `WHEELHOUSE_STORE=memory`. Same contract as the
+ * SQLite store (one contract suite runs against both), minus durability: everything is lost with
+ * the process. Messages are kept serialised so callers never share objects with the store.
+ */
+import type { AgentMessage } from "../agent/types.js";
+import {
+	addUsage,
+	checkLimit,
+	closedError,
+	DEFAULT_MAX_EVENTS_PER_SESSION,
+	decodeCursor,
+	duplicateRunError,
+	duplicateSessionError,
+	encodeCursor,
+	sumAssistantUsage,
+	zeroUsage,
+} from "./shared.js";
+import type {
+	NewSession,
+	PendingInteraction,
+	QueuedMessage,
+	QueueKind,
+	RunEnd,
+	RunRecord,
+	SessionConfig,
+	SessionPage,
+	SessionRecord,
+	SessionStore,
+	StoredEvent,
+	StoreOptions,
+} from "./types.js";
+
+interface StoredMessage {
+	json: string;
+	runId: string | null;
+}
+
+interface QueueEntry {
+	id: number;
+	kind: QueueKind;
+	json: string;
+	createdAt: number;
+}
+
+interface MemorySession {
+	record: SessionRecord;
+	messages: StoredMessage[];
+	/** Retained events from index `eventStart` on; the prefix is trimmed lazily to keep appends O(1). */
+	events: StoredEvent[];
+	eventStart: number;
+	queue: QueueEntry[];
+	runs: Map<string, RunRecord>;
+	pending: Map<string, PendingInteraction>;
+}
+
+function copyRecord(r: SessionRecord): SessionRecord {
+	return structuredClone(r);
+}
+
+export class MemorySessionStore implements SessionStore {
+	readonly kind = "memory" as const;
+	readonly maxEventsPerSession: number;
+	private readonly sessions = new Map<string, MemorySession>();
+	private nextQueueId = 1;
+	private closed = false;
+
+	constructor(options: StoreOptions = {}) {
+		this.maxEventsPerSession = checkLimit(
+			"maxEventsPerSession",
+			options.maxEventsPerSession,
+			DEFAULT_MAX_EVENTS_PER_SESSION,
+			1,
+			10_000_000,
+		);
+	}
+
+	private open(): void {
+		if (this.closed) throw closedError();
+	}
+
+	private get(sessionId: string): MemorySession | undefined {
+		this.open();
+		return this.sessions.get(sessionId);
+	}
+
+	createSession(session: NewSession, messages: AgentMessage[] = []): SessionRecord {
+		this.open();
+		if (this.sessions.has(session.id)) throw duplicateSessionError(session.id);
+		const record: SessionRecord = {
+			id: session.id,
+			ownerId: session.ownerId,
+			model: session.model,
+			systemPrompt: session.systemPrompt,
+			thinkingLevel: session.thinkingLevel,
+			tools: [...session.tools],
+			toolExecution: session.toolExecution,
+			steeringMode: session.steeringMode,
+			followUpMode: session.followUpMode,
+			metadata: { ...session.metadata },
+			createdAt: session.createdAt,
+			updatedAt: session.createdAt,
+			lastActiveAt: session.createdAt,
+			status: "idle",
+			interruptedAt: null,
+			currentRunId: null,
+			usage: zeroUsage(),
+			messageCount: messages.length,
+			lastEventId: 0,
+		};
+		this.sessions.set(session.id, {
+			record,
+			messages: messages.map((m) => ({ json: JSON.stringify(m), runId: null })),
+			events: [],
+			eventStart: 0,
+			queue: [],
+			runs: new Map(),
+			pending: new Map(),
+		});
+		return copyRecord(record);
+	}
+
+	getSession(sessionId: string): SessionRecord | undefined {
+		const s = this.get(sessionId);
+		return s && copyRecord(s.record);
+	}
+
+	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		const r = s.record;
+		if (patch.model !== undefined) r.model = patch.model;
+		if (patch.systemPrompt !== undefined) r.systemPrompt = patch.systemPrompt;
+		if (patch.thinkingLevel !== undefined) r.thinkingLevel = patch.thinkingLevel;
+		if (patch.tools !== undefined) r.tools = [...patch.tools];
+		if (patch.toolExecution !== undefined) r.toolExecution = patch.toolExecution;
+		if (patch.steeringMode !== undefined) r.steeringMode = patch.steeringMode;
+		if (patch.followUpMode !== undefined) r.followUpMode = patch.followUpMode;
+		if (patch.metadata !== undefined) r.metadata = { ...patch.metadata };
+		r.updatedAt = at;
+		return copyRecord(r);
+	}
+
+	touchSession(sessionId: string, at: number): boolean {
+		const s = this.get(sessionId);
+		if (!s) return false;
+		s.record.lastActiveAt = at;
+		return true;
+	}
+
+	listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): SessionPage {
+		this.open();
+		const limit = checkLimit("limit", options.limit, 50, 1, 1000);
+		const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+		const all = [...this.sessions.values()]
+			.map((s) => s.record)
+			.filter((r) => options.ownerId === undefined || r.ownerId === options.ownerId)
+			.filter((r) => !after || r.createdAt > after[0] || (r.createdAt === after[0] && r.id > after[1]))
+			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+		const page = all.slice(0, limit);
+		const last = page[page.length - 1];
+		return {
+			sessions: page.map(copyRecord),
+			...(all.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
+		};
+	}
+
+	deleteSession(sessionId: string): boolean {
+		this.open();
+		return this.sessions.delete(sessionId);
+	}
+
+	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
+		s.record.messageCount = s.messages.length;
+		return s.messages.length;
+	}
+
+	listMessages(sessionId: string, options: { offset?: number; limit?: number } = {}) {
+		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		return {
+			messages: s.messages.slice(offset, offset + limit).map((m) => JSON.parse(m.json) as AgentMessage),
+			offset,
+			total: s.messages.length,
+		};
+	}
+
+	countMessages(sessionId: string): number | undefined {
+		return this.get(sessionId)?.messages.length;
+	}
+
+	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		const id = ++s.record.lastEventId;
+		s.events.push({ id, type, data, createdAt: createdAt ?? Date.now() });
+		// Trim by moving a start index; compact the array only once the dead prefix is as long as the cap.
+		if (s.events.length - s.eventStart > this.maxEventsPerSession) {
+			s.eventStart++;
+			if (s.eventStart >= this.maxEventsPerSession) {
+				s.events = s.events.slice(s.eventStart);
+				s.eventStart = 0;
+			}
+		}
+		return id;
+	}
+
+	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[] {
+		const max = checkLimit("limit", limit, 1000, 1, 100_000);
+		const s = this.get(sessionId);
+		if (!s) return [];
+		// Ids are strictly increasing: binary-search the first one after `afterId`.
+		let lo = s.eventStart;
+		let hi = s.events.length;
+		while (lo < hi) {
+			const mid = (lo + hi) >>> 1;
+			if ((s.events[mid] as StoredEvent).id <= afterId) lo = mid + 1;
+			else hi = mid;
+		}
+		return s.events.slice(lo, lo + max).map((e) => ({ ...e }));
+	}
+
+	lastEventId(sessionId: string): number | undefined {
+		return this.get(sessionId)?.record.lastEventId;
+	}
+
+	oldestEventId(sessionId: string): number | undefined {
+		const s = this.get(sessionId);
+		return s?.events[s.eventStart]?.id;
+	}
+
+	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		const entry: QueueEntry = { id: this.nextQueueId++, kind, json: JSON.stringify(message), createdAt };
+		s.queue.push(entry);
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, createdAt);
+		return { id: entry.id, sessionId, kind, message: JSON.parse(entry.json), createdAt };
+	}
+
+	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[] {
+		const s = this.get(sessionId);
+		if (!s) return [];
+		return s.queue
+			.filter((e) => kind === undefined || e.kind === kind)
+			.map((e) => ({ id: e.id, sessionId, kind: e.kind, message: JSON.parse(e.json), createdAt: e.createdAt }));
+	}
+
+	removeQueued(sessionId: string, ids: number[]): number {
+		const s = this.get(sessionId);
+		if (!s) return 0;
+		const drop = new Set(ids);
+		const before = s.queue.length;
+		s.queue = s.queue.filter((e) => !drop.has(e.id));
+		return before - s.queue.length;
+	}
+
+	clearQueue(sessionId: string, kind?: QueueKind): number {
+		const s = this.get(sessionId);
+		if (!s) return 0;
+		const before = s.queue.length;
+		s.queue = kind === undefined ? [] : s.queue.filter((e) => e.kind !== kind);
+		return before - s.queue.length;
+	}
+
+	startRun(sessionId: string, runId: string, startedAt: number): boolean {
+		const s = this.get(sessionId);
+		if (!s) return false;
+		for (const other of this.sessions.values()) if (other.runs.has(runId)) throw duplicateRunError(runId);
+		s.runs.set(runId, {
+			id: runId,
+			sessionId,
+			status: "running",
+			startedAt,
+			endedAt: null,
+			usage: zeroUsage(),
+			errorMessage: null,
+		});
+		Object.assign(s.record, { status: "running", currentRunId: runId, interruptedAt: null });
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, startedAt);
+		return true;
+	}
+
+	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
+		const s = this.get(sessionId);
+		const run = s?.runs.get(runId);
+		if (!s || !run) return false;
+		Object.assign(run, {
+			status: end.status,
+			endedAt: end.endedAt,
+			usage: addUsage(zeroUsage(), end.usage),
+			errorMessage: end.errorMessage ?? null,
+		});
+		s.record.usage = addUsage(s.record.usage, end.usage);
+		if (s.record.currentRunId === runId) {
+			Object.assign(s.record, { status: "idle", currentRunId: null, interruptedAt: null });
+		}
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, end.endedAt);
+		return true;
+	}
+
+	listRuns(sessionId: string, limit?: number): RunRecord[] {
+		const max = checkLimit("limit", limit, 100, 1, 100_000);
+		const s = this.get(sessionId);
+		if (!s) return [];
+		return [...s.runs.values()]
+			.sort((a, b) => a.startedAt - b.startedAt)
+			.slice(-max)
+			.map((r) => structuredClone(r));
+	}
+
+	recoverInterrupted(at: number): string[] {
+		this.open();
+		const changed: string[] = [];
+		for (const s of this.sessions.values()) {
+			if (s.record.status !== "running") continue;
+			const runId = s.record.currentRunId;
+			const run = runId === null ? undefined : s.runs.get(runId);
+			if (run) {
+				const usage = sumAssistantUsage(
+					s.messages.filter((m) => m.runId === runId).map((m) => JSON.parse(m.json) as AgentMessage),
+				);
+				Object.assign(run, { status: "interrupted", endedAt: at, usage });
+				s.record.usage = addUsage(s.record.usage, usage);
+			}
+			Object.assign(s.record, { status: "interrupted", interruptedAt: at });
+			changed.push(s.record.id);
+		}
+		return changed;
+	}
+
+	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): boolean {
+		const s = this.get(interaction.sessionId);
+		if (!s) return false;
+		// Replacing keeps the original position (Map order) as SQLite's upsert keeps the row.
+		s.pending.set(interaction.toolCallId, {
+			sessionId: interaction.sessionId,
+			toolCallId: interaction.toolCallId,
+			kind: interaction.kind,
+			payload: interaction.payload,
+			createdAt: interaction.createdAt,
+			resolvedAt: null,
+			resolution: null,
+		});
+		return true;
+	}
+
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean {
+		const p = this.get(sessionId)?.pending.get(toolCallId);
+		if (!p || p.resolvedAt !== null) return false;
+		p.resolvedAt = at;
+		p.resolution = resolution;
+		return true;
+	}
+
+	deletePending(sessionId: string, toolCallId: string): boolean {
+		return this.get(sessionId)?.pending.delete(toolCallId) ?? false;
+	}
+
+	listPending(sessionId: string, options: { includeResolved?: boolean } = {}): PendingInteraction[] {
+		const s = this.get(sessionId);
+		if (!s) return [];
+		return [...s.pending.values()]
+			.filter((p) => options.includeResolved || p.resolvedAt === null)
+			.sort((a, b) => a.createdAt - b.createdAt)
+			.map((p) => ({ ...p }));
+	}
+
+	listIdleSessions(cutoff: number, limit?: number): string[] {
+		this.open();
+		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
+		return [...this.sessions.values()]
+			.map((s) => s.record)
+			.filter((r) => r.lastActiveAt < cutoff && r.status !== "running")
+			.sort((a, b) => a.lastActiveAt - b.lastActiveAt || (a.id < b.id ? -1 : 1))
+			.slice(0, max)
+			.map((r) => r.id);
+	}
+
+	deleteSessions(sessionIds: string[]): number {
+		this.open();
+		let n = 0;
+		for (const id of sessionIds) if (this.sessions.delete(id)) n++;
+		return n;
+	}
+
+	flush(): void {
+		this.open();
+	}
+
+	close(): void {
+		this.closed = true;
+	}
+}
+
+/** Creates an in-memory store. */
+export function createMemoryStore(options: StoreOptions = {}): MemorySessionStore {
+	return new MemorySessionStore(options);
+}

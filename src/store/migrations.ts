@@ -1,0 +1,144 @@
+/**
+ * Numbered schema migrations of the SQLite store, and the checks that run before any of them.
+ *
+ * Rules: a migration, once released, never changes (old databases and the fixtures in
+ * `test/store/fixtures/` depend on its exact effect); a new schema is a new entry at the end.
+ * `schema_version` holds one row per applied migration, so the current version is its maximum.
+ * All pending migrations run in one transaction: a crash mid-migration leaves the old version.
+ */
+import type Database from "better-sqlite3";
+
+export interface Migration {
+	version: number;
+	/** What it changes and why, for humans reading an old database. */
+	description: string;
+	sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+	{
+		version: 1,
+		description: "sessions, transcripts, event log, steering/follow-up queue, runs",
+		sql: `
+			CREATE TABLE sessions (
+				id TEXT PRIMARY KEY,
+				owner_id TEXT,
+				config TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL,
+				last_active_at INTEGER NOT NULL,
+				status TEXT NOT NULL DEFAULT 'idle',
+				interrupted_at INTEGER,
+				current_run_id TEXT,
+				usage TEXT NOT NULL,
+				message_count INTEGER NOT NULL DEFAULT 0,
+				last_event_id INTEGER NOT NULL DEFAULT 0
+			);
+			CREATE INDEX sessions_by_created ON sessions (created_at, id);
+			CREATE INDEX sessions_by_owner ON sessions (owner_id, created_at, id);
+			CREATE INDEX sessions_by_activity ON sessions (last_active_at);
+			CREATE TABLE messages (
+				session_id TEXT NOT NULL,
+				seq INTEGER NOT NULL,
+				run_id TEXT,
+				data TEXT NOT NULL,
+				PRIMARY KEY (session_id, seq)
+			) WITHOUT ROWID;
+			CREATE TABLE events (
+				session_id TEXT NOT NULL,
+				id INTEGER NOT NULL,
+				type TEXT NOT NULL,
+				data TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				PRIMARY KEY (session_id, id)
+			) WITHOUT ROWID;
+			CREATE TABLE queue (
+				id INTEGER PRIMARY KEY AUTOINCREMENT,
+				session_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				data TEXT NOT NULL,
+				created_at INTEGER NOT NULL
+			);
+			CREATE INDEX queue_by_session ON queue (session_id, id);
+			CREATE TABLE runs (
+				id TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				status TEXT NOT NULL,
+				started_at INTEGER NOT NULL,
+				ended_at INTEGER,
+				usage TEXT NOT NULL,
+				error_message TEXT
+			);
+			CREATE INDEX runs_by_session ON runs (session_id, started_at);
+		`,
+	},
+	{
+		version: 2,
+		description:
+			"pending interactions (tool approvals, client-side tools) survive restarts; event ids are reserved " +
+			"ahead of the buffered event log so ids stay monotonic after a crash",
+		sql: `
+			CREATE TABLE pending_interactions (
+				session_id TEXT NOT NULL,
+				tool_call_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				payload TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				resolved_at INTEGER,
+				resolution TEXT,
+				PRIMARY KEY (session_id, tool_call_id)
+			);
+			ALTER TABLE sessions ADD COLUMN event_id_reserved INTEGER NOT NULL DEFAULT 0;
+			UPDATE sessions SET event_id_reserved = last_event_id;
+		`,
+	},
+];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+const VERSION_TABLE = "schema_version";
+
+/**
+ * The schema version of an open database: 0 for an empty database, the highest applied
+ * migration otherwise. Throws with a clear message for a database that holds tables but is not a
+ * Wheelhouse store (we never write into someone else's file).
+ */
+export function readSchemaVersion(db: Database.Database, path: string): number {
+	const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+	if (tables.length === 0) return 0;
+	if (!tables.includes(VERSION_TABLE)) {
+		throw new Error(
+			`database ${path} is an SQLite file but not a Wheelhouse store (no ${VERSION_TABLE} table; found ` +
+				`${tables.slice(0, 5).join(", ")}); refusing to modify it: point WHEELHOUSE_DB at another file`,
+		);
+	}
+	return (db.prepare(`SELECT MAX(version) FROM ${VERSION_TABLE}`).pluck().get() as number | null) ?? 0;
+}
+
+/**
+ * Brings the database to `target` (default: the latest), all steps in one transaction.
+ * Refuses a database newer than this code knows. Returns the versions it applied.
+ */
+export function migrate(db: Database.Database, path: string, target = LATEST_SCHEMA_VERSION): number[] {
+	const current = readSchemaVersion(db, path);
+	if (current > LATEST_SCHEMA_VERSION) {
+		throw new Error(
+			`database ${path} has schema version ${current}, newer than this Wheelhouse build supports ` +
+				`(${LATEST_SCHEMA_VERSION}); refusing to open it: upgrade Wheelhouse, or point WHEELHOUSE_DB at another file`,
+		);
+	}
+	const pending = MIGRATIONS.filter((m) => m.version > current && m.version <= target);
+	if (pending.length === 0) return [];
+	const apply = db.transaction(() => {
+		db.exec(
+			`CREATE TABLE IF NOT EXISTS ${VERSION_TABLE} (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
+		);
+		const record = db.prepare(`INSERT INTO ${VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)`);
+		for (const m of pending) {
+			db.exec(m.sql);
+			record.run(m.version, m.description, Date.now());
+		}
+	});
+	apply.immediate();
+	return pending.map((m) => m.version);
+}

@@ -1,0 +1,94 @@
+/**
+ * Helpers both store implementations share: argument checks (misuse throws with the fix), the
+ * session-list cursor, and usage arithmetic. Kept here so both behave identically.
+ */
+import type { AgentMessage } from "../agent/types.js";
+import type { UsageTotals } from "./types.js";
+
+export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
+
+/** Returns `value ?? fallback` after checking it is an integer within [min, max]. */
+export function checkLimit(
+	name: string,
+	value: number | undefined,
+	fallback: number,
+	min: number,
+	max: number,
+): number {
+	const v = value ?? fallback;
+	if (!Number.isInteger(v) || v < min || v > max) {
+		throw new RangeError(`${name} must be an integer between ${min} and ${max}; got ${String(value)}`);
+	}
+	return v;
+}
+
+/** The position of a session in list order: `[createdAt, id]`. */
+export type SessionCursor = [createdAt: number, id: string];
+
+export function encodeCursor(createdAt: number, id: string): string {
+	return Buffer.from(JSON.stringify([createdAt, id])).toString("base64url");
+}
+
+/** Decodes a `nextCursor`; a cursor not produced by `encodeCursor` is caller misuse and throws. */
+export function decodeCursor(cursor: string): SessionCursor {
+	try {
+		const v: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
+		if (Array.isArray(v) && v.length === 2 && Number.isFinite(v[0]) && typeof v[1] === "string") {
+			return [v[0], v[1]];
+		}
+	} catch {
+		// fall through to the misuse error below: the cursor is not ours
+	}
+	throw new RangeError("invalid session list cursor: pass the nextCursor of a previous listSessions page unchanged");
+}
+
+export function zeroUsage(): UsageTotals {
+	return {
+		input: 0,
+		output: 0,
+		cacheRead: 0,
+		cacheWrite: 0,
+		totalTokens: 0,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+	};
+}
+
+/** `a + b`, field by field, as a new object. Missing fields of `b` count as 0 (usage from old data). */
+export function addUsage(a: UsageTotals, b: Partial<UsageTotals> | undefined): UsageTotals {
+	const bc: Partial<UsageTotals["cost"]> = b?.cost ?? {};
+	return {
+		input: a.input + (b?.input ?? 0),
+		output: a.output + (b?.output ?? 0),
+		cacheRead: a.cacheRead + (b?.cacheRead ?? 0),
+		cacheWrite: a.cacheWrite + (b?.cacheWrite ?? 0),
+		totalTokens: a.totalTokens + (b?.totalTokens ?? 0),
+		cost: {
+			input: a.cost.input + (bc.input ?? 0),
+			output: a.cost.output + (bc.output ?? 0),
+			cacheRead: a.cost.cacheRead + (bc.cacheRead ?? 0),
+			cacheWrite: a.cost.cacheWrite + (bc.cacheWrite ?? 0),
+			total: a.cost.total + (bc.total ?? 0),
+		},
+	};
+}
+
+/** Sum of the usage of the assistant messages among `messages` (used to account interrupted runs). */
+export function sumAssistantUsage(messages: Iterable<AgentMessage>): UsageTotals {
+	let total = zeroUsage();
+	for (const m of messages) {
+		if ((m as { role?: string }).role === "assistant") total = addUsage(total, (m as { usage?: UsageTotals }).usage);
+	}
+	return total;
+}
+
+export function closedError(): Error {
+	return new Error("session store is closed: open a new store instead of reusing a closed one");
+}
+
+export function duplicateSessionError(id: string): Error {
+	return new Error(`session "${id}" already exists: generate a unique id for each createSession call`);
+}
+
+export function duplicateRunError(id: string): Error {
+	return new Error(`run "${id}" already exists: generate a unique id for each startRun call`);
+}

@@ -1,0 +1,95 @@
+/**
+ * Every SQL statement of the SQLite store, prepared once per open database (better-sqlite3
+ * statements are reusable and the hot paths must not re-parse SQL).
+ */
+import type Database from "better-sqlite3";
+
+export type Statements = ReturnType<typeof prepareStatements>;
+
+export function prepareStatements(db: Database.Database) {
+	return {
+		getSession: db.prepare(`SELECT * FROM sessions WHERE id = ?`),
+		getIds: db.prepare("SELECT last_event_id, event_id_reserved FROM sessions WHERE id = ?"),
+		getCountAndRun: db.prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
+		insertSession: db.prepare(
+			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		),
+		updateConfig: db.prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
+		touch: db.prepare("UPDATE sessions SET last_active_at = ? WHERE id = ?"),
+		bumpActivity: db.prepare("UPDATE sessions SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
+		listAll: db.prepare(`SELECT * FROM sessions ORDER BY created_at, id LIMIT ?`),
+		listAllAfter: db.prepare(
+			`SELECT * FROM sessions WHERE created_at > ? OR (created_at = ? AND id > ?) ORDER BY created_at, id LIMIT ?`,
+		),
+		listOwner: db.prepare(`SELECT * FROM sessions WHERE owner_id IS ? ORDER BY created_at, id LIMIT ?`),
+		listOwnerAfter: db.prepare(
+			`SELECT * FROM sessions WHERE owner_id IS ? AND (created_at > ? OR (created_at = ? AND id > ?))
+			 ORDER BY created_at, id LIMIT ?`,
+		),
+		deleteChildren: [
+			db.prepare("DELETE FROM messages WHERE session_id = ?"),
+			db.prepare("DELETE FROM events WHERE session_id = ?"),
+			db.prepare("DELETE FROM queue WHERE session_id = ?"),
+			db.prepare("DELETE FROM runs WHERE session_id = ?"),
+			db.prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
+		],
+		deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
+		insertMessage: db.prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),
+		setMessageCount: db.prepare("UPDATE sessions SET message_count = ? WHERE id = ?"),
+		listMessages: db.prepare("SELECT data FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"),
+		runMessages: db.prepare("SELECT data FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq"),
+		insertEvent: db.prepare("INSERT INTO events (session_id, id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"),
+		setLastEventId: db.prepare("UPDATE sessions SET last_event_id = ? WHERE id = ?"),
+		reserveIds: db.prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
+		trimEvents: db.prepare("DELETE FROM events WHERE session_id = ? AND id <= ?"),
+		readEvents: db.prepare(
+			"SELECT id, type, data, created_at FROM events WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+		),
+		oldestEvent: db.prepare("SELECT min(id) FROM events WHERE session_id = ?"),
+		insertQueued: db.prepare("INSERT INTO queue (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)"),
+		listQueued: db.prepare("SELECT * FROM queue WHERE session_id = ? ORDER BY id"),
+		listQueuedKind: db.prepare("SELECT * FROM queue WHERE session_id = ? AND kind = ? ORDER BY id"),
+		deleteQueued: db.prepare("DELETE FROM queue WHERE session_id = ? AND id = ?"),
+		clearQueue: db.prepare("DELETE FROM queue WHERE session_id = ?"),
+		clearQueueKind: db.prepare("DELETE FROM queue WHERE session_id = ? AND kind = ?"),
+		getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
+		insertRun: db.prepare(
+			"INSERT INTO runs (id, session_id, status, started_at, usage) VALUES (?, ?, 'running', ?, ?)",
+		),
+		setRunning: db.prepare(
+			`UPDATE sessions SET status = 'running', current_run_id = ?, interrupted_at = NULL,
+			 last_active_at = max(last_active_at, ?) WHERE id = ?`,
+		),
+		finishRun: db.prepare("UPDATE runs SET status = ?, ended_at = ?, usage = ?, error_message = ? WHERE id = ?"),
+		endRunSession: db.prepare(
+			`UPDATE sessions SET usage = @usage, last_active_at = max(last_active_at, @at),
+			 status = CASE WHEN current_run_id = @runId THEN 'idle' ELSE status END,
+			 interrupted_at = CASE WHEN current_run_id = @runId THEN NULL ELSE interrupted_at END,
+			 current_run_id = CASE WHEN current_run_id = @runId THEN NULL ELSE current_run_id END
+			 WHERE id = @sessionId`,
+		),
+		listRuns: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?"),
+		listRunning: db.prepare("SELECT * FROM sessions WHERE status = 'running'"),
+		interruptRun: db.prepare("UPDATE runs SET status = 'interrupted', ended_at = ?, usage = ? WHERE id = ?"),
+		setUsage: db.prepare("UPDATE sessions SET usage = ? WHERE id = ?"),
+		interruptSession: db.prepare("UPDATE sessions SET status = 'interrupted', interrupted_at = ? WHERE id = ?"),
+		upsertPending: db.prepare(
+			`INSERT INTO pending_interactions (session_id, tool_call_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
+			 ON CONFLICT (session_id, tool_call_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
+			 created_at = excluded.created_at, resolved_at = NULL, resolution = NULL`,
+		),
+		resolvePending: db.prepare(
+			`UPDATE pending_interactions SET resolved_at = ?, resolution = ?
+			 WHERE session_id = ? AND tool_call_id = ? AND resolved_at IS NULL`,
+		),
+		deletePending: db.prepare("DELETE FROM pending_interactions WHERE session_id = ? AND tool_call_id = ?"),
+		listPending: db.prepare(
+			`SELECT * FROM pending_interactions WHERE session_id = ? AND (? = 1 OR resolved_at IS NULL)
+			 ORDER BY created_at, rowid`,
+		),
+		listIdle: db.prepare(
+			"SELECT id FROM sessions WHERE last_active_at < ? AND status != 'running' ORDER BY last_active_at, id LIMIT ?",
+		),
+	};
+}

@@ -1,0 +1,627 @@
+/**
+ * The SQLite `SessionStore` (the default), on better-sqlite3: WAL, statements prepared once,
+ * numbered migrations (`migrations.ts`), every multi-row write in one transaction.
+ *
+ * Event appends are the hot path (one per SSE event), so they are buffered in memory and written
+ * in one transaction per flush (see the durability rules in `types.ts`). Event ids must stay
+ * monotonic even when a crash loses buffered events, so ids are *reserved* on disk ahead of use:
+ * when a session's next id passes its reservation, the store durably bumps
+ * `event_id_reserved` by `ID_RESERVATION` (one tiny write per that many events), and a reopened
+ * store continues after `max(last_event_id, event_id_reserved)`. A clean `close()` releases the
+ * unused reservation, so ids continue without a gap after a graceful restart.
+ *
+ * One process owns a database file at a time; two servers on one file would hand out equal ids.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import type { AgentMessage } from "../agent/types.js";
+import { LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
+import {
+	addUsage,
+	checkLimit,
+	closedError,
+	DEFAULT_MAX_EVENTS_PER_SESSION,
+	decodeCursor,
+	duplicateRunError,
+	duplicateSessionError,
+	encodeCursor,
+	sumAssistantUsage,
+	zeroUsage,
+} from "./shared.js";
+import { prepareStatements } from "./sqlite-statements.js";
+import type {
+	NewSession,
+	PendingInteraction,
+	QueuedMessage,
+	QueueKind,
+	RunEnd,
+	RunRecord,
+	SessionConfig,
+	SessionPage,
+	SessionRecord,
+	SessionRunStatus,
+	SessionStore,
+	StoredEvent,
+	StoreOptions,
+	UsageTotals,
+} from "./types.js";
+
+export const DEFAULT_DB_PATH = "./data/wheelhouse.db";
+
+/** Event ids reserved on disk per bump; bounds the id gap a crash can leave. */
+const ID_RESERVATION = 1024;
+
+export interface SqliteStoreOptions extends StoreOptions {
+	/** Database file; its folder is created. Default `./data/wheelhouse.db`. */
+	path?: string;
+	/** Longest time a buffered event waits before it is written. Default 10 ms; 0 = next `setImmediate`. */
+	flushIntervalMs?: number;
+	/** A buffer of this many events is written at once, synchronously. Default 2,000. */
+	maxBatchEvents?: number;
+	/** SQLite `synchronous` in WAL mode: `normal` survives process crashes, `full` also OS crashes. Default `normal`. */
+	synchronous?: "normal" | "full";
+	/** Run `PRAGMA quick_check` on open (reads the whole file once). Default true. */
+	checkIntegrity?: boolean;
+	/** Called when a timer-driven flush fails (the events stay buffered for the next try). Default: a process warning. */
+	onFlushError?: (error: Error) => void;
+}
+
+interface SessionRow {
+	id: string;
+	owner_id: string | null;
+	config: string;
+	created_at: number;
+	updated_at: number;
+	last_active_at: number;
+	status: SessionRunStatus;
+	interrupted_at: number | null;
+	current_run_id: string | null;
+	usage: string;
+	message_count: number;
+	last_event_id: number;
+	event_id_reserved: number;
+}
+
+interface RunRow {
+	id: string;
+	session_id: string;
+	status: RunRecord["status"];
+	started_at: number;
+	ended_at: number | null;
+	usage: string;
+	error_message: string | null;
+}
+
+interface PendingRow {
+	session_id: string;
+	tool_call_id: string;
+	kind: PendingInteraction["kind"];
+	payload: string;
+	created_at: number;
+	resolved_at: number | null;
+	resolution: string | null;
+}
+
+interface QueueRow {
+	id: number;
+	session_id: string;
+	kind: QueueKind;
+	data: string;
+	created_at: number;
+}
+
+interface BufferedEvent {
+	sessionId: string;
+	id: number;
+	type: string;
+	data: string;
+	createdAt: number;
+}
+
+/** Per-session id counter: `last` assigned, `reserved` durably reserved on disk. */
+interface IdState {
+	last: number;
+	reserved: number;
+}
+
+const CONFIG_KEYS = [
+	"model",
+	"systemPrompt",
+	"thinkingLevel",
+	"tools",
+	"toolExecution",
+	"steeringMode",
+	"followUpMode",
+	"metadata",
+] as const satisfies readonly (keyof SessionConfig)[];
+
+function pickConfig(c: SessionConfig): SessionConfig {
+	return {
+		model: c.model,
+		systemPrompt: c.systemPrompt,
+		thinkingLevel: c.thinkingLevel,
+		tools: [...c.tools],
+		toolExecution: c.toolExecution,
+		steeringMode: c.steeringMode,
+		followUpMode: c.followUpMode,
+		metadata: { ...c.metadata },
+	};
+}
+
+/** Opens (creating or migrating) a store; throws a clear Error for a corrupt, foreign or newer file. */
+export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteSessionStore {
+	return new SqliteSessionStore(options);
+}
+
+/** Opens the file and checks it is a healthy Wheelhouse database before anything is written. */
+function openDatabase(path: string, options: SqliteStoreOptions): Database.Database {
+	if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+	let db: Database.Database | undefined;
+	try {
+		db = new Database(path);
+		// The first read of the header: a garbage file fails here with SQLITE_NOTADB.
+		db.prepare("SELECT count(*) FROM sqlite_master").get();
+		if (options.checkIntegrity !== false) {
+			const result = db.pragma("quick_check", { simple: true });
+			if (result !== "ok") throw new Error(`integrity check failed: ${String(result)}`);
+		}
+		migrate(db, path);
+		db.pragma("journal_mode = WAL");
+		db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
+		db.pragma("busy_timeout = 5000");
+		return db;
+	} catch (error) {
+		db?.close();
+		const message = error instanceof Error ? error.message : String(error);
+		if (message.startsWith("database ")) throw error; // already a clear message from migrations.ts
+		throw new Error(
+			`cannot open session database ${path}: ${message}. The file is corrupt or not an SQLite database; ` +
+				"refusing to overwrite it: restore it from a backup, move it away, or point WHEELHOUSE_DB at another file",
+			{ cause: error },
+		);
+	}
+}
+
+export class SqliteSessionStore implements SessionStore {
+	readonly kind = "sqlite" as const;
+	readonly maxEventsPerSession: number;
+	readonly path: string;
+	readonly schemaVersion = LATEST_SCHEMA_VERSION;
+	private readonly db: Database.Database;
+	private readonly flushIntervalMs: number;
+	private readonly maxBatchEvents: number;
+	private readonly onFlushError: (error: Error) => void;
+	private buffer: BufferedEvent[] = [];
+	private readonly ids = new Map<string, IdState>();
+	private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+	private timerIsImmediate = false;
+	private closed = false;
+	private readonly s: ReturnType<typeof prepareStatements>;
+	/** Runs `fn` in one transaction after writing the event buffer: the shape of every durable write. */
+	private readonly tx: (fn: () => unknown) => unknown;
+
+	constructor(options: SqliteStoreOptions = {}) {
+		this.maxEventsPerSession = checkLimit(
+			"maxEventsPerSession",
+			options.maxEventsPerSession,
+			DEFAULT_MAX_EVENTS_PER_SESSION,
+			1,
+			10_000_000,
+		);
+		this.flushIntervalMs = checkLimit("flushIntervalMs", options.flushIntervalMs, 10, 0, 60_000);
+		this.maxBatchEvents = checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000);
+		this.onFlushError =
+			options.onFlushError ??
+			((error) => process.emitWarning(`session store flush failed: ${error.message}`, "WheelhouseStoreWarning"));
+		this.path = options.path ?? DEFAULT_DB_PATH;
+		this.db = openDatabase(this.path, options);
+		this.s = prepareStatements(this.db);
+		this.tx = this.db.transaction((fn: () => unknown) => {
+			this.writeBuffered();
+			return fn();
+		});
+	}
+
+	// --- plumbing -------------------------------------------------------------------------------
+
+	private open(): void {
+		if (this.closed) throw closedError();
+	}
+
+	/** A durable write: buffered events and `fn` commit together; the buffer is dropped only after the commit. */
+	private durable<T>(fn: () => T): T {
+		this.open();
+		const buffered = this.buffer.length;
+		const result = this.tx(fn) as T;
+		if (buffered > 0) this.clearBuffer(buffered);
+		return result;
+	}
+
+	private clearBuffer(written: number): void {
+		this.buffer = written === this.buffer.length ? [] : this.buffer.slice(written);
+		if (this.buffer.length === 0) this.cancelTimer();
+	}
+
+	private cancelTimer(): void {
+		if (this.timer === undefined) return;
+		if (this.timerIsImmediate) clearImmediate(this.timer as NodeJS.Immediate);
+		else clearTimeout(this.timer as NodeJS.Timeout);
+		this.timer = undefined;
+	}
+
+	/** Inserts the buffered events, moves each touched session's `last_event_id`, trims to the cap. */
+	private writeBuffered(): void {
+		if (this.buffer.length === 0) return;
+		const lastBySession = new Map<string, number>();
+		for (const e of this.buffer) {
+			this.s.insertEvent.run(e.sessionId, e.id, e.type, e.data, e.createdAt);
+			lastBySession.set(e.sessionId, e.id);
+		}
+		for (const [sessionId, last] of lastBySession) {
+			this.s.setLastEventId.run(last, sessionId);
+			if (last > this.maxEventsPerSession) this.s.trimEvents.run(sessionId, last - this.maxEventsPerSession);
+		}
+	}
+
+	private scheduleFlush(): void {
+		if (this.timer !== undefined) return;
+		const run = () => {
+			this.timer = undefined;
+			if (this.closed || this.buffer.length === 0) return;
+			try {
+				this.durable(() => undefined);
+			} catch (error) {
+				this.onFlushError(error instanceof Error ? error : new Error(String(error)));
+			}
+		};
+		this.timerIsImmediate = this.flushIntervalMs === 0;
+		this.timer = this.timerIsImmediate ? setImmediate(run) : setTimeout(run, this.flushIntervalMs);
+		// A pending flush must not keep the process alive; close() writes whatever is left.
+		this.timer.unref();
+	}
+
+	/** The id counter of a session, loaded on first use; undefined if the session does not exist. */
+	private idState(sessionId: string): IdState | undefined {
+		let state = this.ids.get(sessionId);
+		if (state) return state;
+		const row = this.s.getIds.get(sessionId) as { last_event_id: number; event_id_reserved: number } | undefined;
+		if (!row) return undefined;
+		const last = Math.max(row.last_event_id, row.event_id_reserved);
+		state = { last, reserved: last };
+		this.ids.set(sessionId, state);
+		return state;
+	}
+
+	private toRecord(row: SessionRow): SessionRecord {
+		const config = JSON.parse(row.config) as SessionConfig;
+		const ids = this.ids.get(row.id);
+		return {
+			id: row.id,
+			ownerId: row.owner_id,
+			...pickConfig(config),
+			createdAt: row.created_at,
+			updatedAt: row.updated_at,
+			lastActiveAt: row.last_active_at,
+			status: row.status,
+			interruptedAt: row.interrupted_at,
+			currentRunId: row.current_run_id,
+			usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
+			messageCount: row.message_count,
+			lastEventId: ids ? ids.last : Math.max(row.last_event_id, row.event_id_reserved),
+		};
+	}
+
+	private row(sessionId: string): SessionRow | undefined {
+		return this.s.getSession.get(sessionId) as SessionRow | undefined;
+	}
+
+	// --- sessions -------------------------------------------------------------------------------
+
+	createSession(session: NewSession, messages: AgentMessage[] = []): SessionRecord {
+		return this.durable(() => {
+			if (this.row(session.id)) throw duplicateSessionError(session.id);
+			const t = session.createdAt;
+			this.s.insertSession.run(
+				session.id,
+				session.ownerId,
+				JSON.stringify(pickConfig(session)),
+				t,
+				t,
+				t,
+				JSON.stringify(zeroUsage()),
+				messages.length,
+			);
+			messages.forEach((m, i) => {
+				this.s.insertMessage.run(session.id, i, null, JSON.stringify(m));
+			});
+			this.ids.set(session.id, { last: 0, reserved: 0 });
+			return this.toRecord(this.row(session.id) as SessionRow);
+		});
+	}
+
+	getSession(sessionId: string): SessionRecord | undefined {
+		this.open();
+		const row = this.row(sessionId);
+		return row && this.toRecord(row);
+	}
+
+	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined {
+		return this.durable(() => {
+			const row = this.row(sessionId);
+			if (!row) return undefined;
+			const config = pickConfig(JSON.parse(row.config) as SessionConfig);
+			for (const key of CONFIG_KEYS) {
+				if (patch[key] !== undefined) (config as unknown as Record<string, unknown>)[key] = patch[key];
+			}
+			this.s.updateConfig.run(JSON.stringify(pickConfig(config)), at, sessionId);
+			return this.toRecord(this.row(sessionId) as SessionRow);
+		});
+	}
+
+	touchSession(sessionId: string, at: number): boolean {
+		return this.durable(() => this.s.touch.run(at, sessionId).changes > 0);
+	}
+
+	listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): SessionPage {
+		this.open();
+		const limit = checkLimit("limit", options.limit, 50, 1, 1000);
+		const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+		const byOwner = options.ownerId !== undefined;
+		const args: unknown[] = [];
+		if (byOwner) args.push(options.ownerId);
+		if (after) args.push(after[0], after[0], after[1]);
+		args.push(limit + 1);
+		const stmt = byOwner
+			? after
+				? this.s.listOwnerAfter
+				: this.s.listOwner
+			: after
+				? this.s.listAllAfter
+				: this.s.listAll;
+		const rows = stmt.all(...args) as SessionRow[];
+		const page = rows.slice(0, limit).map((r) => this.toRecord(r));
+		const last = page[page.length - 1];
+		return {
+			sessions: page,
+			...(rows.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
+		};
+	}
+
+	deleteSession(sessionId: string): boolean {
+		return this.deleteSessions([sessionId]) > 0;
+	}
+
+	deleteSessions(sessionIds: string[]): number {
+		return this.durable(() => {
+			let n = 0;
+			for (const id of sessionIds) {
+				for (const stmt of this.s.deleteChildren) stmt.run(id);
+				n += this.s.deleteSession.run(id).changes;
+				this.ids.delete(id);
+			}
+			return n;
+		});
+	}
+
+	// --- transcript -----------------------------------------------------------------------------
+
+	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
+		return this.durable(() => {
+			const row = this.s.getCountAndRun.get(sessionId) as
+				| { message_count: number; current_run_id: string | null }
+				| undefined;
+			if (!row) return undefined;
+			let seq = row.message_count;
+			for (const m of messages) this.s.insertMessage.run(sessionId, seq++, row.current_run_id, JSON.stringify(m));
+			this.s.setMessageCount.run(seq, sessionId);
+			return seq;
+		});
+	}
+
+	listMessages(sessionId: string, options: { offset?: number; limit?: number } = {}) {
+		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
+		this.open();
+		const total = this.countMessages(sessionId);
+		if (total === undefined) return undefined;
+		const rows = this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
+		return { messages: rows.map((d) => JSON.parse(d) as AgentMessage), offset, total };
+	}
+
+	countMessages(sessionId: string): number | undefined {
+		this.open();
+		const row = this.s.getCountAndRun.get(sessionId) as { message_count: number } | undefined;
+		return row?.message_count;
+	}
+
+	// --- event log ------------------------------------------------------------------------------
+
+	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
+		this.open();
+		const state = this.idState(sessionId);
+		if (!state) return undefined;
+		const id = state.last + 1;
+		if (id > state.reserved) {
+			// Reserve before handing the id out, so no restart can reuse it (see the module comment).
+			const reserved = id + ID_RESERVATION - 1;
+			this.s.reserveIds.run(reserved, sessionId);
+			state.reserved = reserved;
+		}
+		state.last = id;
+		this.buffer.push({ sessionId, id, type, data, createdAt: createdAt ?? Date.now() });
+		if (this.buffer.length >= this.maxBatchEvents) this.durable(() => undefined);
+		else this.scheduleFlush();
+		return id;
+	}
+
+	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[] {
+		const max = checkLimit("limit", limit, 1000, 1, 100_000);
+		this.flush();
+		return (
+			this.s.readEvents.all(sessionId, afterId, max) as { id: number; type: string; data: string; created_at: number }[]
+		).map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.created_at }));
+	}
+
+	lastEventId(sessionId: string): number | undefined {
+		this.open();
+		return this.idState(sessionId)?.last;
+	}
+
+	oldestEventId(sessionId: string): number | undefined {
+		this.flush();
+		return (this.s.oldestEvent.pluck().get(sessionId) as number | null) ?? undefined;
+	}
+
+	// --- queue ----------------------------------------------------------------------------------
+
+	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined {
+		return this.durable(() => {
+			if (!this.row(sessionId)) return undefined;
+			const json = JSON.stringify(message);
+			const id = Number(this.s.insertQueued.run(sessionId, kind, json, createdAt).lastInsertRowid);
+			this.s.bumpActivity.run(createdAt, sessionId);
+			return { id, sessionId, kind, message: JSON.parse(json) as AgentMessage, createdAt };
+		});
+	}
+
+	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[] {
+		this.open();
+		const rows = (
+			kind === undefined ? this.s.listQueued.all(sessionId) : this.s.listQueuedKind.all(sessionId, kind)
+		) as QueueRow[];
+		return rows.map((r) => ({
+			id: r.id,
+			sessionId: r.session_id,
+			kind: r.kind,
+			message: JSON.parse(r.data) as AgentMessage,
+			createdAt: r.created_at,
+		}));
+	}
+
+	removeQueued(sessionId: string, ids: number[]): number {
+		return this.durable(() => ids.reduce((n, id) => n + this.s.deleteQueued.run(sessionId, id).changes, 0));
+	}
+
+	clearQueue(sessionId: string, kind?: QueueKind): number {
+		return this.durable(
+			() =>
+				(kind === undefined ? this.s.clearQueue.run(sessionId) : this.s.clearQueueKind.run(sessionId, kind)).changes,
+		);
+	}
+
+	// --- runs -----------------------------------------------------------------------------------
+
+	startRun(sessionId: string, runId: string, startedAt: number): boolean {
+		return this.durable(() => {
+			if (!this.row(sessionId)) return false;
+			if (this.s.getRun.get(runId)) throw duplicateRunError(runId);
+			this.s.insertRun.run(runId, sessionId, startedAt, JSON.stringify(zeroUsage()));
+			this.s.setRunning.run(runId, startedAt, sessionId);
+			return true;
+		});
+	}
+
+	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
+		return this.durable(() => {
+			const row = this.row(sessionId);
+			const run = this.s.getRun.get(runId) as RunRow | undefined;
+			if (!row || !run || run.session_id !== sessionId) return false;
+			const usage = addUsage(zeroUsage(), end.usage);
+			this.s.finishRun.run(end.status, end.endedAt, JSON.stringify(usage), end.errorMessage ?? null, runId);
+			const total = addUsage(JSON.parse(row.usage) as UsageTotals, usage);
+			this.s.endRunSession.run({ usage: JSON.stringify(total), at: end.endedAt, runId, sessionId });
+			return true;
+		});
+	}
+
+	listRuns(sessionId: string, limit?: number): RunRecord[] {
+		const max = checkLimit("limit", limit, 100, 1, 100_000);
+		this.open();
+		const rows = (this.s.listRuns.all(sessionId, max) as RunRow[]).reverse();
+		return rows.map((r) => ({
+			id: r.id,
+			sessionId: r.session_id,
+			status: r.status,
+			startedAt: r.started_at,
+			endedAt: r.ended_at,
+			usage: JSON.parse(r.usage) as UsageTotals,
+			errorMessage: r.error_message,
+		}));
+	}
+
+	recoverInterrupted(at: number): string[] {
+		return this.durable(() => {
+			const rows = this.s.listRunning.all() as SessionRow[];
+			for (const row of rows) {
+				if (row.current_run_id !== null && this.s.getRun.get(row.current_run_id)) {
+					const messages = (this.s.runMessages.pluck().all(row.id, row.current_run_id) as string[]).map(
+						(d) => JSON.parse(d) as AgentMessage,
+					);
+					const usage = sumAssistantUsage(messages);
+					this.s.interruptRun.run(at, JSON.stringify(usage), row.current_run_id);
+					const total = addUsage(JSON.parse(row.usage) as UsageTotals, usage);
+					this.s.setUsage.run(JSON.stringify(total), row.id);
+				}
+				this.s.interruptSession.run(at, row.id);
+			}
+			return rows.map((r) => r.id);
+		});
+	}
+
+	// --- pending interactions -------------------------------------------------------------------
+
+	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): boolean {
+		return this.durable(() => {
+			if (!this.row(interaction.sessionId)) return false;
+			const i = interaction;
+			this.s.upsertPending.run(i.sessionId, i.toolCallId, i.kind, i.payload, i.createdAt);
+			return true;
+		});
+	}
+
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean {
+		return this.durable(() => this.s.resolvePending.run(at, resolution, sessionId, toolCallId).changes > 0);
+	}
+
+	deletePending(sessionId: string, toolCallId: string): boolean {
+		return this.durable(() => this.s.deletePending.run(sessionId, toolCallId).changes > 0);
+	}
+
+	listPending(sessionId: string, options: { includeResolved?: boolean } = {}): PendingInteraction[] {
+		this.open();
+		const rows = this.s.listPending.all(sessionId, options.includeResolved ? 1 : 0) as PendingRow[];
+		return rows.map((r) => ({
+			sessionId: r.session_id,
+			toolCallId: r.tool_call_id,
+			kind: r.kind,
+			payload: r.payload,
+			createdAt: r.created_at,
+			resolvedAt: r.resolved_at,
+			resolution: r.resolution,
+		}));
+	}
+
+	// --- retention and lifecycle ----------------------------------------------------------------
+
+	listIdleSessions(cutoff: number, limit?: number): string[] {
+		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
+		this.open();
+		return this.s.listIdle.pluck().all(cutoff, max) as string[];
+	}
+
+	flush(): void {
+		this.open();
+		if (this.buffer.length > 0) this.durable(() => undefined);
+	}
+
+	close(): void {
+		if (this.closed) return;
+		this.flush();
+		// Release unused id reservations so a graceful restart continues ids without a gap.
+		this.db.exec("UPDATE sessions SET event_id_reserved = last_event_id WHERE event_id_reserved > last_event_id");
+		this.cancelTimer();
+		this.closed = true;
+		this.db.close();
+	}
+}

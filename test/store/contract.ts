@@ -1,0 +1,471 @@
+/**
+ * The `SessionStore` contract suite: one set of behaviours every implementation must show.
+ * `memory.test.ts` and `sqlite.test.ts` run it against their factory.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/agent/types.js";
+import type { AssistantMessage, UserMessage } from "../../src/ai/types.js";
+import type { NewSession, SessionStore, StoreOptions, UsageTotals } from "../../src/store/types.js";
+
+export type StoreFactory = (options?: StoreOptions) => SessionStore;
+
+export function newSession(id: string, over: Partial<NewSession> = {}): NewSession {
+	return {
+		id,
+		ownerId: "owner-a",
+		model: "faux/echo",
+		systemPrompt: "be brief",
+		thinkingLevel: "off",
+		tools: ["calculate", "get_current_time"],
+		toolExecution: "parallel",
+		steeringMode: "one-at-a-time",
+		followUpMode: "one-at-a-time",
+		metadata: { team: "x" },
+		createdAt: 1000,
+		...over,
+	};
+}
+
+export function user(text: string, timestamp = 1): UserMessage {
+	return { role: "user", content: text, timestamp };
+}
+
+export function usage(input: number, output: number, costTotal: number): UsageTotals {
+	return {
+		input,
+		output,
+		cacheRead: 0,
+		cacheWrite: 0,
+		totalTokens: input + output,
+		cost: { input: costTotal / 2, output: costTotal / 2, cacheRead: 0, cacheWrite: 0, total: costTotal },
+	};
+}
+
+export function assistant(text: string, u = usage(10, 5, 0.5)): AssistantMessage {
+	return {
+		role: "assistant",
+		content: [{ type: "text", text }],
+		api: "faux",
+		provider: "faux",
+		model: "echo",
+		usage: u,
+		stopReason: "stop",
+		timestamp: 2,
+	};
+}
+
+export function runStoreContract(name: string, factory: StoreFactory): void {
+	describe(`SessionStore contract: ${name}`, () => {
+		const opened: SessionStore[] = [];
+		const open = (options?: StoreOptions) => {
+			const store = factory(options);
+			opened.push(store);
+			return store;
+		};
+		afterEach(() => {
+			for (const s of opened.splice(0)) s.close();
+		});
+
+		describe("sessions", () => {
+			it("creates a session with its config, idle status, zero usage and no events", () => {
+				const store = open();
+				const rec = store.createSession(newSession("s1"));
+				expect(rec).toMatchObject({
+					id: "s1",
+					ownerId: "owner-a",
+					model: "faux/echo",
+					systemPrompt: "be brief",
+					thinkingLevel: "off",
+					tools: ["calculate", "get_current_time"],
+					toolExecution: "parallel",
+					steeringMode: "one-at-a-time",
+					followUpMode: "one-at-a-time",
+					metadata: { team: "x" },
+					createdAt: 1000,
+					updatedAt: 1000,
+					lastActiveAt: 1000,
+					status: "idle",
+					interruptedAt: null,
+					currentRunId: null,
+					messageCount: 0,
+					lastEventId: 0,
+				});
+				expect(rec.usage.totalTokens).toBe(0);
+				expect(rec.usage.cost.total).toBe(0);
+				expect(store.getSession("s1")).toEqual(rec);
+			});
+
+			it("returns copies: mutating a returned record does not change the store", () => {
+				const store = open();
+				const rec = store.createSession(newSession("s1"));
+				rec.tools.push("evil");
+				rec.metadata.team = "changed";
+				const again = store.getSession("s1");
+				expect(again?.tools).toEqual(["calculate", "get_current_time"]);
+				expect(again?.metadata).toEqual({ team: "x" });
+			});
+
+			it("refuses a duplicate id with a message that says how to fix it", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(() => store.createSession(newSession("s1"))).toThrow(/already exists.*unique id/);
+			});
+
+			it("creates a session with a starting transcript", () => {
+				const store = open();
+				const rec = store.createSession(newSession("s1"), [user("a"), assistant("b")]);
+				expect(rec.messageCount).toBe(2);
+				expect(store.listMessages("s1")?.messages).toEqual([user("a"), assistant("b")]);
+			});
+
+			it("patches only the given config fields and sets updatedAt", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const rec = store.updateSession("s1", { model: "openai/gpt-x", tools: [], metadata: { a: "1" } }, 2000);
+				expect(rec).toMatchObject({
+					model: "openai/gpt-x",
+					tools: [],
+					metadata: { a: "1" },
+					systemPrompt: "be brief",
+					steeringMode: "one-at-a-time",
+					updatedAt: 2000,
+					createdAt: 1000,
+				});
+				expect(store.getSession("s1")).toEqual(rec);
+				expect(store.updateSession("nope", { model: "x/y" }, 1)).toBeUndefined();
+			});
+
+			it("touchSession moves lastActiveAt", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(store.touchSession("s1", 5000)).toBe(true);
+				expect(store.getSession("s1")?.lastActiveAt).toBe(5000);
+				expect(store.touchSession("nope", 5000)).toBe(false);
+			});
+		});
+
+		describe("listing sessions", () => {
+			it("pages in creation order (ties by id) with a cursor until the end", () => {
+				const store = open();
+				const ids = ["e", "d", "c", "b", "a"];
+				ids.forEach((id, i) => {
+					store.createSession(newSession(id, { createdAt: i < 2 ? 100 : 200 + i }));
+				});
+				const seen: string[] = [];
+				let cursor: string | undefined;
+				let pages = 0;
+				do {
+					const page = store.listSessions({ limit: 2, ...(cursor ? { cursor } : {}) });
+					seen.push(...page.sessions.map((s) => s.id));
+					cursor = page.nextCursor;
+					pages++;
+				} while (cursor);
+				expect(seen).toEqual(["d", "e", "c", "b", "a"]);
+				expect(pages).toBe(3);
+			});
+
+			it("filters by owner, with null meaning sessions created without auth", () => {
+				const store = open();
+				store.createSession(newSession("a1", { ownerId: "a" }));
+				store.createSession(newSession("b1", { ownerId: "b" }));
+				store.createSession(newSession("n1", { ownerId: null }));
+				store.createSession(newSession("a2", { ownerId: "a", createdAt: 2000 }));
+				expect(store.listSessions({ ownerId: "a" }).sessions.map((s) => s.id)).toEqual(["a1", "a2"]);
+				expect(store.listSessions({ ownerId: null }).sessions.map((s) => s.id)).toEqual(["n1"]);
+				expect(store.listSessions().sessions).toHaveLength(4);
+				const first = store.listSessions({ ownerId: "a", limit: 1 });
+				expect(first.sessions.map((s) => s.id)).toEqual(["a1"]);
+				expect(
+					store.listSessions({ ownerId: "a", limit: 1, cursor: first.nextCursor }).sessions.map((s) => s.id),
+				).toEqual(["a2"]);
+			});
+
+			it("rejects a malformed cursor and an out-of-range limit", () => {
+				const store = open();
+				expect(() => store.listSessions({ cursor: "garbage!" })).toThrow(/cursor/);
+				expect(() => store.listSessions({ limit: 0 })).toThrow(/limit/);
+				expect(() => store.listSessions({ limit: 1001 })).toThrow(/limit/);
+			});
+		});
+
+		describe("transcript", () => {
+			it("appends in order and pages by offset and limit", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(store.appendMessages("s1", [user("0"), user("1")])).toBe(2);
+				expect(store.appendMessages("s1", [user("2"), user("3"), user("4")])).toBe(5);
+				expect(store.countMessages("s1")).toBe(5);
+				expect(store.getSession("s1")?.messageCount).toBe(5);
+				const page = store.listMessages("s1", { offset: 1, limit: 3 });
+				expect(page?.offset).toBe(1);
+				expect(page?.total).toBe(5);
+				expect(page?.messages.map((m) => (m as UserMessage).content)).toEqual(["1", "2", "3"]);
+				expect(store.listMessages("s1", { offset: 5 })?.messages).toEqual([]);
+				expect(() => store.listMessages("s1", { limit: 0 })).toThrow(/limit/);
+			});
+
+			it("round-trips assistant and tool-result messages exactly", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const messages: AgentMessage[] = [
+					assistant("hi"),
+					{
+						role: "toolResult",
+						toolCallId: "c1",
+						toolName: "calculate",
+						content: [{ type: "text", text: "4" }],
+						details: { exact: true },
+						isError: false,
+						timestamp: 3,
+					},
+				];
+				store.appendMessages("s1", messages);
+				expect(store.listMessages("s1")?.messages).toEqual(messages);
+			});
+		});
+
+		describe("event log", () => {
+			it("assigns per-session ids 1, 2, 3 ... and reads after an id", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				const ids = [1, 2, 3, 4].map((i) => store.appendEvent("s1", "message_update", `{"i":${i}}`, 10 + i));
+				expect(ids).toEqual([1, 2, 3, 4]);
+				expect(store.appendEvent("s2", "agent_start", "{}", 1)).toBe(1);
+				expect(store.lastEventId("s1")).toBe(4);
+				expect(store.getSession("s1")?.lastEventId).toBe(4);
+				expect(store.readEvents("s1", 2)).toEqual([
+					{ id: 3, type: "message_update", data: '{"i":3}', createdAt: 13 },
+					{ id: 4, type: "message_update", data: '{"i":4}', createdAt: 14 },
+				]);
+				expect(store.readEvents("s1", 0, 2).map((e) => e.id)).toEqual([1, 2]);
+				expect(store.readEvents("s1", 4)).toEqual([]);
+				expect(store.oldestEventId("s1")).toBe(1);
+				expect(store.readEvents("s2", 0).map((e) => e.type)).toEqual(["agent_start"]);
+			});
+
+			it("stores data verbatim (not re-serialised)", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const data = '{"b":1,  "a":"line\\nbreak é"}';
+				store.appendEvent("s1", "x", data);
+				expect(store.readEvents("s1", 0)[0]?.data).toBe(data);
+			});
+
+			it("caps the log per session; ids continue after trimming", () => {
+				const store = open({ maxEventsPerSession: 5 });
+				expect(store.maxEventsPerSession).toBe(5);
+				store.createSession(newSession("s1"));
+				for (let i = 0; i < 12; i++) store.appendEvent("s1", "e", String(i), i);
+				expect(store.readEvents("s1", 0).map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
+				expect(store.oldestEventId("s1")).toBe(8);
+				expect(store.lastEventId("s1")).toBe(12);
+				expect(store.appendEvent("s1", "e", "x")).toBe(13);
+				expect(store.oldestEventId("s1")).toBe(9);
+			});
+
+			it("has no oldest id before the first event", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(store.oldestEventId("s1")).toBeUndefined();
+				expect(store.lastEventId("s1")).toBe(0);
+			});
+		});
+
+		describe("queue", () => {
+			it("keeps steering and follow-up messages in order, by kind, until removed", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const a = store.enqueue("s1", "steer", user("s-a"), 2000);
+				const b = store.enqueue("s1", "followUp", user("f-b"), 2001);
+				const c = store.enqueue("s1", "steer", user("s-c"), 2002);
+				expect(a && b && c).toBeTruthy();
+				expect((a?.id ?? 0) < (b?.id ?? 0) && (b?.id ?? 0) < (c?.id ?? 0)).toBe(true);
+				expect(a).toMatchObject({ sessionId: "s1", kind: "steer", message: user("s-a"), createdAt: 2000 });
+				expect(store.getSession("s1")?.lastActiveAt).toBe(2002);
+				expect(store.listQueued("s1").map((q) => q.id)).toEqual([a?.id, b?.id, c?.id]);
+				expect(store.listQueued("s1", "steer").map((q) => (q.message as UserMessage).content)).toEqual(["s-a", "s-c"]);
+				expect(store.removeQueued("s1", [a?.id ?? -1, 999_999])).toBe(1);
+				expect(store.listQueued("s1").map((q) => q.id)).toEqual([b?.id, c?.id]);
+				expect(store.clearQueue("s1", "followUp")).toBe(1);
+				expect(store.listQueued("s1").map((q) => q.kind)).toEqual(["steer"]);
+				expect(store.clearQueue("s1")).toBe(1);
+				expect(store.listQueued("s1")).toEqual([]);
+			});
+
+			it("does not let one session remove another session's queued message", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				const q = store.enqueue("s1", "steer", user("x"), 1);
+				expect(store.removeQueued("s2", [q?.id ?? -1])).toBe(0);
+				expect(store.listQueued("s1")).toHaveLength(1);
+			});
+		});
+
+		describe("runs and recovery", () => {
+			it("tracks a run from start to end and adds its usage to the session totals", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(store.startRun("s1", "r1", 3000)).toBe(true);
+				expect(store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", lastActiveAt: 3000 });
+				expect(store.endRun("s1", "r1", { status: "completed", endedAt: 3500, usage: usage(100, 20, 0.25) })).toBe(
+					true,
+				);
+				store.startRun("s1", "r2", 4000);
+				store.endRun("s1", "r2", { status: "error", endedAt: 4100, usage: usage(1, 2, 0.5), errorMessage: "boom" });
+				const rec = store.getSession("s1");
+				expect(rec).toMatchObject({ status: "idle", currentRunId: null, lastActiveAt: 4100 });
+				expect(rec?.usage.input).toBe(101);
+				expect(rec?.usage.output).toBe(22);
+				expect(rec?.usage.cost.total).toBeCloseTo(0.75);
+				const runs = store.listRuns("s1");
+				expect(runs.map((r) => [r.id, r.status, r.startedAt, r.endedAt, r.errorMessage])).toEqual([
+					["r1", "completed", 3000, 3500, null],
+					["r2", "error", 4000, 4100, "boom"],
+				]);
+				expect(runs[0]?.usage.totalTokens).toBe(120);
+				expect(store.listRuns("s1", 1).map((r) => r.id)).toEqual(["r2"]);
+			});
+
+			it("refuses a duplicate run id and ignores unknown runs", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.startRun("s1", "r1", 1);
+				expect(() => store.startRun("s1", "r1", 2)).toThrow(/already exists/);
+				expect(store.endRun("s1", "nope", { status: "completed", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);
+			});
+
+			it("marks running sessions interrupted, with the usage of the run's persisted messages", () => {
+				const store = open();
+				store.createSession(newSession("busy"), [user("before")]);
+				store.createSession(newSession("calm"));
+				store.startRun("busy", "r1", 100);
+				store.appendMessages("busy", [user("go"), assistant("partial turn", usage(7, 3, 0.1))]);
+				store.startRun("calm", "r2", 100);
+				store.endRun("calm", "r2", { status: "completed", endedAt: 150, usage: usage(1, 1, 0) });
+				expect(store.recoverInterrupted(9999)).toEqual(["busy"]);
+				expect(store.getSession("busy")).toMatchObject({
+					status: "interrupted",
+					interruptedAt: 9999,
+					currentRunId: "r1",
+				});
+				expect(store.getSession("busy")?.usage.totalTokens).toBe(10);
+				expect(store.listRuns("busy")[0]).toMatchObject({ status: "interrupted", endedAt: 9999 });
+				expect(store.getSession("calm")?.status).toBe("idle");
+				expect(store.recoverInterrupted(10_000)).toEqual([]);
+				// The next run clears the interruption.
+				store.startRun("busy", "r3", 11_000);
+				expect(store.getSession("busy")).toMatchObject({ status: "running", interruptedAt: null });
+			});
+		});
+
+		describe("pending interactions", () => {
+			it("stores, lists, resolves and deletes approvals and client tool calls", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				expect(
+					store.putPending({
+						sessionId: "s1",
+						toolCallId: "c1",
+						kind: "approval",
+						payload: '{"tool":"rm"}',
+						createdAt: 1,
+					}),
+				).toBe(true);
+				store.putPending({ sessionId: "s1", toolCallId: "c2", kind: "client_tool", payload: "{}", createdAt: 2 });
+				expect(store.listPending("s1").map((p) => p.toolCallId)).toEqual(["c1", "c2"]);
+				expect(store.resolvePending("s1", "c1", '{"approved":true}', 5)).toBe(true);
+				expect(store.resolvePending("s1", "c1", '{"approved":false}', 6)).toBe(false);
+				expect(store.listPending("s1").map((p) => p.toolCallId)).toEqual(["c2"]);
+				expect(store.listPending("s1", { includeResolved: true })[0]).toEqual({
+					sessionId: "s1",
+					toolCallId: "c1",
+					kind: "approval",
+					payload: '{"tool":"rm"}',
+					createdAt: 1,
+					resolvedAt: 5,
+					resolution: '{"approved":true}',
+				});
+				// Putting again replaces the request and clears the old answer.
+				store.putPending({ sessionId: "s1", toolCallId: "c1", kind: "approval", payload: '{"v":2}', createdAt: 1 });
+				expect(store.listPending("s1").map((p) => [p.toolCallId, p.payload])).toEqual([
+					["c1", '{"v":2}'],
+					["c2", "{}"],
+				]);
+				expect(store.deletePending("s1", "c1")).toBe(true);
+				expect(store.deletePending("s1", "c1")).toBe(false);
+				expect(store.listPending("s1", { includeResolved: true }).map((p) => p.toolCallId)).toEqual(["c2"]);
+			});
+		});
+
+		describe("delete, retention and unknown sessions", () => {
+			it("deletes everything of a session; a new session with the same id starts empty", () => {
+				const store = open();
+				store.createSession(newSession("s1"), [user("a")]);
+				store.appendEvent("s1", "e", "{}");
+				store.enqueue("s1", "steer", user("q"), 1);
+				store.startRun("s1", "r1", 1);
+				store.putPending({ sessionId: "s1", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 });
+				expect(store.deleteSession("s1")).toBe(true);
+				expect(store.deleteSession("s1")).toBe(false);
+				expect(store.getSession("s1")).toBeUndefined();
+				store.createSession(newSession("s1"));
+				expect(store.countMessages("s1")).toBe(0);
+				expect(store.readEvents("s1", 0)).toEqual([]);
+				expect(store.lastEventId("s1")).toBe(0);
+				expect(store.listQueued("s1")).toEqual([]);
+				expect(store.listRuns("s1")).toEqual([]);
+				expect(store.listPending("s1", { includeResolved: true })).toEqual([]);
+				expect(store.getSession("s1")?.status).toBe("idle");
+			});
+
+			it("treats an unknown session as a value on every method, never a throw", () => {
+				const store = open();
+				expect(store.getSession("x")).toBeUndefined();
+				expect(store.appendMessages("x", [user("a")])).toBeUndefined();
+				expect(store.listMessages("x")).toBeUndefined();
+				expect(store.countMessages("x")).toBeUndefined();
+				expect(store.appendEvent("x", "e", "{}")).toBeUndefined();
+				expect(store.readEvents("x", 0)).toEqual([]);
+				expect(store.lastEventId("x")).toBeUndefined();
+				expect(store.oldestEventId("x")).toBeUndefined();
+				expect(store.enqueue("x", "steer", user("a"), 1)).toBeUndefined();
+				expect(store.listQueued("x")).toEqual([]);
+				expect(store.removeQueued("x", [1])).toBe(0);
+				expect(store.clearQueue("x")).toBe(0);
+				expect(store.startRun("x", "r", 1)).toBe(false);
+				expect(store.endRun("x", "r", { status: "aborted", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);
+				expect(store.listRuns("x")).toEqual([]);
+				expect(
+					store.putPending({ sessionId: "x", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 }),
+				).toBe(false);
+				expect(store.resolvePending("x", "c", "{}", 1)).toBe(false);
+				expect(store.deletePending("x", "c")).toBe(false);
+				expect(store.listPending("x")).toEqual([]);
+				expect(store.deleteSessions(["x"])).toBe(0);
+			});
+
+			it("lists idle sessions (not running) least recently active first, and deletes them", () => {
+				const store = open();
+				store.createSession(newSession("old", { createdAt: 100 }));
+				store.createSession(newSession("older", { createdAt: 50 }));
+				store.createSession(newSession("fresh", { createdAt: 5000 }));
+				store.createSession(newSession("busy", { createdAt: 10 }));
+				store.startRun("busy", "r", 20);
+				expect(store.listIdleSessions(1000)).toEqual(["older", "old"]);
+				expect(store.listIdleSessions(1000, 1)).toEqual(["older"]);
+				expect(store.deleteSessions(["older", "old", "missing"])).toBe(2);
+				expect(store.listSessions().sessions.map((s) => s.id)).toEqual(["busy", "fresh"]);
+			});
+
+			it("throws on use after close, and close is idempotent", () => {
+				const store = factory();
+				store.close();
+				store.close();
+				expect(() => store.getSession("s")).toThrow(/closed/);
+				expect(() => store.appendEvent("s", "e", "{}")).toThrow(/closed/);
+			});
+		});
+	});
+}

@@ -1,0 +1,15 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { runStoreContract } from "./contract.js";
+
+const dir = mkdtempSync(join(tmpdir(), "wheelhouse-store-contract-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+// A fresh file per store; flushIntervalMs 0 keeps the timer path exercised without slowing tests.
+runStoreContract("sqlite", (options) =>
+	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0 }),
+);
