@@ -20,6 +20,7 @@ export {
 	type QueueUpdateEvent,
 	type ServerEvent,
 	type SessionSnapshotEvent,
+	type StreamDroppedEvent,
 	toWireEvent,
 	type WireAssistantMessageEvent,
 	type WireEvent,

@@ -84,8 +84,19 @@ export interface QueueUpdateEvent {
 	[key: string]: unknown;
 }
 
+/**
+ * The last event a subscriber gets when it fell too far behind and is dropped (bounded buffering);
+ * the stream then ends and the client resumes with `Last-Event-ID` (`streamEvents` does).
+ */
+export interface StreamDroppedEvent {
+	type: "stream_dropped";
+	reason: string;
+	message: string;
+	lastEventId: number | null;
+}
+
 /** Server-level events; their names never collide with AgentEvent types. */
-export type ServerEvent = SessionSnapshotEvent | QueueUpdateEvent;
+export type ServerEvent = SessionSnapshotEvent | QueueUpdateEvent | StreamDroppedEvent;
 
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
