@@ -1,4 +1,6 @@
 import { AssistantMessageEventStream } from "./event-stream.js";
+// Side effect: registers the built-in wire APIs, so streamSimple works without setup.
+import "./providers/register-builtins.js";
 import { getApiProvider } from "./registry.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "./types.js";
 
