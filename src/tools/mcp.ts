@@ -1,0 +1,9 @@
+export type { McpServerState, McpServerStatus } from "./mcp/connection.js";
+export { type McpToolResultDetails, mapMcpContent } from "./mcp/content.js";
+export {
+	type McpAgentTool,
+	McpManager,
+	type McpManagerOptions,
+	type McpToolOrigin,
+	qualifiedToolName,
+} from "./mcp/manager.js";

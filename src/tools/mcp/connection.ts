@@ -1,0 +1,293 @@
+/**
+ * One configured MCP server: connects over stdio or Streamable HTTP, keeps its tool list, and
+ * reconnects with exponential backoff after a crash or disconnect.
+ *
+ * States: `connecting` (first attempt or waiting to retry) → `connected` → back to `connecting`
+ * when the transport closes (stdio process exit), a call fails at the transport level (HTTP), or a
+ * ping fails; `failed` once `reconnect.maxAttempts` is exhausted; `stopped` after `stop()`.
+ * While not connected, calls fail fast with a message naming the server and the retry attempt.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import {
+	type CallToolResult,
+	CallToolResultSchema,
+	ErrorCode,
+	McpError,
+	type Tool as McpTool,
+	type Progress,
+	ToolListChangedNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+
+export type McpServerState = "connecting" | "connected" | "failed" | "stopped";
+
+/** What `GET /v1/tools` and logs show about one server. */
+export interface McpServerStatus {
+	name: string;
+	transport: "stdio" | "http";
+	state: McpServerState;
+	/** Reconnect attempt in progress or scheduled (0 while connected). */
+	attempt: number;
+	lastError?: string;
+	toolCount: number;
+	/** Epoch ms of the last successful connect. */
+	connectedAt?: number;
+	/** `name` and `version` the server reported at its last connect. */
+	serverInfo?: { name: string; version: string };
+}
+
+/** A config entry with `${ENV}` already substituted (see `McpManager`). */
+export type ResolvedMcpServer =
+	| { transport: "stdio"; command: string; args: string[]; env: Record<string, string>; cwd?: string }
+	| { transport: "http"; url: URL; headers: Record<string, string> };
+
+export interface McpConnectionOptions {
+	timeoutMs: number;
+	connectTimeoutMs: number;
+	pingIntervalMs: number;
+	reconnect: { initialDelayMs: number; maxDelayMs: number; maxAttempts: number };
+	includeTools?: string[];
+	clientInfo: { name: string; version: string };
+	/** Called after every state or tool-list change. Contract: must not throw. */
+	onChange: () => void;
+}
+
+const STDERR_TAIL = 2000;
+
+function messageOf(error: unknown): string {
+	return error instanceof Error ? error.message : String(error);
+}
+
+export class McpServerConnection {
+	private state: McpServerState = "connecting";
+	private attempt = 0;
+	private lastError?: string;
+	private connectedAt?: number;
+	private serverInfo?: { name: string; version: string };
+	private client?: Client;
+	private remoteTools: McpTool[] = [];
+	private retryTimer?: NodeJS.Timeout;
+	private pingTimer?: NodeJS.Timeout;
+	private stderrTail = "";
+	/** Bumped per connect attempt; events of an older client are ignored. */
+	private generation = 0;
+
+	constructor(
+		readonly name: string,
+		private readonly server: ResolvedMcpServer,
+		private readonly options: McpConnectionOptions,
+	) {}
+
+	status(): McpServerStatus {
+		return {
+			name: this.name,
+			transport: this.server.transport,
+			state: this.state,
+			attempt: this.attempt,
+			...(this.lastError !== undefined ? { lastError: this.lastError } : {}),
+			toolCount: this.remoteTools.length,
+			...(this.connectedAt !== undefined ? { connectedAt: this.connectedAt } : {}),
+			...(this.serverInfo ? { serverInfo: this.serverInfo } : {}),
+		};
+	}
+
+	/** The remote tools of the last successful listing (kept while reconnecting, so calls get a clear error). */
+	tools(): McpTool[] {
+		return this.remoteTools;
+	}
+
+	/** Makes the first connect attempt; a failure schedules retries. Never rejects. */
+	async start(): Promise<void> {
+		if (this.state === "stopped") return;
+		await this.connect();
+	}
+
+	/** Closes the connection (and the child process) and cancels retries. Idempotent. */
+	async stop(): Promise<void> {
+		this.state = "stopped";
+		this.generation++;
+		clearTimeout(this.retryTimer);
+		clearInterval(this.pingTimer);
+		const client = this.client;
+		this.client = undefined;
+		await client?.close().catch(() => {});
+		this.options.onChange();
+	}
+
+	/**
+	 * Calls a remote tool. Throws when the server is not connected (naming the retry attempt), on
+	 * transport failures, timeouts and protocol errors; returns `isError` results as they are.
+	 */
+	async callTool(
+		tool: string,
+		args: Record<string, unknown>,
+		signal?: AbortSignal,
+		onProgress?: (progress: Progress) => void,
+	): Promise<CallToolResult> {
+		const client = this.client;
+		if (this.state !== "connected" || !client) throw new Error(this.unavailableMessage());
+		const generation = this.generation;
+		try {
+			const result = await client.callTool({ name: tool, arguments: args }, CallToolResultSchema, {
+				signal,
+				timeout: this.options.timeoutMs,
+				resetTimeoutOnProgress: true,
+				...(onProgress ? { onprogress: onProgress } : {}),
+			});
+			return result as CallToolResult;
+		} catch (error) {
+			if (signal?.aborted) throw error;
+			if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+				throw new Error(`MCP server ${this.name} disconnected during the call to ${tool}; reconnecting`);
+			}
+			if (!(error instanceof McpError)) {
+				// A transport failure (HTTP: connection refused, unknown session after a server restart).
+				this.handleDisconnect(generation, `call to ${tool} failed: ${messageOf(error)}`);
+				throw new Error(`MCP server ${this.name} is unreachable (${messageOf(error)}); reconnecting`);
+			}
+			throw new Error(`MCP tool ${this.name}__${tool} failed: ${error.message}`);
+		}
+	}
+
+	private unavailableMessage(): string {
+		const last = this.lastError ? ` (last error: ${this.lastError})` : "";
+		switch (this.state) {
+			case "failed":
+				return `MCP server ${this.name} is unavailable: gave up reconnecting after ${this.attempt - 1} attempts${last}`;
+			case "stopped":
+				return `MCP server ${this.name} is stopped`;
+			default:
+				return `MCP server ${this.name} is disconnected; reconnecting (attempt ${Math.max(this.attempt, 1)})${last}`;
+		}
+	}
+
+	private createTransport(): Transport {
+		if (this.server.transport === "http") {
+			return new StreamableHTTPClientTransport(this.server.url, { requestInit: { headers: this.server.headers } });
+		}
+		const transport = new StdioClientTransport({
+			command: this.server.command,
+			args: this.server.args,
+			// A minimal inherited environment (PATH, HOME, ...) plus the configured entries: the
+			// server's own secrets (provider keys) are not handed to every MCP server.
+			env: { ...getDefaultEnvironment(), ...this.server.env },
+			...(this.server.cwd ? { cwd: this.server.cwd } : {}),
+			stderr: "pipe",
+		});
+		this.stderrTail = "";
+		transport.stderr?.on("data", (chunk: Buffer) => {
+			this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-STDERR_TAIL);
+		});
+		return transport;
+	}
+
+	private async connect(): Promise<void> {
+		const generation = ++this.generation;
+		this.state = "connecting";
+		const client = new Client(this.options.clientInfo, { capabilities: {} });
+		this.client = undefined;
+		try {
+			const transport = this.createTransport();
+			client.onclose = () => this.handleDisconnect(generation, "connection closed");
+			client.onerror = () => {};
+			await client.connect(transport, { timeout: this.options.connectTimeoutMs });
+			if (generation !== this.generation) {
+				await client.close().catch(() => {});
+				return;
+			}
+			client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+				void this.refreshTools(client, generation);
+			});
+			const tools = await this.listTools(client);
+			if (generation !== this.generation) {
+				await client.close().catch(() => {});
+				return;
+			}
+			this.client = client;
+			this.remoteTools = tools;
+			this.state = "connected";
+			this.attempt = 0;
+			this.lastError = undefined;
+			this.connectedAt = Date.now();
+			const info = client.getServerVersion();
+			this.serverInfo = info ? { name: info.name, version: info.version } : undefined;
+			this.startPing(client, generation);
+			this.options.onChange();
+		} catch (error) {
+			if (generation !== this.generation) return;
+			this.lastError = this.describeFailure(messageOf(error));
+			await client.close().catch(() => {});
+			this.scheduleReconnect();
+		}
+	}
+
+	private describeFailure(message: string): string {
+		const tail = this.stderrTail.trim().split("\n").slice(-3).join(" | ");
+		return tail ? `${message}; stderr: ${tail}` : message;
+	}
+
+	private async listTools(client: Client): Promise<McpTool[]> {
+		const tools: McpTool[] = [];
+		let cursor: string | undefined;
+		do {
+			const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.options.connectTimeoutMs });
+			tools.push(...page.tools);
+			cursor = page.nextCursor;
+		} while (cursor);
+		const include = this.options.includeTools;
+		return include ? tools.filter((t) => include.includes(t.name)) : tools;
+	}
+
+	private async refreshTools(client: Client, generation: number): Promise<void> {
+		try {
+			const tools = await this.listTools(client);
+			if (generation !== this.generation) return;
+			this.remoteTools = tools;
+			this.options.onChange();
+		} catch (error) {
+			if (generation === this.generation) this.lastError = `re-listing tools failed: ${messageOf(error)}`;
+		}
+	}
+
+	private startPing(client: Client, generation: number): void {
+		clearInterval(this.pingTimer);
+		if (this.options.pingIntervalMs <= 0) return;
+		this.pingTimer = setInterval(() => {
+			client
+				.ping({ timeout: Math.min(this.options.pingIntervalMs, 10_000) })
+				.catch((error) => this.handleDisconnect(generation, `ping failed: ${messageOf(error)}`));
+		}, this.options.pingIntervalMs);
+		this.pingTimer.unref();
+	}
+
+	/** The connection of `generation` is gone: record why and start reconnecting (once per connection). */
+	private handleDisconnect(generation: number, reason: string): void {
+		if (generation !== this.generation || this.state !== "connected") return;
+		this.generation++;
+		clearInterval(this.pingTimer);
+		const client = this.client;
+		this.client = undefined;
+		this.lastError = this.describeFailure(reason);
+		void client?.close().catch(() => {});
+		this.scheduleReconnect();
+	}
+
+	private scheduleReconnect(): void {
+		if (this.state === "stopped") return;
+		this.attempt++;
+		const { initialDelayMs, maxDelayMs, maxAttempts } = this.options.reconnect;
+		if (maxAttempts > 0 && this.attempt > maxAttempts) {
+			this.state = "failed";
+			this.options.onChange();
+			return;
+		}
+		this.state = "connecting";
+		const delay = Math.min(initialDelayMs * 2 ** (this.attempt - 1), maxDelayMs);
+		clearTimeout(this.retryTimer);
+		this.retryTimer = setTimeout(() => void this.connect(), delay);
+		this.retryTimer.unref();
+		this.options.onChange();
+	}
+}
