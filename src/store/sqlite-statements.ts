@@ -4,91 +4,93 @@
  */
 import type Database from "better-sqlite3";
 
+/** A prepared statement with loosely typed parameters and rows (rows are cast where read). */
+export type Statement = Database.Statement<unknown[], unknown>;
+
 export type Statements = ReturnType<typeof prepareStatements>;
 
 export function prepareStatements(db: Database.Database) {
+	const prepare = (sql: string): Statement => db.prepare(sql);
 	return {
-		getSession: db.prepare(`SELECT * FROM sessions WHERE id = ?`),
-		getIds: db.prepare("SELECT last_event_id, event_id_reserved FROM sessions WHERE id = ?"),
-		getCountAndRun: db.prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
-		insertSession: db.prepare(
+		getSession: prepare(`SELECT * FROM sessions WHERE id = ?`),
+		getIds: prepare("SELECT last_event_id, event_id_reserved FROM sessions WHERE id = ?"),
+		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
+		insertSession: prepare(
 			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count)
 			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		),
-		updateConfig: db.prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
-		touch: db.prepare("UPDATE sessions SET last_active_at = ? WHERE id = ?"),
-		bumpActivity: db.prepare("UPDATE sessions SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
-		listAll: db.prepare(`SELECT * FROM sessions ORDER BY created_at, id LIMIT ?`),
-		listAllAfter: db.prepare(
+		updateConfig: prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
+		touch: prepare("UPDATE sessions SET last_active_at = ? WHERE id = ?"),
+		bumpActivity: prepare("UPDATE sessions SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
+		listAll: prepare(`SELECT * FROM sessions ORDER BY created_at, id LIMIT ?`),
+		listAllAfter: prepare(
 			`SELECT * FROM sessions WHERE created_at > ? OR (created_at = ? AND id > ?) ORDER BY created_at, id LIMIT ?`,
 		),
-		listOwner: db.prepare(`SELECT * FROM sessions WHERE owner_id IS ? ORDER BY created_at, id LIMIT ?`),
-		listOwnerAfter: db.prepare(
+		listOwner: prepare(`SELECT * FROM sessions WHERE owner_id IS ? ORDER BY created_at, id LIMIT ?`),
+		listOwnerAfter: prepare(
 			`SELECT * FROM sessions WHERE owner_id IS ? AND (created_at > ? OR (created_at = ? AND id > ?))
 			 ORDER BY created_at, id LIMIT ?`,
 		),
 		deleteChildren: [
-			db.prepare("DELETE FROM messages WHERE session_id = ?"),
-			db.prepare("DELETE FROM events WHERE session_id = ?"),
-			db.prepare("DELETE FROM queue WHERE session_id = ?"),
-			db.prepare("DELETE FROM runs WHERE session_id = ?"),
-			db.prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
+			prepare("DELETE FROM messages WHERE session_id = ?"),
+			prepare("DELETE FROM events WHERE session_id = ?"),
+			prepare("DELETE FROM queue WHERE session_id = ?"),
+			prepare("DELETE FROM runs WHERE session_id = ?"),
+			prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
 		],
-		deleteSession: db.prepare("DELETE FROM sessions WHERE id = ?"),
-		insertMessage: db.prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),
-		setMessageCount: db.prepare("UPDATE sessions SET message_count = ? WHERE id = ?"),
-		listMessages: db.prepare("SELECT data FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"),
-		runMessages: db.prepare("SELECT data FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq"),
-		insertEvent: db.prepare("INSERT INTO events (session_id, id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"),
-		setLastEventId: db.prepare("UPDATE sessions SET last_event_id = ? WHERE id = ?"),
-		reserveIds: db.prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
-		trimEvents: db.prepare("DELETE FROM events WHERE session_id = ? AND id <= ?"),
-		readEvents: db.prepare(
+		deleteSession: prepare("DELETE FROM sessions WHERE id = ?"),
+		insertMessage: prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),
+		setMessageCount: prepare("UPDATE sessions SET message_count = ? WHERE id = ?"),
+		listMessages: prepare("SELECT data FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"),
+		runMessages: prepare("SELECT data FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq"),
+		insertEvent: prepare("INSERT INTO events (session_id, id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"),
+		setLastEventId: prepare("UPDATE sessions SET last_event_id = ? WHERE id = ?"),
+		reserveIds: prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
+		trimEvents: prepare("DELETE FROM events WHERE session_id = ? AND id <= ?"),
+		readEvents: prepare(
 			"SELECT id, type, data, created_at FROM events WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
 		),
-		oldestEvent: db.prepare("SELECT min(id) FROM events WHERE session_id = ?"),
-		insertQueued: db.prepare("INSERT INTO queue (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)"),
-		listQueued: db.prepare("SELECT * FROM queue WHERE session_id = ? ORDER BY id"),
-		listQueuedKind: db.prepare("SELECT * FROM queue WHERE session_id = ? AND kind = ? ORDER BY id"),
-		deleteQueued: db.prepare("DELETE FROM queue WHERE session_id = ? AND id = ?"),
-		clearQueue: db.prepare("DELETE FROM queue WHERE session_id = ?"),
-		clearQueueKind: db.prepare("DELETE FROM queue WHERE session_id = ? AND kind = ?"),
-		getRun: db.prepare("SELECT * FROM runs WHERE id = ?"),
-		insertRun: db.prepare(
-			"INSERT INTO runs (id, session_id, status, started_at, usage) VALUES (?, ?, 'running', ?, ?)",
-		),
-		setRunning: db.prepare(
+		oldestEvent: prepare("SELECT min(id) FROM events WHERE session_id = ?"),
+		insertQueued: prepare("INSERT INTO queue (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)"),
+		listQueued: prepare("SELECT * FROM queue WHERE session_id = ? ORDER BY id"),
+		listQueuedKind: prepare("SELECT * FROM queue WHERE session_id = ? AND kind = ? ORDER BY id"),
+		deleteQueued: prepare("DELETE FROM queue WHERE session_id = ? AND id = ?"),
+		clearQueue: prepare("DELETE FROM queue WHERE session_id = ?"),
+		clearQueueKind: prepare("DELETE FROM queue WHERE session_id = ? AND kind = ?"),
+		getRun: prepare("SELECT * FROM runs WHERE id = ?"),
+		insertRun: prepare("INSERT INTO runs (id, session_id, status, started_at, usage) VALUES (?, ?, 'running', ?, ?)"),
+		setRunning: prepare(
 			`UPDATE sessions SET status = 'running', current_run_id = ?, interrupted_at = NULL,
 			 last_active_at = max(last_active_at, ?) WHERE id = ?`,
 		),
-		finishRun: db.prepare("UPDATE runs SET status = ?, ended_at = ?, usage = ?, error_message = ? WHERE id = ?"),
-		endRunSession: db.prepare(
+		finishRun: prepare("UPDATE runs SET status = ?, ended_at = ?, usage = ?, error_message = ? WHERE id = ?"),
+		endRunSession: prepare(
 			`UPDATE sessions SET usage = @usage, last_active_at = max(last_active_at, @at),
 			 status = CASE WHEN current_run_id = @runId THEN 'idle' ELSE status END,
 			 interrupted_at = CASE WHEN current_run_id = @runId THEN NULL ELSE interrupted_at END,
 			 current_run_id = CASE WHEN current_run_id = @runId THEN NULL ELSE current_run_id END
 			 WHERE id = @sessionId`,
 		),
-		listRuns: db.prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?"),
-		listRunning: db.prepare("SELECT * FROM sessions WHERE status = 'running'"),
-		interruptRun: db.prepare("UPDATE runs SET status = 'interrupted', ended_at = ?, usage = ? WHERE id = ?"),
-		setUsage: db.prepare("UPDATE sessions SET usage = ? WHERE id = ?"),
-		interruptSession: db.prepare("UPDATE sessions SET status = 'interrupted', interrupted_at = ? WHERE id = ?"),
-		upsertPending: db.prepare(
+		listRuns: prepare("SELECT * FROM runs WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?"),
+		listRunning: prepare("SELECT * FROM sessions WHERE status = 'running'"),
+		interruptRun: prepare("UPDATE runs SET status = 'interrupted', ended_at = ?, usage = ? WHERE id = ?"),
+		setUsage: prepare("UPDATE sessions SET usage = ? WHERE id = ?"),
+		interruptSession: prepare("UPDATE sessions SET status = 'interrupted', interrupted_at = ? WHERE id = ?"),
+		upsertPending: prepare(
 			`INSERT INTO pending_interactions (session_id, tool_call_id, kind, payload, created_at) VALUES (?, ?, ?, ?, ?)
 			 ON CONFLICT (session_id, tool_call_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
 			 created_at = excluded.created_at, resolved_at = NULL, resolution = NULL`,
 		),
-		resolvePending: db.prepare(
+		resolvePending: prepare(
 			`UPDATE pending_interactions SET resolved_at = ?, resolution = ?
 			 WHERE session_id = ? AND tool_call_id = ? AND resolved_at IS NULL`,
 		),
-		deletePending: db.prepare("DELETE FROM pending_interactions WHERE session_id = ? AND tool_call_id = ?"),
-		listPending: db.prepare(
+		deletePending: prepare("DELETE FROM pending_interactions WHERE session_id = ? AND tool_call_id = ?"),
+		listPending: prepare(
 			`SELECT * FROM pending_interactions WHERE session_id = ? AND (? = 1 OR resolved_at IS NULL)
 			 ORDER BY created_at, rowid`,
 		),
-		listIdle: db.prepare(
+		listIdle: prepare(
 			"SELECT id FROM sessions WHERE last_active_at < ? AND status != 'running' ORDER BY last_active_at, id LIMIT ?",
 		),
 	};
