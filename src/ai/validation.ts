@@ -11,7 +11,6 @@
  */
 import { Kind, type TSchema, Type } from "@sinclair/typebox";
 import { type TypeCheck, TypeCompiler } from "@sinclair/typebox/compiler";
-import { Value } from "@sinclair/typebox/value";
 import type { Tool, ToolCall } from "./types.js";
 
 interface CompiledSchema {
@@ -20,6 +19,8 @@ interface CompiledSchema {
 }
 
 const compiled = new WeakMap<object, CompiledSchema>();
+/** Checkers of union members, compiled on first use while coercing. */
+const memberChecks = new WeakMap<TSchema, TypeCheck<TSchema>>();
 
 /** Constraint keywords carried over from a plain JSON Schema node to its TypeBox counterpart. */
 const CONSTRAINTS = [
@@ -135,6 +136,106 @@ function compile(parameters: unknown): CompiledSchema {
 	return entry;
 }
 
+function memberCheck(schema: TSchema): TypeCheck<TSchema> {
+	let check = memberChecks.get(schema);
+	if (!check) {
+		check = TypeCompiler.Compile(schema);
+		memberChecks.set(schema, check);
+	}
+	return check;
+}
+
+function schemaTypes(schema: TSchema): string[] {
+	if (typeof schema.type === "string") return [schema.type];
+	return Array.isArray(schema.type) ? schema.type : [];
+}
+
+/** The primitive conversions models need; anything else is returned unchanged for the checker to report. */
+function coercePrimitive(value: unknown, type: string): unknown {
+	switch (type) {
+		case "number":
+		case "integer": {
+			if (typeof value !== "string" || value.trim() === "") return value;
+			const parsed = Number(value);
+			if (!Number.isFinite(parsed) || (type === "integer" && !Number.isInteger(parsed))) return value;
+			return parsed;
+		}
+		case "boolean":
+			return value === "true" ? true : value === "false" ? false : value;
+		case "string":
+			return typeof value === "number" || typeof value === "boolean" ? String(value) : value;
+		case "null":
+			return value === "null" ? null : value;
+		default:
+			return value;
+	}
+}
+
+/**
+ * Walks the (TypeBox) schema and coerces mismatched primitives in place. Containers are never
+ * invented (no wrapping a scalar into an array), so errors still point at what the model sent.
+ */
+function coerce(schema: TSchema, value: unknown): unknown {
+	let next = value;
+	if (Array.isArray(schema.allOf)) for (const part of schema.allOf) next = coerce(part, next);
+	if (Array.isArray(schema.anyOf)) {
+		const members = schema.anyOf as TSchema[];
+		if (!members.some((member) => memberCheck(member).Check(next))) {
+			for (const member of members) {
+				const candidate = coerce(member, structuredClone(next));
+				if (memberCheck(member).Check(candidate)) return candidate;
+			}
+		}
+		return next;
+	}
+	const types = schemaTypes(schema);
+	if (types.length > 0 && !types.some((type) => matchesType(next, type))) {
+		for (const type of types) {
+			const candidate = coercePrimitive(next, type);
+			if (candidate !== next) {
+				next = candidate;
+				break;
+			}
+		}
+	}
+	if (isRecord(next) && isRecord(schema.properties)) {
+		for (const [key, property] of Object.entries(schema.properties as Record<string, TSchema>)) {
+			if (key in next) next[key] = coerce(property, next[key]);
+		}
+	}
+	if (isRecord(next) && isRecord(schema.additionalProperties)) {
+		const known = isRecord(schema.properties) ? schema.properties : {};
+		for (const key of Object.keys(next)) {
+			if (!(key in known)) next[key] = coerce(schema.additionalProperties as TSchema, next[key]);
+		}
+	}
+	if (Array.isArray(next) && isRecord(schema.items)) {
+		for (let i = 0; i < next.length; i++) next[i] = coerce(schema.items as TSchema, next[i]);
+	}
+	return next;
+}
+
+function matchesType(value: unknown, type: string): boolean {
+	switch (type) {
+		case "number":
+			return typeof value === "number";
+		case "integer":
+			return typeof value === "number" && Number.isInteger(value);
+		case "boolean":
+			return typeof value === "boolean";
+		case "string":
+			return typeof value === "string";
+		case "null":
+			return value === null;
+		case "array":
+			return Array.isArray(value);
+		case "object":
+			return isRecord(value);
+		default:
+			return true;
+	}
+}
+
 function formatPath(path: string): string {
 	return path === "" ? "root" : path.replace(/^\//, "").replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
 }
@@ -159,7 +260,7 @@ export function validateToolArguments(tool: Tool<any>, toolCall: ToolCall): any 
 	const { schema, check } = compile(tool.parameters);
 	const raw = toolCall.arguments ?? {};
 	if (check.Check(raw)) return raw;
-	const args = Value.Convert(schema, structuredClone(raw));
+	const args = coerce(schema, structuredClone(raw));
 	if (check.Check(args)) return args;
 
 	const lines: string[] = [];

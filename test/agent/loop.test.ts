@@ -807,7 +807,17 @@ describe("steering, follow-ups and stopping", () => {
 	it("shouldStopAfterTurn false lets the run go on", async () => {
 		let calls = 0;
 		const streamFn = scripted([{ content: [call("echo", { value: "1" }, "a")] }, { content: "ok" }]);
-		await run([user("hi")], context(), config({ shouldStopAfterTurn: () => (calls++, false) }), streamFn);
+		await run(
+			[user("hi")],
+			context(),
+			config({
+				shouldStopAfterTurn: () => {
+					calls++;
+					return false;
+				},
+			}),
+			streamFn,
+		);
 		expect(calls).toBe(2);
 		expect(streamFn.calls).toHaveLength(2);
 	});
