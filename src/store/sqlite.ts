@@ -164,7 +164,12 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 		db.prepare("SELECT count(*) FROM sqlite_master").get();
 		if (options.checkIntegrity !== false) {
 			const result = db.pragma("quick_check", { simple: true });
-			if (result !== "ok") throw new Error(`integrity check failed: ${String(result)}`);
+			if (result !== "ok") {
+				const detail = String(result)
+					.replace(/\s*\n\s*/g, "; ")
+					.slice(0, 500);
+				throw new Error(`integrity check failed (${detail})`);
+			}
 		}
 		migrate(db, path);
 		db.pragma("journal_mode = WAL");

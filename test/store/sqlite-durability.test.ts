@@ -1,0 +1,163 @@
+/**
+ * SQLite durability: what survives a reopen, how event appends are batched, and that event ids
+ * stay monotonic across a clean restart and across a crash that loses buffered events.
+ */
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { assistant, newSession, usage, user } from "./contract.js";
+
+let dir: string;
+const open: SqliteSessionStore[] = [];
+beforeEach(() => {
+	dir = mkdtempSync(join(tmpdir(), "wheelhouse-store-durability-"));
+});
+afterEach(() => {
+	for (const s of open.splice(0)) s.close();
+	rmSync(dir, { recursive: true, force: true });
+});
+
+function store(path: string, options: Parameters<typeof openSqliteStore>[0] = {}): SqliteSessionStore {
+	const s = openSqliteStore({ path, ...options });
+	open.push(s);
+	return s;
+}
+
+/** Rows in `events` as another connection sees them: what is on disk, not in the buffer. */
+function eventsOnDisk(path: string): number {
+	const db = new Database(path, { readonly: true });
+	try {
+		return db.prepare("SELECT count(*) FROM events").pluck().get() as number;
+	} finally {
+		db.close();
+	}
+}
+
+describe("SQLite store durability", () => {
+	it("keeps everything across close and reopen", () => {
+		const path = join(dir, "a.db");
+		const a = store(path);
+		a.createSession(newSession("s1"), [user("start")]);
+		a.updateSession("s1", { systemPrompt: "changed" }, 1500);
+		a.startRun("s1", "r1", 2000);
+		a.appendMessages("s1", [assistant("answer")]);
+		a.endRun("s1", "r1", { status: "completed", endedAt: 2100, usage: usage(10, 5, 0.5) });
+		a.enqueue("s1", "followUp", user("later"), 2200);
+		a.putPending({ sessionId: "s1", toolCallId: "c1", kind: "client_tool", payload: '{"x":1}', createdAt: 2300 });
+		for (let i = 0; i < 5; i++) a.appendEvent("s1", "message_update", `{"i":${i}}`, 3000 + i);
+		const before = a.getSession("s1");
+		a.close();
+
+		const b = store(path);
+		expect(b.getSession("s1")).toEqual(before);
+		expect(b.listMessages("s1")?.messages).toEqual([user("start"), assistant("answer")]);
+		expect(b.listQueued("s1").map((q) => q.message)).toEqual([user("later")]);
+		expect(b.listPending("s1").map((p) => p.payload)).toEqual(['{"x":1}']);
+		expect(b.listRuns("s1").map((r) => r.status)).toEqual(["completed"]);
+		expect(b.readEvents("s1", 0).map((e) => e.data)).toEqual([0, 1, 2, 3, 4].map((i) => `{"i":${i}}`));
+	});
+
+	it("continues event ids without a gap after a clean restart", () => {
+		const path = join(dir, "ids.db");
+		const a = store(path);
+		a.createSession(newSession("s1"));
+		for (let i = 0; i < 7; i++) a.appendEvent("s1", "e", "{}");
+		a.close();
+		const b = store(path);
+		expect(b.lastEventId("s1")).toBe(7);
+		expect(b.appendEvent("s1", "e", "{}")).toBe(8);
+	});
+
+	it("never reuses an id handed out before a crash, even when its event was lost", () => {
+		const path = join(dir, "crash.db");
+		const a = store(path, { flushIntervalMs: 60_000 });
+		a.createSession(newSession("s1"));
+		for (let i = 0; i < 3; i++) a.appendEvent("s1", "e", "{}");
+		a.flush();
+		const lost = [a.appendEvent("s1", "e", "lost-1"), a.appendEvent("s1", "e", "lost-2")];
+		expect(lost).toEqual([4, 5]);
+		// A copy of the files now is what a SIGKILL would leave: ids 4 and 5 are only in the buffer.
+		const crashed = join(dir, "crash-copy.db");
+		copyFileSync(path, crashed);
+		if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${crashed}-wal`);
+
+		const b = store(crashed);
+		expect(b.readEvents("s1", 0).map((e) => e.id)).toEqual([1, 2, 3]);
+		const next = b.appendEvent("s1", "e", "after restart") ?? 0;
+		expect(next).toBeGreaterThan(5);
+		expect(b.lastEventId("s1")).toBe(next);
+		expect(b.readEvents("s1", 3).map((e) => e.id)).toEqual([next]);
+	});
+
+	it("buffers event appends and writes them with the next durable write, at flush(), or on the timer", async () => {
+		const path = join(dir, "batch.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		s.createSession(newSession("s1"));
+		s.appendEvent("s1", "e", "1");
+		s.appendEvent("s1", "e", "2");
+		expect(eventsOnDisk(path)).toBe(0);
+		// Visible to readers of this store at once, without waiting for the timer.
+		expect(s.lastEventId("s1")).toBe(2);
+
+		// A durable write (a queued message about to be acknowledged) carries the buffered events.
+		s.enqueue("s1", "steer", user("now"), 1);
+		expect(eventsOnDisk(path)).toBe(2);
+
+		s.appendEvent("s1", "e", "3");
+		expect(eventsOnDisk(path)).toBe(2);
+		s.flush();
+		expect(eventsOnDisk(path)).toBe(3);
+
+		const timed = store(join(dir, "timed.db"), { flushIntervalMs: 5 });
+		timed.createSession(newSession("t"));
+		for (let i = 0; i < 10; i++) timed.appendEvent("t", "e", String(i));
+		expect(eventsOnDisk(join(dir, "timed.db"))).toBe(0);
+		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
+	});
+
+	it("writes a full batch synchronously at maxBatchEvents", () => {
+		const path = join(dir, "full.db");
+		const s = store(path, { flushIntervalMs: 60_000, maxBatchEvents: 4 });
+		s.createSession(newSession("s1"));
+		for (let i = 0; i < 3; i++) s.appendEvent("s1", "e", String(i));
+		expect(eventsOnDisk(path)).toBe(0);
+		s.appendEvent("s1", "e", "3");
+		expect(eventsOnDisk(path)).toBe(4);
+	});
+
+	it("close() writes the buffer", () => {
+		const path = join(dir, "close.db");
+		const s = openSqliteStore({ path, flushIntervalMs: 60_000 });
+		s.createSession(newSession("s1"));
+		s.appendEvent("s1", "e", "x");
+		s.close();
+		expect(eventsOnDisk(path)).toBe(1);
+	});
+
+	it("trims the log on disk to the cap", () => {
+		const path = join(dir, "cap.db");
+		const s = store(path, { maxEventsPerSession: 100, flushIntervalMs: 60_000 });
+		s.createSession(newSession("s1"));
+		for (let i = 0; i < 1000; i++) s.appendEvent("s1", "e", String(i));
+		s.flush();
+		expect(eventsOnDisk(path)).toBe(100);
+		expect(s.oldestEventId("s1")).toBe(901);
+	});
+
+	it("interrupted status survives a restart and recovery runs once", () => {
+		const path = join(dir, "recover.db");
+		const a = store(path);
+		a.createSession(newSession("s1"));
+		a.startRun("s1", "r1", 100);
+		a.close();
+		const b = store(path);
+		expect(b.recoverInterrupted(500)).toEqual(["s1"]);
+		b.close();
+		const c = store(path);
+		expect(c.getSession("s1")).toMatchObject({ status: "interrupted", interruptedAt: 500, currentRunId: "r1" });
+		expect(c.recoverInterrupted(900)).toEqual([]);
+	});
+});

@@ -1,0 +1,128 @@
+/**
+ * What the SQLite store does with the file it is given: creates it with its folder, refuses a
+ * corrupt, foreign or newer file without touching it, and migrates an old schema.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LATEST_SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
+import { newSession } from "./contract.js";
+
+let dir: string;
+beforeEach(() => {
+	dir = mkdtempSync(join(tmpdir(), "wheelhouse-store-files-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
+
+describe("SQLite store files", () => {
+	it("creates the database and its missing folders, in WAL mode, at the latest schema version", () => {
+		const path = join(dir, "nested", "data", "wheelhouse.db");
+		const store = openSqliteStore({ path });
+		store.createSession(newSession("s1"));
+		store.close();
+		expect(existsSync(path)).toBe(true);
+		const db = new Database(path, { readonly: true });
+		expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+		expect(db.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual(
+			Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1),
+		);
+		db.close();
+	});
+
+	it("refuses a file of garbage with a clear message and leaves it untouched", () => {
+		const path = join(dir, "garbage.db");
+		writeFileSync(path, Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) % 251)));
+		const before = sha(path);
+		expect(() => openSqliteStore({ path })).toThrow(/corrupt or not an SQLite database.*refusing to overwrite/);
+		expect(sha(path)).toBe(before);
+		expect(existsSync(`${path}-wal`)).toBe(false);
+	});
+
+	it("refuses a database whose pages were damaged (integrity check)", () => {
+		const path = join(dir, "damaged.db");
+		const store = openSqliteStore({ path });
+		store.createSession(newSession("s1"));
+		for (let i = 0; i < 2000; i++) store.appendEvent("s1", "message_update", `{"delta":"${"x".repeat(80)}","i":${i}}`);
+		store.close();
+		const bytes = readFileSync(path);
+		const pageSize = bytes.readUInt16BE(16);
+		expect(bytes.length).toBeGreaterThan(pageSize * 8);
+		// Overwrite pages 3..6 (b-tree pages of the tables) with a pattern that is not a valid page.
+		bytes.fill(0x5a, pageSize * 2, pageSize * 6);
+		writeFileSync(path, bytes);
+		const before = sha(path);
+		expect(() => openSqliteStore({ path })).toThrow(/cannot open session database .*refusing to overwrite/);
+		expect(sha(path)).toBe(before);
+	});
+
+	it("refuses an SQLite file that is not a Wheelhouse store", () => {
+		const path = join(dir, "foreign.db");
+		const db = new Database(path);
+		db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')");
+		db.close();
+		const before = sha(path);
+		expect(() => openSqliteStore({ path })).toThrow(/not a Wheelhouse store.*customers.*refusing/);
+		expect(sha(path)).toBe(before);
+	});
+
+	it("refuses a database written by a newer version, naming both versions", () => {
+		const path = join(dir, "newer.db");
+		openSqliteStore({ path }).close();
+		const db = new Database(path);
+		db.prepare("INSERT INTO schema_version VALUES (?, 'from the future', 0)").run(LATEST_SCHEMA_VERSION + 7);
+		db.close();
+		const before = sha(path);
+		expect(() => openSqliteStore({ path })).toThrow(
+			new RegExp(`schema version ${LATEST_SCHEMA_VERSION + 7}, newer than .*\\(${LATEST_SCHEMA_VERSION}\\).*upgrade`),
+		);
+		expect(sha(path)).toBe(before);
+	});
+
+	it("migrates a version-1 database (immutable fixture) and keeps all its data", () => {
+		const path = join(dir, "v1.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v1.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		const rec = store.getSession("v1-session");
+		expect(rec).toMatchObject({
+			ownerId: "key-1",
+			model: "faux/echo",
+			systemPrompt: "old prompt",
+			thinkingLevel: "low",
+			tools: ["calculate"],
+			toolExecution: "sequential",
+			steeringMode: "all",
+			followUpMode: "one-at-a-time",
+			metadata: { from: "v1" },
+			status: "running",
+			currentRunId: "v1-run",
+			messageCount: 2,
+			lastEventId: 3,
+		});
+		expect(rec?.usage.totalTokens).toBe(7);
+		expect(store.listMessages("v1-session")?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+		expect(store.readEvents("v1-session", 1).map((e) => e.type)).toEqual(["turn_start", "message_start"]);
+		expect(store.listQueued("v1-session", "followUp")).toHaveLength(1);
+		// v2 features work on migrated data.
+		expect(store.appendEvent("v1-session", "message_update", "{}")).toBe(4);
+		expect(
+			store.putPending({ sessionId: "v1-session", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 }),
+		).toBe(true);
+		// The v1 run was active: recovery interrupts it and accounts the assistant message of that run.
+		expect(store.recoverInterrupted(1700000009000)).toEqual(["v1-session"]);
+		expect(store.getSession("v1-session")?.usage.totalTokens).toBe(9);
+		store.close();
+
+		const check = new Database(path, { readonly: true });
+		expect(check.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual([1, 2]);
+		check.close();
+	});
+});
