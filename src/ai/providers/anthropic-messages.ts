@@ -7,10 +7,11 @@
  * blocks (images allowed inside), tools with `input_schema`, extended thinking (`budget_tokens`, or
  * adaptive thinking with an effort for the models that only support that).
  *
- * Stream: see {@link AnthropicStreamMapper} for how each wire event becomes protocol events.
+ * Stream: see {@link createAnthropicHandler} for how each wire event becomes protocol events.
  */
+import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
+import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
-	AssistantMessage,
 	Context,
 	ImageContent,
 	Message,
@@ -19,11 +20,14 @@ import type {
 	StopReason,
 	StreamOptions,
 	TextContent,
-	ThinkingBudgets,
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import { prepareMessagesForReplay, sanitizeText } from "./replay-history.js";
+import type { OutputBuilder } from "./output-builder.js";
+import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
+import { sanitizeText } from "./sanitize-text.js";
+import { adjustMaxTokensForThinking, buildBaseOptions, clampReasoning } from "./simple-options.js";
+import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
 
 export type AnthropicEffort = "low" | "medium" | "high" | "xhigh" | "max";
 
@@ -193,12 +197,6 @@ export function messagesUrl(baseUrl: string): string {
 	return base.endsWith("/v1") ? `${base}/messages` : `${base}/v1/messages`;
 }
 
-/** Anthropic tool_use ids must match `^[a-zA-Z0-9_-]{1,64}$`; ids from other providers may not. */
-export function normalizeToolCallId(id: string): string {
-	const cleaned = id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64);
-	return cleaned.length > 0 ? cleaned : "tool_call";
-}
-
 function convertUserContent(content: (TextContent | ImageContent)[]): AnthropicContentBlockParam[] {
 	const blocks: AnthropicContentBlockParam[] = [];
 	for (const item of content) {
@@ -227,8 +225,9 @@ function convertToolResultContent(content: (TextContent | ImageContent)[]): stri
 }
 
 /**
- * Our messages → Anthropic `messages`. Applies {@link prepareMessagesForReplay} (drops failed turns,
- * answers orphaned tool calls, downgrades foreign thinking) first. A thinking block without a
+ * Our messages → Anthropic `messages`. Applies `transformMessages` (drops failed turns, answers
+ * orphaned tool calls, downgrades foreign thinking, makes foreign tool-call ids match
+ * `^[a-zA-Z0-9_-]{1,64}$`) first. A thinking block without a
  * signature (an aborted stream) is sent as plain text, since the API rejects unsigned thinking.
  */
 export function convertMessages(
@@ -237,7 +236,7 @@ export function convertMessages(
 	cacheControl?: AnthropicCacheControl,
 ): AnthropicMessageParam[] {
 	const out: AnthropicMessageParam[] = [];
-	const prepared = prepareMessagesForReplay(messages, model, normalizeToolCallId);
+	const prepared = transformMessages(messages, model, (id) => normalizeToolCallId(id, 64));
 	for (let i = 0; i < prepared.length; i++) {
 		const msg = prepared[i];
 		if (msg.role === "user") {
@@ -355,8 +354,6 @@ export function mapStopReason(reason: string | null | undefined): StopReason {
 
 // ---- simple options ----
 
-const DEFAULT_BUDGETS: Required<ThinkingBudgets> = { minimal: 1024, low: 2048, medium: 8192, high: 16384 };
-
 function effortFor(model: Model<any>, level: ThinkingLevel): AnthropicEffort {
 	const mapped = model.thinkingLevelMap?.[level];
 	if (typeof mapped === "string") return mapped as AnthropicEffort;
@@ -373,17 +370,223 @@ function effortFor(model: Model<any>, level: ThinkingLevel): AnthropicEffort {
  * (capped at the model's limit, keeping at least 1024 output tokens); no `reasoning` turns thinking off.
  */
 export function toAnthropicOptions(model: Model<any>, options: SimpleStreamOptions = {}): AnthropicMessagesOptions {
-	const { reasoning, thinkingBudgets, ...base } = options;
+	const base = buildBaseOptions(model, options);
 	const maxTokens = base.maxTokens ?? defaultMaxTokens(model);
+	const reasoning = options.reasoning;
 	if (!reasoning) return { ...base, maxTokens, thinkingEnabled: false };
 	if (supportsAdaptiveThinking(model.id)) {
 		return { ...base, maxTokens, thinkingEnabled: true, effort: effortFor(model, reasoning) };
 	}
-	const level = reasoning === "xhigh" ? "high" : reasoning;
-	let budget = thinkingBudgets?.[level] ?? DEFAULT_BUDGETS[level];
-	const total = model.maxTokens > 0 ? Math.min(maxTokens + budget, model.maxTokens) : maxTokens + budget;
-	if (total <= budget) budget = Math.max(1024, total - 1024);
-	return { ...base, maxTokens: total, thinkingEnabled: true, thinkingBudgetTokens: budget };
+	const adjusted = adjustMaxTokensForThinking(
+		maxTokens,
+		model.maxTokens,
+		clampReasoning(reasoning)!,
+		options.thinkingBudgets,
+	);
+	return {
+		...base,
+		maxTokens: adjusted.maxTokens,
+		thinkingEnabled: true,
+		thinkingBudgetTokens: adjusted.thinkingBudget,
+	};
 }
 
-export type { AssistantMessage };
+// ---- stream ----
+
+/**
+ * Streams one Anthropic Messages call through the shared driver (retries, timeout, abort, HTTP
+ * errors). Never throws: a missing API key, an HTTP error (`HTTP 529: Overloaded`), a mid-stream
+ * `event: error`, a refusal or a cut stream all end in an `error` event.
+ */
+export function streamAnthropicMessages(
+	model: Model<"anthropic-messages">,
+	context: Context,
+	options: AnthropicMessagesOptions = {},
+): AssistantMessageEventStream {
+	return streamProvider({
+		model,
+		options,
+		buildRequest: () => {
+			const apiKey = resolveApiKey(model.provider, options.apiKey);
+			if (!apiKey) throw new ProviderError(missingApiKeyMessage(model.provider));
+			return {
+				url: messagesUrl(model.baseUrl),
+				headers: buildHeaders(model, context, apiKey, options),
+				body: buildParams(model, context, options),
+			};
+		},
+		createHandler: (out) => createAnthropicHandler(out),
+	});
+}
+
+/** The `streamSimple` entry point: {@link toAnthropicOptions} then {@link streamAnthropicMessages}. */
+export function streamSimpleAnthropicMessages(
+	model: Model<"anthropic-messages">,
+	context: Context,
+	options?: SimpleStreamOptions,
+): AssistantMessageEventStream {
+	return streamAnthropicMessages(model, context, toAnthropicOptions(model, options));
+}
+
+interface WireUsage {
+	input_tokens?: number | null;
+	output_tokens?: number | null;
+	cache_read_input_tokens?: number | null;
+	cache_creation_input_tokens?: number | null;
+}
+
+/**
+ * Maps Anthropic's SSE events onto the output builder. Wire block `index` → our content index:
+ *
+ * - `text` → text block; `thinking` → thinking block whose `signature_delta`s build
+ *   `thinkingSignature`; `redacted_thinking` → a thinking block with `redacted: true`, empty text and
+ *   the opaque `data` as `thinkingSignature` (replayed as `redacted_thinking`); `tool_use` → tool call
+ *   whose `input_json_delta` pieces are parsed incrementally (the start's `input` is used when no
+ *   delta comes).
+ * - Server-side tool blocks (`server_tool_use`, `web_search_tool_result`, ...) and unknown block types
+ *   are not content: Anthropic ran them, so they are neither executed nor replayed by us. Each is
+ *   recorded as a `{type: "anthropic_server_block"}` diagnostic (block type, name, input); the text
+ *   around them is kept. `citations_delta` is ignored (the cited text itself arrives as text).
+ * - Usage: `message_start.usage` is provisional, `message_delta.usage` cumulative (fields it omits
+ *   keep their earlier value); total = input + output + cacheRead + cacheWrite.
+ * - `event: error` (e.g. `overloaded_error`) fails the call; it is retried only when nothing was
+ *   streamed yet (the driver's rule). `refusal`/`sensitive` stops fail it with the refusal
+ *   explanation. A stream that ends without `message_stop` fails as cut short.
+ */
+export function createAnthropicHandler(out: OutputBuilder): WireHandler {
+	const blocks = new Map<number, { kind: "content"; index: number; input?: unknown } | { kind: "skipped" }>();
+	const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+	let stopReason: string | undefined;
+	let stopDetails: any;
+	let stopped = false;
+
+	const applyUsage = (wire: WireUsage | undefined) => {
+		if (!wire) return;
+		if (wire.input_tokens != null) usage.input = wire.input_tokens;
+		if (wire.output_tokens != null) usage.output = wire.output_tokens;
+		if (wire.cache_read_input_tokens != null) usage.cacheRead = wire.cache_read_input_tokens;
+		if (wire.cache_creation_input_tokens != null) usage.cacheWrite = wire.cache_creation_input_tokens;
+		out.setUsage(usage);
+	};
+
+	const startBlock = (wireIndex: number, block: any) => {
+		switch (block?.type) {
+			case "text":
+				blocks.set(wireIndex, { kind: "content", index: out.startText(block.text ?? "") });
+				return;
+			case "thinking":
+				blocks.set(wireIndex, {
+					kind: "content",
+					index: out.startThinking({ text: block.thinking ?? "", signature: block.signature || undefined }),
+				});
+				return;
+			case "redacted_thinking":
+				blocks.set(wireIndex, {
+					kind: "content",
+					index: out.startThinking({ redacted: true, signature: block.data ?? "" }),
+				});
+				return;
+			case "tool_use":
+				blocks.set(wireIndex, {
+					kind: "content",
+					index: out.startToolCall(String(block.id ?? ""), String(block.name ?? "")),
+					input: block.input,
+				});
+				return;
+			default:
+				blocks.set(wireIndex, { kind: "skipped" });
+				out.addDiagnostic({
+					type: "anthropic_server_block",
+					blockType: String(block?.type),
+					...(block?.name !== undefined && { name: block.name }),
+					...(block?.id !== undefined && { id: block.id }),
+					...(block?.input !== undefined && Object.keys(block.input).length > 0 && { input: block.input }),
+				});
+		}
+	};
+
+	const applyDelta = (wireIndex: number, delta: any) => {
+		const entry = blocks.get(wireIndex);
+		if (!entry || entry.kind === "skipped") return;
+		switch (delta?.type) {
+			case "text_delta":
+				out.appendText(entry.index, delta.text ?? "");
+				return;
+			case "thinking_delta":
+				out.appendThinking(entry.index, delta.thinking ?? "");
+				return;
+			case "signature_delta":
+				out.setThinkingSignature(entry.index, delta.signature ?? "", true);
+				return;
+			case "input_json_delta":
+				out.appendToolArgs(entry.index, delta.partial_json ?? "");
+				return;
+			default:
+				// citations_delta and future delta kinds carry nothing we keep.
+				return;
+		}
+	};
+
+	const stopBlock = (wireIndex: number) => {
+		const entry = blocks.get(wireIndex);
+		if (!entry || entry.kind === "skipped") return;
+		if (entry.input && typeof entry.input === "object" && out.toolArgsText(entry.index) === "") {
+			if (Object.keys(entry.input).length > 0) out.setToolArgsObject(entry.index, entry.input as Record<string, any>);
+		}
+		out.endBlock(entry.index);
+	};
+
+	return {
+		onEvent(data: any, event: string | undefined) {
+			const type = data?.type ?? event;
+			switch (type) {
+				case "message_start":
+					out.setResponseId(data.message?.id);
+					out.setResponseModel(data.message?.model);
+					applyUsage(data.message?.usage);
+					return;
+				case "content_block_start":
+					startBlock(data.index, data.content_block);
+					return;
+				case "content_block_delta":
+					applyDelta(data.index, data.delta);
+					return;
+				case "content_block_stop":
+					stopBlock(data.index);
+					return;
+				case "message_delta":
+					if (data.delta?.stop_reason) {
+						stopReason = data.delta.stop_reason;
+						stopDetails = data.delta.stop_details;
+					}
+					applyUsage(data.usage);
+					return;
+				case "message_stop":
+					stopped = true;
+					return true;
+				case "error": {
+					const errorType: string | undefined = data.error?.type;
+					const message: string = data.error?.message ?? JSON.stringify(data);
+					throw new ProviderError(`Anthropic stream error${errorType ? ` (${errorType})` : ""}: ${message}`, {
+						type: errorType,
+						retryable: isRetryableErrorType(errorType),
+					});
+				}
+				default:
+					// ping and future event types.
+					return;
+			}
+		},
+		onEnd() {
+			if (!stopped) throw new ProviderError("Anthropic stream ended before message_stop", { retryable: true });
+			const mapped = mapStopReason(stopReason);
+			if (mapped === "error") {
+				const explanation = typeof stopDetails?.explanation === "string" ? `: ${stopDetails.explanation}` : "";
+				throw new ProviderError(`Anthropic stopped with stop_reason "${stopReason}"${explanation}`, {
+					type: stopReason,
+				});
+			}
+			if (mapped === "length" || mapped === "toolUse" || mapped === "stop") out.setStopReason(mapped);
+		},
+	};
+}

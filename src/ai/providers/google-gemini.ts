@@ -9,8 +9,10 @@
  * user turn), tools as `functionDeclarations` with `parametersJsonSchema` (full JSON Schema), and
  * `generationConfig.thinkingConfig` (`thinkingBudget` for 2.5, `thinkingLevel` for 3).
  *
- * Stream: see {@link GeminiStreamMapper}.
+ * Stream: see {@link createGeminiHandler}.
  */
+import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
+import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	Context,
 	ImageContent,
@@ -23,7 +25,12 @@ import type {
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import { prepareMessagesForReplay, sanitizeText } from "./replay-history.js";
+import type { OutputBuilder } from "./output-builder.js";
+import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
+import { sanitizeText } from "./sanitize-text.js";
+import { buildBaseOptions, clampReasoning } from "./simple-options.js";
+import { StreamedArgs } from "./streamed-args.js";
+import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
 
 export type GeminiThinkingLevel = "MINIMAL" | "LOW" | "MEDIUM" | "HIGH";
 
@@ -188,14 +195,14 @@ function convertUserParts(content: (TextContent | ImageContent)[]): GeminiPart[]
 }
 
 /**
- * Our messages → Gemini `contents`, after {@link prepareMessagesForReplay}. Parts keep their own
+ * Our messages → Gemini `contents`, after `transformMessages`. Parts keep their own
  * signatures (never moved between parts); consecutive tool results share one `user` content.
  */
 export function convertMessages(model: Model<"google-generative-ai">, messages: Message[]): GeminiContent[] {
 	const contents: GeminiContent[] = [];
 	const withIds = requiresToolCallId(model.id);
-	const normalizeId = withIds ? (id: string) => id.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) : undefined;
-	for (const msg of prepareMessagesForReplay(messages, model, normalizeId)) {
+	const normalizeId = withIds ? (id: string) => normalizeToolCallId(id, 64) : undefined;
+	for (const msg of transformMessages(messages, model, normalizeId)) {
 		if (msg.role === "user") {
 			const parts =
 				typeof msg.content === "string" ? [{ text: sanitizeText(msg.content) }] : convertUserParts(msg.content);
@@ -345,10 +352,10 @@ const BUDGETS_25: Record<string, Record<Exclude<ThinkingLevel, "xhigh">, number>
  * defaults for 2.5, else -1 (dynamic). `xhigh` is treated as `high`.
  */
 export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions = {}): GoogleGeminiOptions {
-	const { reasoning, thinkingBudgets, ...base } = options;
-	const maxTokens = base.maxTokens ?? (model.maxTokens > 0 ? Math.min(model.maxTokens, 32000) : undefined);
+	const { maxTokens, ...base } = buildBaseOptions(model, options);
+	const { reasoning, thinkingBudgets } = options;
 	if (!reasoning) return { ...base, maxTokens, thinking: { enabled: false } };
-	const level = reasoning === "xhigh" ? "high" : reasoning;
+	const level = clampReasoning(reasoning)!;
 	if (isGemini3Pro(model.id)) {
 		return {
 			...base,
@@ -364,4 +371,215 @@ export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions 
 	);
 	const budget = thinkingBudgets?.[level] ?? (family ? BUDGETS_25[family][level] : -1);
 	return { ...base, maxTokens, thinking: { enabled: true, budgetTokens: budget } };
+}
+
+// ---- stream ----
+
+/**
+ * Streams one Gemini call through the shared driver (retries, timeout, abort, HTTP errors). Never
+ * throws: a missing key, an HTTP error (`HTTP 429: Resource has been exhausted...`), an error chunk,
+ * a blocked prompt, a non-STOP/MAX_TOKENS finish or a cut stream all end in an `error` event.
+ */
+export function streamGoogleGemini(
+	model: Model<"google-generative-ai">,
+	context: Context,
+	options: GoogleGeminiOptions = {},
+): AssistantMessageEventStream {
+	return streamProvider({
+		model,
+		options,
+		buildRequest: () => {
+			const apiKey = resolveApiKey(model.provider, options.apiKey);
+			if (!apiKey) throw new ProviderError(missingApiKeyMessage(model.provider));
+			return {
+				url: streamUrl(model.baseUrl, model.id),
+				headers: buildHeaders(model, apiKey, options),
+				body: buildParams(model, context, options),
+			};
+		},
+		createHandler: (out) => createGeminiHandler(out),
+	});
+}
+
+/** The `streamSimple` entry point: {@link toGeminiOptions} then {@link streamGoogleGemini}. */
+export function streamSimpleGoogleGemini(
+	model: Model<"google-generative-ai">,
+	context: Context,
+	options?: SimpleStreamOptions,
+): AssistantMessageEventStream {
+	return streamGoogleGemini(model, context, toGeminiOptions(model, options));
+}
+
+interface UsageMetadata {
+	promptTokenCount?: number;
+	candidatesTokenCount?: number;
+	thoughtsTokenCount?: number;
+	cachedContentTokenCount?: number;
+	toolUsePromptTokenCount?: number;
+	totalTokenCount?: number;
+}
+
+let toolCallCounter = 0;
+
+/**
+ * Maps Gemini `GenerateContentResponse` chunks (first candidate only) onto the output builder:
+ *
+ * - Consecutive `text` parts extend one text block, `thought: true` parts one thinking block; a change
+ *   of kind or a function call starts a new block. A part's `thoughtSignature` is kept on the block it
+ *   belongs to (`textSignature` / `thinkingSignature` / `ToolCall.thoughtSignature`), never moved; an
+ *   empty text part carrying only a signature (Gemini 3 sends one last) is kept for that reason.
+ * - A complete `functionCall` (`name` + `args`) is one tool call, start/delta/end at once. A Vertex
+ *   streamed call (`streamFunctionCallArguments`) starts with `name` + `willContinue`, grows from
+ *   `partialArgs` (jsonPath + value pieces, turned into JSON text so `arguments` grows like any other
+ *   provider's) and ends at an empty `functionCall`. Ids: the call's own `id`, else generated.
+ * - `executableCode`, `codeExecutionResult`, `inlineData` (generated images) and unknown parts are not
+ *   representable as our content: each is recorded as a `{type: "gemini_part", kind, value,
+ *   thoughtSignature?}` diagnostic (code and output kept, image data replaced by its size) and the
+ *   text around them continues. They are not replayed on the next call.
+ * - Usage: the last `usageMetadata` counts. input = prompt − cached + tool-use prompt, output =
+ *   candidates + thoughts, cacheRead = cached, total = totalTokenCount.
+ * - `STOP` (turned into `toolUse` when the message has tool calls) and `MAX_TOKENS` end normally; any
+ *   other finish (SAFETY, MALFORMED_FUNCTION_CALL, ...), a blocked prompt, an `error` chunk or a stream
+ *   without a finishReason fail the call.
+ */
+export function createGeminiHandler(out: OutputBuilder): WireHandler {
+	let current: { kind: "text" | "thinking"; index: number } | undefined;
+	let streaming: { index: number; args: StreamedArgs } | undefined;
+	const seenIds = new Set<string>();
+	let finishReason: string | undefined;
+	let finishMessage: string | undefined;
+	let blockReason: string | undefined;
+
+	const closeCurrent = () => {
+		if (current) out.endBlock(current.index);
+		current = undefined;
+	};
+	const closeStreaming = () => {
+		if (!streaming) return;
+		out.appendToolArgs(streaming.index, streaming.args.finish());
+		if (!streaming.args.consistent) out.setToolArgsObject(streaming.index, streaming.args.value);
+		out.endBlock(streaming.index);
+		streaming = undefined;
+	};
+	const newId = (provided: string | undefined, name: string) => {
+		const id =
+			provided && !seenIds.has(provided)
+				? provided
+				: `${name || "call"}_${Date.now().toString(36)}_${++toolCallCounter}`;
+		seenIds.add(id);
+		return id;
+	};
+
+	const onText = (part: GeminiPart) => {
+		const kind = part.thought === true ? "thinking" : "text";
+		const text = part.text ?? "";
+		const signature = part.thoughtSignature || undefined;
+		if (text === "" && !signature) return;
+		closeStreaming();
+		if (current?.kind !== kind) {
+			closeCurrent();
+			current = { kind, index: kind === "text" ? out.startText() : out.startThinking() };
+		}
+		if (kind === "text") {
+			out.appendText(current.index, text);
+			if (signature) out.setTextSignature(current.index, signature);
+		} else {
+			out.appendThinking(current.index, text);
+			if (signature) out.setThinkingSignature(current.index, signature);
+		}
+	};
+
+	const onFunctionCall = (part: GeminiPart) => {
+		const call = part.functionCall!;
+		const signature = part.thoughtSignature || undefined;
+		if (call.partialArgs || (call.willContinue && !call.name)) {
+			// A piece of the open streamed call.
+			if (!streaming) return;
+			for (const piece of call.partialArgs ?? []) out.appendToolArgs(streaming.index, streaming.args.add(piece));
+			if (signature) out.updateToolCall(streaming.index, { thoughtSignature: signature });
+			return;
+		}
+		closeCurrent();
+		closeStreaming();
+		if (!call.name) return; // The empty functionCall ending a streamed call.
+		const index = out.startToolCall(newId(call.id, call.name), call.name, { thoughtSignature: signature });
+		if (call.willContinue && call.args === undefined) {
+			streaming = { index, args: new StreamedArgs() };
+			return;
+		}
+		out.setToolArgsObject(index, call.args ?? {});
+		out.endBlock(index);
+	};
+
+	const onOtherPart = (part: GeminiPart) => {
+		for (const [kind, value] of Object.entries(part)) {
+			if (kind === "thoughtSignature" || kind === "thought") continue;
+			const detail =
+				kind === "inlineData" && value && typeof value === "object"
+					? { mimeType: (value as any).mimeType, bytes: Math.floor((String((value as any).data ?? "").length * 3) / 4) }
+					: value;
+			out.addDiagnostic({
+				type: "gemini_part",
+				kind,
+				value: detail,
+				...(part.thoughtSignature && { thoughtSignature: part.thoughtSignature }),
+			});
+		}
+	};
+
+	return {
+		onEvent(chunk: any) {
+			if (chunk?.error) {
+				const err = chunk.error;
+				const status: string | undefined = err.status;
+				throw new ProviderError(
+					`Gemini stream error${status ? ` (${status})` : ""}: ${err.message ?? JSON.stringify(err)}`,
+					{
+						type: status,
+						status: typeof err.code === "number" ? err.code : undefined,
+						retryable: isRetryableErrorType(status) || err.code === 429 || err.code >= 500,
+					},
+				);
+			}
+			out.setResponseId(chunk.responseId);
+			out.setResponseModel(chunk.modelVersion);
+			if (chunk.promptFeedback?.blockReason) blockReason = chunk.promptFeedback.blockReason;
+			const candidate = chunk.candidates?.[0];
+			for (const part of (candidate?.content?.parts ?? []) as GeminiPart[]) {
+				if (part.functionCall) onFunctionCall(part);
+				else if (typeof part.text === "string") onText(part);
+				else onOtherPart(part);
+			}
+			if (candidate?.finishReason) {
+				finishReason = candidate.finishReason;
+				if (typeof candidate.finishMessage === "string") finishMessage = candidate.finishMessage;
+			}
+			const usage: UsageMetadata | undefined = chunk.usageMetadata;
+			if (usage && (usage.promptTokenCount !== undefined || usage.totalTokenCount !== undefined)) {
+				const cached = usage.cachedContentTokenCount ?? 0;
+				out.setUsage({
+					input: (usage.promptTokenCount ?? 0) - cached + (usage.toolUsePromptTokenCount ?? 0),
+					output: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+					cacheRead: cached,
+					totalTokens: usage.totalTokenCount,
+				});
+			}
+		},
+		onEnd() {
+			closeStreaming();
+			closeCurrent();
+			if (!finishReason) {
+				if (blockReason) throw new ProviderError(`Gemini blocked the prompt: ${blockReason}`, { type: blockReason });
+				throw new ProviderError("Gemini stream ended without a finishReason", { retryable: true });
+			}
+			const mapped = mapStopReason(finishReason);
+			if (mapped === "error") {
+				throw new ProviderError(
+					`Gemini stopped with finishReason ${finishReason}${finishMessage ? `: ${finishMessage}` : ""}`,
+					{ type: finishReason },
+				);
+			}
+			if (mapped === "stop" || mapped === "length" || mapped === "toolUse") out.setStopReason(mapped);
+		},
+	};
 }

@@ -185,11 +185,12 @@ describe("anthropic-messages request body", () => {
 	it("uses thinkingBudgets overrides and keeps the budget under max_tokens", () => {
 		const small = { ...model, maxTokens: 3000 };
 		expect(
-			toAnthropicOptions(model, { reasoning: "high", maxTokens: 1000, thinkingBudgets: { high: 5000 } }),
-		).toMatchObject({ maxTokens: 6000, thinkingBudgetTokens: 5000, thinkingEnabled: true });
+			toAnthropicOptions(model, { reasoning: "high", maxTokens: 2000, thinkingBudgets: { high: 5000 } }),
+		).toMatchObject({ maxTokens: 7000, thinkingBudgetTokens: 5000, thinkingEnabled: true });
 		const capped = toAnthropicOptions(small, { reasoning: "high", maxTokens: 1000 });
 		expect(capped.maxTokens).toBe(3000);
-		expect(capped.thinkingBudgetTokens).toBeLessThan(3000);
+		// At least 1024 tokens stay for the answer.
+		expect(capped.thinkingBudgetTokens).toBe(3000 - 1024);
 	});
 
 	it("uses adaptive thinking with an effort on the models that need it", () => {
