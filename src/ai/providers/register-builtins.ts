@@ -1,4 +1,6 @@
 import { registerApiProvider } from "../registry.js";
+import { streamSimpleAnthropicMessages } from "./anthropic-messages.js";
+import { streamSimpleGoogleGemini } from "./google-gemini.js";
 
 /**
  * Registers the built-in wire APIs with the provider registry, so `streamSimple` works for every
@@ -11,7 +13,8 @@ import { registerApiProvider } from "../registry.js";
  */
 export function registerBuiltInApiProviders(): void {
 	// One line per provider file:
-	void registerApiProvider;
+	registerApiProvider("anthropic-messages", streamSimpleAnthropicMessages);
+	registerApiProvider("google-generative-ai", streamSimpleGoogleGemini);
 }
 
 registerBuiltInApiProviders();
