@@ -1,0 +1,56 @@
+# syntax=docker/dockerfile:1
+#
+# Wheelhouse server image.
+#   docker build -t wheelhouse .
+#   docker run -p 3000:3000 -v wheelhouse-data:/data wheelhouse
+#
+# Node 26 is the Active LTS line since October 2026 (24 is in maintenance); override with
+# --build-arg NODE_VERSION=24 if you must. better-sqlite3 ships prebuilt binaries for both; the
+# build tools below compile it from source when a prebuilt one is missing.
+ARG NODE_VERSION=26
+
+FROM node:${NODE_VERSION}-slim AS base
+WORKDIR /app
+
+# Native-module toolchain, only in the stages that install packages.
+FROM base AS toolchain
+RUN apt-get update \
+	&& apt-get install -y --no-install-recommends python3 make g++ \
+	&& rm -rf /var/lib/apt/lists/*
+
+# 1. Build: all dependencies, then TypeScript → dist/.
+FROM toolchain AS build
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# 2. Production dependencies only.
+FROM toolchain AS prod-deps
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+# 3. Runtime: no compiler, no dev dependencies, non-root.
+FROM base AS runtime
+ARG PORT=3000
+ENV NODE_ENV=production \
+	HOST=0.0.0.0 \
+	PORT=${PORT} \
+	WHEELHOUSE_STORE=sqlite \
+	WHEELHOUSE_DB=/data/wheelhouse.db
+# App files stay root-owned (read-only for the server); only /data is writable by it.
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json openapi.yaml ./
+RUN mkdir -p /data && chown node:node /data
+USER node
+# Sessions, transcripts and the event log live here: mount a volume to keep them across restarts.
+VOLUME ["/data"]
+EXPOSE ${PORT}
+# main.ts stops accepting, lets runs finish within WHEELHOUSE_SHUTDOWN_GRACE_MS, aborts the rest, exits 0.
+STOPSIGNAL SIGTERM
+# No curl in slim images: Node's own fetch.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=15s --retries=3 \
+	CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/main.js"]
