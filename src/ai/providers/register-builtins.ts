@@ -1,6 +1,8 @@
 import { registerApiProvider } from "../registry.js";
 import { streamSimpleAnthropicMessages } from "./anthropic-messages.js";
 import { streamSimpleGoogleGemini } from "./google-gemini.js";
+import { streamSimpleOpenAICompletions } from "./openai-completions.js";
+import { streamSimpleOpenAIResponses } from "./openai-responses.js";
 
 /**
  * Registers the built-in wire APIs with the provider registry, so `streamSimple` works for every
@@ -15,6 +17,8 @@ export function registerBuiltInApiProviders(): void {
 	// One line per provider file:
 	registerApiProvider("anthropic-messages", streamSimpleAnthropicMessages);
 	registerApiProvider("google-generative-ai", streamSimpleGoogleGemini);
+	registerApiProvider("openai-completions", streamSimpleOpenAICompletions);
+	registerApiProvider("openai-responses", streamSimpleOpenAIResponses);
 }
 
 registerBuiltInApiProviders();
