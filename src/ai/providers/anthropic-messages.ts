@@ -24,7 +24,13 @@ import type {
 	Tool,
 } from "../types.js";
 import type { OutputBuilder } from "./output-builder.js";
-import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
+import {
+	type DriverOptions,
+	isRetryableErrorType,
+	ProviderError,
+	streamProvider,
+	type WireHandler,
+} from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { adjustMaxTokensForThinking, buildBaseOptions, clampReasoning } from "./simple-options.js";
 import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
@@ -401,7 +407,7 @@ export function toAnthropicOptions(model: Model<any>, options: SimpleStreamOptio
 export function streamAnthropicMessages(
 	model: Model<"anthropic-messages">,
 	context: Context,
-	options: AnthropicMessagesOptions = {},
+	options: AnthropicMessagesOptions & DriverOptions = {},
 ): AssistantMessageEventStream {
 	return streamProvider({
 		model,

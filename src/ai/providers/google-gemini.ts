@@ -26,7 +26,13 @@ import type {
 	Tool,
 } from "../types.js";
 import type { OutputBuilder } from "./output-builder.js";
-import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
+import {
+	type DriverOptions,
+	isRetryableErrorType,
+	ProviderError,
+	streamProvider,
+	type WireHandler,
+} from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { buildBaseOptions, clampReasoning } from "./simple-options.js";
 import { StreamedArgs } from "./streamed-args.js";
@@ -383,7 +389,7 @@ export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions 
 export function streamGoogleGemini(
 	model: Model<"google-generative-ai">,
 	context: Context,
-	options: GoogleGeminiOptions = {},
+	options: GoogleGeminiOptions & DriverOptions = {},
 ): AssistantMessageEventStream {
 	return streamProvider({
 		model,
