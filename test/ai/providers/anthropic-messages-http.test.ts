@@ -258,4 +258,82 @@ describe("anthropic-messages over HTTP", () => {
 		expect(message.stopReason).toBe("error");
 		expect(message.errorMessage).toContain("Invalid JSON");
 	});
+
+	it("replays a streamed turn's signed thinking, redacted thinking and tool call into the next request", async () => {
+		const turn1 = sse(
+			messageStart,
+			[
+				"content_block_start",
+				{ type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+			],
+			[
+				"content_block_delta",
+				{ type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "Use the tool." } },
+			],
+			[
+				"content_block_delta",
+				{ type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: "EqQBCkYI" } },
+			],
+			["content_block_stop", { type: "content_block_stop", index: 0 }],
+			[
+				"content_block_start",
+				{ type: "content_block_start", index: 1, content_block: { type: "redacted_thinking", data: "EmwKAhgB" } },
+			],
+			["content_block_stop", { type: "content_block_stop", index: 1 }],
+			[
+				"content_block_start",
+				{
+					type: "content_block_start",
+					index: 2,
+					content_block: { type: "tool_use", id: "toolu_9", name: "get_weather", input: {} },
+				},
+			],
+			[
+				"content_block_delta",
+				{ type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: '{"city": "Par' } },
+			],
+			[
+				"content_block_delta",
+				{ type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: 'is"}' } },
+			],
+			["content_block_stop", { type: "content_block_stop", index: 2 }],
+			...end("tool_use"),
+		);
+		server.enqueue({ body: turn1 }, { body: okBody });
+		const first = await collect(streamAnthropicMessages(model(), context, { apiKey: "k" }));
+		expect(first.message.stopReason).toBe("toolUse");
+		expect(first.message.content).toEqual([
+			{ type: "thinking", thinking: "Use the tool.", thinkingSignature: "EqQBCkYI" },
+			{ type: "thinking", thinking: "", thinkingSignature: "EmwKAhgB", redacted: true },
+			{ type: "toolCall", id: "toolu_9", name: "get_weather", arguments: { city: "Paris" } },
+		]);
+		const next: Context = {
+			...context,
+			messages: [
+				...context.messages,
+				first.message,
+				{
+					role: "toolResult",
+					toolCallId: "toolu_9",
+					toolName: "get_weather",
+					content: [{ type: "text", text: "sunny" }],
+					isError: false,
+					timestamp: 2,
+				},
+			],
+		};
+		const second = await collect(streamAnthropicMessages(model(), next, { apiKey: "k", cacheRetention: "none" }));
+		expect(second.message.stopReason).toBe("stop");
+		expect(server.requests[1].json.messages.slice(1)).toEqual([
+			{
+				role: "assistant",
+				content: [
+					{ type: "thinking", thinking: "Use the tool.", signature: "EqQBCkYI" },
+					{ type: "redacted_thinking", data: "EmwKAhgB" },
+					{ type: "tool_use", id: "toolu_9", name: "get_weather", input: { city: "Paris" } },
+				],
+			},
+			{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", content: "sunny", is_error: false }] },
+		]);
+	});
 });

@@ -224,4 +224,64 @@ describe("google-generative-ai over HTTP", () => {
 		expect(message.stopReason).toBe("aborted");
 		expect(message.content).toEqual([{ type: "text", text: "Hi " }]);
 	});
+
+	it("replays a streamed turn's thought summary, signatures and function call into the next request", async () => {
+		const turn1 = sse(
+			{ candidates: [{ content: { role: "model", parts: [{ text: "**Plan**", thought: true }] } }] },
+			{
+				candidates: [
+					{ content: { role: "model", parts: [{ text: " call it", thought: true, thoughtSignature: "AAAA" }] } },
+				],
+			},
+			{
+				candidates: [
+					{
+						content: {
+							role: "model",
+							parts: [{ functionCall: { name: "get_weather", args: { city: "Paris" } }, thoughtSignature: "BBBB" }],
+						},
+						finishReason: "STOP",
+					},
+				],
+				usageMetadata: { promptTokenCount: 20, candidatesTokenCount: 5, thoughtsTokenCount: 30, totalTokenCount: 55 },
+			},
+		);
+		server.enqueue({ body: turn1 }, { body: okBody });
+		const first = await collect(streamGoogleGemini(model(), context, { apiKey: "k" }));
+		expect(first.message.stopReason).toBe("toolUse");
+		expect(first.message.usage).toMatchObject({ input: 20, output: 35, totalTokens: 55 });
+		const call = first.message.content[1];
+		expect(call).toMatchObject({
+			type: "toolCall",
+			name: "get_weather",
+			arguments: { city: "Paris" },
+			thoughtSignature: "BBBB",
+		});
+		const next: Context = {
+			...context,
+			messages: [
+				...context.messages,
+				first.message,
+				{
+					role: "toolResult",
+					toolCallId: call.type === "toolCall" ? call.id : "",
+					toolName: "get_weather",
+					content: [{ type: "text", text: "sunny" }],
+					isError: false,
+					timestamp: 2,
+				},
+			],
+		};
+		await collect(streamGoogleGemini(model(), next, { apiKey: "k" }));
+		expect(server.requests[1].json.contents.slice(1)).toEqual([
+			{
+				role: "model",
+				parts: [
+					{ thought: true, text: "**Plan** call it", thoughtSignature: "AAAA" },
+					{ functionCall: { name: "get_weather", args: { city: "Paris" } }, thoughtSignature: "BBBB" },
+				],
+			},
+			{ role: "user", parts: [{ functionResponse: { name: "get_weather", response: { output: "sunny" } } }] },
+		]);
+	});
 });
