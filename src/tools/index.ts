@@ -1,0 +1,45 @@
+export {
+	type ApprovalHookOptions,
+	type ApprovalOutcome,
+	type ApprovalRules,
+	type BeforeToolCallHook,
+	blockedReason,
+	createApprovalHook,
+	resolveApprovalPolicy,
+} from "./approvals.js";
+export * from "./builtin/index.js";
+export {
+	type ClientAgentTool,
+	type ClientToolDetails,
+	type ClientToolOptions,
+	type ClientToolOrigin,
+	ClientToolResultBodySchema,
+	type ClientToolSpec,
+	ClientToolSpecSchema,
+	createClientTool,
+	validateClientToolSpecs,
+} from "./client-tools.js";
+export * from "./config.js";
+export { MissingEnvError, substituteEnv, substituteEnvRecord } from "./env.js";
+export {
+	createHttpTool,
+	createHttpTools,
+	type HttpAgentTool,
+	type HttpToolDetails,
+	type HttpToolOrigin,
+} from "./http-tools.js";
+export * from "./mcp.js";
+export {
+	type ApprovalDecision,
+	type ClientToolResult,
+	formatDuration,
+	PendingInteractions,
+	type PendingInteractionsOptions,
+	type PendingKind,
+	type PendingPersistence,
+	type PendingRequest,
+	type PendingValue,
+	type ResolveOutcome,
+	type WaitOutcome,
+} from "./pending.js";
+export { ServerTools, type ServerToolsOptions, type ToolInfo, type ToolOrigin } from "./server-tools.js";

@@ -1,0 +1,238 @@
+/**
+ * Per-session registry of tool calls waiting for a client: an approval decision or the result of
+ * a client-side tool. Independent of HTTP: the server resolves entries from its routes, lists them
+ * in session state and re-announces them to new subscribers.
+ *
+ * Each wait ends exactly once: resolved by the client, timed out, or aborted (the run's signal).
+ * Entries are keyed by `(kind, toolCallId)`: a client-side tool that also needs approval waits
+ * twice, first for the approval, then for the result.
+ */
+import type { ImageContent, TextContent } from "../ai/types.js";
+
+export type PendingKind = "approval" | "client_tool";
+
+/** What a tool call waits for; this is what session state lists and `approval_requested` carries. */
+export interface PendingRequest {
+	kind: PendingKind;
+	toolCallId: string;
+	toolName: string;
+	args: unknown;
+	/** Epoch ms. */
+	createdAt: number;
+	/** Epoch ms at which the wait times out. */
+	expiresAt: number;
+	/**
+	 * Loaded from the store after a restart: the run that waited is gone, so it can only be
+	 * listed (answering it gets `finished`).
+	 */
+	orphaned?: boolean;
+}
+
+/** The client's answer to an approval request. */
+export interface ApprovalDecision {
+	approve: boolean;
+	reason?: string;
+}
+
+/** The client's result of a client-side tool call. */
+export interface ClientToolResult {
+	content: string | (TextContent | ImageContent)[];
+	isError?: boolean;
+	details?: unknown;
+}
+
+export type PendingValue<K extends PendingKind> = K extends "approval" ? ApprovalDecision : ClientToolResult;
+
+export type WaitOutcome<T> =
+	| { kind: "resolved"; value: T }
+	| { kind: "timeout"; timeoutMs: number }
+	| { kind: "aborted"; reason: unknown };
+
+/**
+ * `resolved`: delivered to the waiting tool call. `unknown`: no such call is or was waiting (404).
+ * `finished`: the call was waiting but has ended (answered, timed out, aborted, or orphaned by a
+ * restart) (409).
+ */
+export type ResolveOutcome = "resolved" | "unknown" | "finished";
+
+/**
+ * The subset of the session store (`SessionStore` in src/store/types.ts) used to persist pending
+ * interactions; structural, so tools/ does not import store/.
+ */
+export interface PendingPersistence {
+	putPending(interaction: {
+		sessionId: string;
+		toolCallId: string;
+		kind: PendingKind;
+		payload: string;
+		createdAt: number;
+	}): boolean;
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean;
+	deletePending(sessionId: string, toolCallId: string): boolean;
+	listPending(
+		sessionId: string,
+		options?: { includeResolved?: boolean },
+	): { toolCallId: string; kind: PendingKind; payload: string; createdAt: number }[];
+}
+
+export interface PendingInteractionsOptions {
+	store?: PendingPersistence;
+	now?: () => number;
+	/** Called after every change of the pending list (added, resolved, timed out, aborted). Must not throw. */
+	onChange?: (pending: PendingRequest[]) => void;
+	/** How many ended calls to remember for the 409 answer. Default 1000. */
+	finishedMemory?: number;
+}
+
+interface Waiter {
+	request: PendingRequest;
+	settle: (outcome: WaitOutcome<any>) => void;
+}
+
+/** `450 ms`, `30 s`, `5 min`: for messages the model and the user read. */
+export function formatDuration(ms: number): string {
+	if (ms < 1000) return `${ms} ms`;
+	if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+	return `${Math.round(ms / 60_000)} min`;
+}
+
+const keyOf = (kind: PendingKind, toolCallId: string) => `${kind}:${toolCallId}`;
+
+export class PendingInteractions {
+	private readonly waiters = new Map<string, Waiter>();
+	private readonly orphans = new Map<string, PendingRequest>();
+	private readonly finished = new Set<string>();
+	private readonly now: () => number;
+
+	constructor(
+		readonly sessionId: string,
+		private readonly options: PendingInteractionsOptions = {},
+	) {
+		this.now = options.now ?? Date.now;
+		for (const record of options.store?.listPending(sessionId) ?? []) {
+			const payload = safeParse(record.payload);
+			this.orphans.set(keyOf(record.kind, record.toolCallId), {
+				kind: record.kind,
+				toolCallId: record.toolCallId,
+				toolName: typeof payload.toolName === "string" ? payload.toolName : "",
+				args: payload.args,
+				createdAt: record.createdAt,
+				expiresAt: typeof payload.expiresAt === "number" ? payload.expiresAt : record.createdAt,
+				orphaned: true,
+			});
+		}
+	}
+
+	/**
+	 * Waits for the client. Resolves (never rejects) with the answer, a timeout, or an abort.
+	 * Throws only on misuse: the same `(kind, toolCallId)` already waiting.
+	 */
+	wait<K extends PendingKind>(request: {
+		kind: K;
+		toolCallId: string;
+		toolName: string;
+		args: unknown;
+		timeoutMs: number;
+		signal?: AbortSignal;
+	}): Promise<WaitOutcome<PendingValue<K>>> {
+		const key = keyOf(request.kind, request.toolCallId);
+		if (this.waiters.has(key)) {
+			throw new Error(
+				`${request.kind} for tool call ${request.toolCallId} is already pending; tool call ids must be unique`,
+			);
+		}
+		const createdAt = this.now();
+		const entry: PendingRequest = {
+			kind: request.kind,
+			toolCallId: request.toolCallId,
+			toolName: request.toolName,
+			args: request.args,
+			createdAt,
+			expiresAt: createdAt + request.timeoutMs,
+		};
+		if (request.signal?.aborted) return Promise.resolve({ kind: "aborted", reason: request.signal.reason });
+
+		return new Promise((resolve) => {
+			const onAbort = () => settle({ kind: "aborted", reason: request.signal?.reason });
+			const timer = setTimeout(() => settle({ kind: "timeout", timeoutMs: request.timeoutMs }), request.timeoutMs);
+			const settle = (outcome: WaitOutcome<any>) => {
+				if (this.waiters.get(key)?.settle !== settle) return;
+				clearTimeout(timer);
+				request.signal?.removeEventListener("abort", onAbort);
+				this.waiters.delete(key);
+				this.remember(key);
+				this.options.store?.deletePending(this.sessionId, request.toolCallId);
+				this.changed();
+				resolve(outcome);
+			};
+			this.waiters.set(key, { request: entry, settle });
+			request.signal?.addEventListener("abort", onAbort, { once: true });
+			this.orphans.delete(key);
+			this.options.store?.putPending({
+				sessionId: this.sessionId,
+				toolCallId: request.toolCallId,
+				kind: request.kind,
+				payload: JSON.stringify({ toolName: request.toolName, args: request.args, expiresAt: entry.expiresAt }),
+				createdAt,
+			});
+			this.changed();
+		});
+	}
+
+	/** Delivers the client's answer to the waiting call. */
+	resolve<K extends PendingKind>(kind: K, toolCallId: string, value: PendingValue<K>): ResolveOutcome {
+		const key = keyOf(kind, toolCallId);
+		const waiter = this.waiters.get(key);
+		if (!waiter) return this.finished.has(key) || this.orphans.has(key) ? "finished" : "unknown";
+		this.options.store?.resolvePending(this.sessionId, toolCallId, JSON.stringify(value), this.now());
+		waiter.settle({ kind: "resolved", value });
+		return "resolved";
+	}
+
+	/** The pending requests, oldest first (orphans from before a restart included, marked). */
+	list(kind?: PendingKind): PendingRequest[] {
+		const all = [...this.orphans.values(), ...[...this.waiters.values()].map((w) => w.request)];
+		return all.filter((r) => !kind || r.kind === kind).sort((a, b) => a.createdAt - b.createdAt);
+	}
+
+	get(kind: PendingKind, toolCallId: string): PendingRequest | undefined {
+		const key = keyOf(kind, toolCallId);
+		return this.waiters.get(key)?.request ?? this.orphans.get(key);
+	}
+
+	/** Ends every live wait as aborted (session deleted). Orphans stay listed. */
+	abortAll(reason: unknown = new Error("session closed")): void {
+		for (const waiter of [...this.waiters.values()]) waiter.settle({ kind: "aborted", reason });
+	}
+
+	/** Forgets the orphans of a previous process and deletes them from the store. */
+	clearOrphaned(): number {
+		const count = this.orphans.size;
+		for (const [key, orphan] of this.orphans) {
+			this.options.store?.deletePending(this.sessionId, orphan.toolCallId);
+			this.remember(key);
+		}
+		this.orphans.clear();
+		if (count) this.changed();
+		return count;
+	}
+
+	private remember(key: string): void {
+		this.finished.add(key);
+		const max = this.options.finishedMemory ?? 1000;
+		if (this.finished.size > max) this.finished.delete(this.finished.values().next().value!);
+	}
+
+	private changed(): void {
+		this.options.onChange?.(this.list());
+	}
+}
+
+function safeParse(payload: string): Record<string, any> {
+	try {
+		const value = JSON.parse(payload);
+		return value && typeof value === "object" ? value : {};
+	} catch {
+		return {};
+	}
+}
