@@ -1,0 +1,436 @@
+/**
+ * bench/sse: Wheelhouse's SSE fan-out against a raw node:http SSE writer, in one run.
+ *
+ *   npx tsx bench/sse/index.ts            (BENCH_SSE_REPEATS=3, BENCH_SSE_SESSIONS=100)
+ *
+ * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
+ * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
+ * or the raw writer), and the measuring client (client.ts). The raw writer replays the frames the
+ * real server sent for the same prompt, byte for byte, one write per event: same events, same
+ * bytes, no framework, no agent — the limit.
+ *
+ * Measured: events/s and bytes per text delta for one stream of 10,000 deltas and for 100
+ * concurrent sessions of 200-token answers; wire bytes for 200 / 2,000 / 10,000-token answers;
+ * with 100 concurrent sessions the slowest session's first delta against the wall time; server
+ * RSS after 100 sessions; and the time from a `steer` POST during a running tool to the steering
+ * message's `message_start` after the batch. Each throughput figure is the median of the repeats.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { streamEvents } from "../../src/client/stream-events.js";
+import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
+import type { ServerReply, ServerStart } from "./server-process.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const REPEATS = Number(process.env.BENCH_SSE_REPEATS ?? 3);
+const SESSIONS = Number(process.env.BENCH_SSE_SESSIONS ?? 100);
+const SIZES = [200, 2_000, 10_000];
+const LONG = 10_000;
+const SHORT = 200;
+
+// --- child processes -------------------------------------------------------------------------
+
+function forkTs(file: string): ChildProcess {
+	return fork(path.join(here, file), [], {
+		execArgv: ["--import", "tsx"],
+		stdio: ["ignore", "inherit", "inherit", "ipc"],
+	});
+}
+
+class ServerChild {
+	private constructor(
+		private readonly child: ChildProcess,
+		readonly url: string,
+	) {}
+
+	static async start(start: ServerStart): Promise<ServerChild> {
+		const child = forkTs("server-process.ts");
+		child.send(start);
+		const [reply] = (await once(child, "message")) as [ServerReply];
+		if (reply.type !== "ready") throw new Error(`server child failed: ${JSON.stringify(reply)}`);
+		return new ServerChild(child, reply.url);
+	}
+
+	/** Sends a command and waits for the reply of that type. */
+	async ask<T extends ServerReply["type"]>(command: object, type: T): Promise<Extract<ServerReply, { type: T }>> {
+		const reply = this.next(type);
+		this.child.send(command);
+		return reply;
+	}
+
+	next<T extends ServerReply["type"]>(type: T): Promise<Extract<ServerReply, { type: T }>> {
+		return new Promise((resolve) => {
+			const onMessage = (message: ServerReply) => {
+				if (message.type !== type) return;
+				this.child.off("message", onMessage);
+				resolve(message as Extract<ServerReply, { type: T }>);
+			};
+			this.child.on("message", onMessage);
+		});
+	}
+
+	send(command: object): void {
+		this.child.send(command);
+	}
+
+	async stop(): Promise<void> {
+		this.child.kill("SIGTERM");
+		if (this.child.exitCode === null) await once(this.child, "exit");
+	}
+}
+
+async function runClient(job: ClientJob): Promise<ClientResult> {
+	const child = forkTs("client.ts");
+	child.send(job);
+	const [result] = (await once(child, "message")) as [ClientResult];
+	child.kill();
+	if (result.error) throw new Error(`client: ${result.error}`);
+	for (const s of result.streams) if (s.status !== 200) throw new Error(`client: HTTP ${s.status}`);
+	return result;
+}
+
+// --- the real server's requests ----------------------------------------------------------------
+
+function words(n: number): string {
+	return Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+}
+
+async function createSessions(url: string, count: number): Promise<string[]> {
+	const ids: string[] = [];
+	for (let i = 0; i < count; i++) {
+		const res = await fetch(`${url}/v1/sessions`, {
+			method: "POST",
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({ model: "faux/echo" }),
+		});
+		if (res.status !== 201) throw new Error(`POST /v1/sessions: ${res.status} ${await res.text()}`);
+		ids.push(((await res.json()) as { id: string }).id);
+	}
+	return ids;
+}
+
+function promptRequest(url: string, id: string, message: string): StreamRequest {
+	return {
+		method: "POST",
+		url: `${url}/v1/sessions/${id}/prompt`,
+		headers: { accept: "text/event-stream", "content-type": "application/json" },
+		body: JSON.stringify({ message }),
+	};
+}
+
+// --- measurements ------------------------------------------------------------------------------
+
+interface Figures {
+	eventsPerSec: number;
+	bytesPerDelta: number;
+	bytes: number;
+	deltas: number;
+	wallMs: number;
+	slowestFirstDeltaMs?: number;
+}
+
+function figures(result: ClientResult): Figures {
+	let events = 0;
+	let bytes = 0;
+	let deltas = 0;
+	for (const s of result.streams) {
+		events += s.events;
+		bytes += s.bytes;
+		deltas += s.textDeltas;
+	}
+	return {
+		eventsPerSec: events / (result.wallMs / 1000),
+		bytesPerDelta: bytes / deltas,
+		bytes,
+		deltas,
+		wallMs: result.wallMs,
+		slowestFirstDeltaMs: Math.max(...result.streams.map((s) => s.firstDeltaMs)),
+	};
+}
+
+function median(values: Figures[]): Figures {
+	const sorted = [...values].sort((a, b) => a.eventsPerSec - b.eventsPerSec);
+	return sorted[Math.floor(sorted.length / 2)];
+}
+
+type Jobs = (repeat: number) => Promise<ClientJob>;
+
+async function measure(jobs: Jobs): Promise<Figures> {
+	const runs: Figures[] = [];
+	for (let r = 0; r < REPEATS; r++) runs.push(figures(await runClient(await jobs(r))));
+	return median(runs);
+}
+
+interface ServerRun {
+	single: Figures;
+	concurrent: Figures;
+	sizes: Map<number, number>;
+	rssMb: number;
+	recorded: Map<string, string>;
+}
+
+async function benchWheelhouse(store: "memory" | "sqlite", dbDir: string): Promise<ServerRun> {
+	const server = await ServerChild.start({
+		kind: "wheelhouse",
+		store,
+		dbPath: path.join(dbDir, `${store}.db`),
+	});
+	try {
+		const url = server.url;
+		// Warm-up and recording (for the raw writer): one prompt per size, one 200-token for the fan-out.
+		const recorded = new Map<string, string>();
+		const sizes = new Map<number, number>();
+		for (const size of SIZES) {
+			const [id] = await createSessions(url, 1);
+			const result = await runClient({ requests: [promptRequest(url, id, words(size))], record: true });
+			recorded.set(`tokens-${size}`, result.recorded!);
+			sizes.set(size, result.streams[0].bytes);
+		}
+		const single = await measure(async () => {
+			const [id] = await createSessions(url, 1);
+			return { requests: [promptRequest(url, id, words(LONG))] };
+		});
+		const concurrent = await measure(async () => {
+			const ids = await createSessions(url, SESSIONS);
+			return { requests: ids.map((id) => promptRequest(url, id, words(SHORT))) };
+		});
+		const { rss } = await server.ask({ type: "rss" }, "rss");
+		return { single, concurrent, sizes, rssMb: rss / 1024 / 1024, recorded };
+	} finally {
+		await server.stop();
+	}
+}
+
+async function benchRaw(recorded: Map<string, string>): Promise<ServerRun> {
+	const server = await ServerChild.start({ kind: "raw", streams: Object.fromEntries(recorded) });
+	try {
+		const url = server.url;
+		const get = (name: string): StreamRequest => ({ method: "GET", url: `${url}/raw/${name}` });
+		const sizes = new Map<number, number>();
+		for (const size of SIZES) {
+			const result = await runClient({ requests: [get(`tokens-${size}`)] });
+			sizes.set(size, result.streams[0].bytes);
+		}
+		const single = await measure(async () => ({ requests: [get(`tokens-${LONG}`)] }));
+		const concurrent = await measure(async () => ({
+			requests: Array.from({ length: SESSIONS }, () => get(`tokens-${SHORT}`)),
+		}));
+		const { rss } = await server.ask({ type: "rss" }, "rss");
+		return { single, concurrent, sizes, rssMb: rss / 1024 / 1024, recorded };
+	} finally {
+		await server.stop();
+	}
+}
+
+/** Time from a `steer` POST during a running tool to the steering message's `message_start`. */
+async function benchSteer(): Promise<{ postToStartMs: number[]; batchEndToStartMs: number[] }> {
+	const server = await ServerChild.start({ kind: "wheelhouse", store: "memory" });
+	const postToStartMs: number[] = [];
+	const batchEndToStartMs: number[] = [];
+	try {
+		for (let r = 0; r < Math.max(REPEATS, 5); r++) {
+			const [id] = await createSessions(server.url, 1);
+			const steerText = `steer now ${r}`;
+			let postedAt = 0;
+			let batchEndAt = 0;
+			const toolStarted = server.next("tool_started");
+			const stream = streamEvents({
+				url: `${server.url}/v1/sessions/${id}/prompt`,
+				init: {
+					method: "POST",
+					headers: { "content-type": "application/json" },
+					body: JSON.stringify({ message: "/tool bench_wait {}" }),
+				},
+				resumeUrl: `${server.url}/v1/sessions/${id}/events`,
+				until: (e) => e.type === "agent_end",
+			});
+			const steer = toolStarted.then(async () => {
+				postedAt = performance.now();
+				const res = await fetch(`${server.url}/v1/sessions/${id}/steer`, {
+					method: "POST",
+					headers: { "content-type": "application/json" },
+					body: JSON.stringify({ message: steerText }),
+				});
+				if (res.status !== 202) throw new Error(`steer: ${res.status} ${await res.text()}`);
+				// The tool ends only now, so the steering message is certainly queued during it.
+				server.send({ type: "release" });
+			});
+			for await (const event of stream) {
+				const data = event.data as any;
+				if (event.type === "tool_execution_end") batchEndAt = performance.now();
+				if (
+					event.type === "message_start" &&
+					data.message?.role === "user" &&
+					JSON.stringify(data.message).includes(steerText)
+				) {
+					const now = performance.now();
+					postToStartMs.push(now - postedAt);
+					batchEndToStartMs.push(now - batchEndAt);
+				}
+			}
+			await steer;
+		}
+	} finally {
+		await server.stop();
+	}
+	return { postToStartMs, batchEndToStartMs };
+}
+
+// --- report ------------------------------------------------------------------------------------
+
+const fmt = (n: number, digits = 0) =>
+	n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const pct = (a: number, b: number) => `${fmt((100 * a) / b, 1)}%`;
+const med = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+function printTable(title: string, header: string[], rows: string[][]): void {
+	const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+	const line = (cells: string[]) =>
+		`| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(" | ")} |`;
+	console.log(`\n${title}`);
+	console.log(line(header));
+	console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+	for (const row of rows) console.log(line(row));
+}
+
+/** Bytes a naive server would send: the full partial message in every message_update (quadratic). */
+function naiveBytes(tokens: number): number {
+	let text = "";
+	let total = 0;
+	for (let i = 0; i < tokens; i++) {
+		text += `w${i} `;
+		total += 150 + 2 * JSON.stringify(text).length; // `message` and `assistantMessageEvent.partial`
+	}
+	return total;
+}
+
+export async function main(): Promise<void> {
+	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
+	try {
+		console.log(`bench/sse — node ${process.version}, ${REPEATS} repeats (median), ${SESSIONS} sessions`);
+		const memory = await benchWheelhouse("memory", dbDir);
+		const raw = await benchRaw(memory.recorded);
+		let sqlite: ServerRun | undefined;
+		try {
+			sqlite = await benchWheelhouse("sqlite", dbDir);
+		} catch (error) {
+			console.log(`(SQLite store run skipped: ${(error as Error).message})`);
+		}
+		const steer = await benchSteer();
+
+		const runs: [string, ServerRun][] = [
+			["raw node:http (limit)", raw],
+			["wheelhouse, memory store", memory],
+		];
+		if (sqlite) runs.push(["wheelhouse, SQLite store", sqlite]);
+
+		printTable(
+			`One stream of ${fmt(LONG)} text deltas`,
+			["server", "events/s", "vs raw", "bytes/delta", "vs raw", "wall ms"],
+			runs.map(([name, r]) => [
+				name,
+				fmt(r.single.eventsPerSec),
+				pct(r.single.eventsPerSec, raw.single.eventsPerSec),
+				fmt(r.single.bytesPerDelta, 1),
+				`${fmt(r.single.bytesPerDelta / raw.single.bytesPerDelta, 2)}x`,
+				fmt(r.single.wallMs, 1),
+			]),
+		);
+		printTable(
+			`${SESSIONS} concurrent sessions, ${SHORT}-token answers`,
+			[
+				"server",
+				"events/s",
+				"vs raw",
+				"bytes/delta",
+				"vs raw",
+				"wall ms",
+				"slowest 1st delta ms",
+				"1st delta / wall",
+				"RSS MB",
+			],
+			runs.map(([name, r]) => [
+				name,
+				fmt(r.concurrent.eventsPerSec),
+				pct(r.concurrent.eventsPerSec, raw.concurrent.eventsPerSec),
+				fmt(r.concurrent.bytesPerDelta, 1),
+				`${fmt(r.concurrent.bytesPerDelta / raw.concurrent.bytesPerDelta, 2)}x`,
+				fmt(r.concurrent.wallMs, 1),
+				fmt(r.concurrent.slowestFirstDeltaMs!, 1),
+				pct(r.concurrent.slowestFirstDeltaMs!, r.concurrent.wallMs),
+				fmt(r.rssMb, 1),
+			]),
+		);
+		printTable(
+			"Wire bytes per answer (one stream)",
+			[
+				"server",
+				...SIZES.map((s) => `${fmt(s)} tokens`),
+				"bytes/token @200",
+				"bytes/token @10k",
+				"growth 200→10k (linear = 50x)",
+			],
+			[
+				...runs.map(([name, r]) => [
+					name,
+					...SIZES.map((s) => fmt(r.sizes.get(s)!)),
+					fmt(r.sizes.get(200)! / 200, 1),
+					fmt(r.sizes.get(10_000)! / 10_000, 1),
+					`${fmt(r.sizes.get(10_000)! / r.sizes.get(200)!, 1)}x`,
+				]),
+				[
+					"naive full-partial updates (computed)",
+					...SIZES.map((s) => fmt(naiveBytes(s))),
+					fmt(naiveBytes(200) / 200, 1),
+					fmt(naiveBytes(10_000) / 10_000, 1),
+					`${fmt(naiveBytes(10_000) / naiveBytes(200), 1)}x`,
+				],
+			],
+		);
+		if (sqlite) {
+			console.log(
+				`\nSQLite vs memory store, events/s: one stream ${pct(sqlite.single.eventsPerSec, memory.single.eventsPerSec)}, ` +
+					`${SESSIONS} sessions ${pct(sqlite.concurrent.eventsPerSec, memory.concurrent.eventsPerSec)} (goal ≥ 90%)`,
+			);
+		}
+		console.log(
+			`\nSteer during a running tool (${steer.postToStartMs.length} runs): steer POST → its message_start median ` +
+				`${fmt(med(steer.postToStartMs), 2)} ms (max ${fmt(Math.max(...steer.postToStartMs), 2)}); ` +
+				`tool batch end → message_start median ${fmt(med(steer.batchEndToStartMs), 2)} ms`,
+		);
+		const goals = [
+			[`events/s ≥ 70% of raw (one stream)`, memory.single.eventsPerSec >= 0.7 * raw.single.eventsPerSec],
+			[
+				`events/s ≥ 70% of raw (${SESSIONS} sessions)`,
+				memory.concurrent.eventsPerSec >= 0.7 * raw.concurrent.eventsPerSec,
+			],
+			["wire bytes ≤ 1.5x raw", memory.single.bytesPerDelta <= 1.5 * raw.single.bytesPerDelta],
+			["linear growth (10k/200 bytes ≤ 55x)", memory.sizes.get(10_000)! / memory.sizes.get(200)! <= 55],
+			["slowest first delta ≤ 10% of wall", memory.concurrent.slowestFirstDeltaMs! <= 0.1 * memory.concurrent.wallMs],
+		] as const;
+		if (sqlite) {
+			(goals as unknown as [string, boolean][]).push([
+				"SQLite ≥ 90% of memory events/s (100 sessions)",
+				sqlite.concurrent.eventsPerSec >= 0.9 * memory.concurrent.eventsPerSec,
+			]);
+		}
+		console.log("\nGoals (memory store):");
+		for (const [name, ok] of goals) console.log(`  ${ok ? "met    " : "NOT met"}  ${name}`);
+	} finally {
+		rmSync(dbDir, { recursive: true, force: true });
+	}
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+	main().then(
+		() => process.exit(0),
+		(error) => {
+			console.error(error);
+			process.exit(1);
+		},
+	);
+}

@@ -1,0 +1,80 @@
+/**
+ * The server under test of bench/sse, in its own process (forked by index.ts): either the raw
+ * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay, memory or
+ * SQLite store) with one extra tool, `bench_wait`, that runs until the orchestrator says
+ * `release` (for the steering measurement).
+ *
+ * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
+ * `{type:"rss", rss}` and `{type:"release"}` ends the running `bench_wait` calls.
+ */
+import { splitFrames, startRawServer } from "./raw-server.js";
+
+export type ServerStart =
+	| { kind: "raw"; streams: Record<string, string> }
+	| { kind: "wheelhouse"; store: "memory" | "sqlite"; dbPath?: string };
+
+export type ServerReply =
+	| { type: "ready"; url: string }
+	| { type: "rss"; rss: number }
+	| { type: "tool_started" }
+	| { type: "error"; message: string };
+
+const reply = (message: ServerReply) => process.send!(message);
+const waiting: (() => void)[] = [];
+
+async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" }>): Promise<string> {
+	const { Type } = await import("@sinclair/typebox");
+	const { buildApp } = await import("../../src/server/app.js");
+	const { createMemoryStore, openSqliteStore } = await import("../../src/store/index.js");
+	const store = start.store === "sqlite" ? openSqliteStore({ path: start.dbPath! }) : createMemoryStore();
+	const benchWait = {
+		name: "bench_wait",
+		label: "Bench wait",
+		description: "Waits until the benchmark releases it.",
+		parameters: Type.Object({}),
+		execute: () =>
+			new Promise<{ content: { type: "text"; text: string }[]; details: undefined }>((resolve) => {
+				waiting.push(() => resolve({ content: [{ type: "text", text: "released" }], details: undefined }));
+				reply({ type: "tool_started" });
+			}),
+	};
+	const app = await buildApp({
+		store,
+		tools: [benchWait],
+		config: { logLevel: "silent", fauxDelayMs: 0, heartbeatMs: 0 },
+	});
+	await app.listen({ port: 0, host: "127.0.0.1" });
+	const address = app.server.address() as { port: number };
+	process.on("SIGTERM", () => {
+		app.close().finally(() => process.exit(0));
+	});
+	return `http://127.0.0.1:${address.port}`;
+}
+
+async function start(message: ServerStart): Promise<void> {
+	if (message.kind === "raw") {
+		const streams = new Map(Object.entries(message.streams).map(([name, body]) => [name, splitFrames(body)]));
+		const { url } = await startRawServer(streams);
+		reply({ type: "ready", url });
+		return;
+	}
+	reply({ type: "ready", url: await startWheelhouse(message) });
+}
+
+let started = false;
+process.on("message", (message: any) => {
+	if (!started) {
+		started = true;
+		start(message as ServerStart).catch((error: Error) => {
+			reply({ type: "error", message: error.stack ?? String(error) });
+			process.exit(1);
+		});
+		return;
+	}
+	if (message.type === "rss") {
+		globalThis.gc?.();
+		reply({ type: "rss", rss: process.memoryUsage().rss });
+	} else if (message.type === "release") {
+		for (const release of waiting.splice(0)) release();
+	}
+});
