@@ -1,0 +1,104 @@
+/**
+ * Wheelhouse's public library surface: the pi-agent-core 0.73.1 contract (named as the reference
+ * names it) plus the LLM layer it rests on. Engineers add their part in its own section below.
+ *
+ * Name clash: both layers define `ThinkingLevel`. As in pi-agent-core, the root exports the
+ * agent's (`"off" | "minimal" | … | "xhigh"`); the model layer's levels are `ModelThinkingLevel`.
+ */
+// biome-ignore-all assist/source/organizeImports: exports stay grouped by layer; each engineer appends to a section.
+
+// ── LLM layer: messages, models, the streaming protocol ────────────────────────────────────────────
+export type {
+	AnthropicMessagesCompat,
+	Api,
+	AssistantMessage,
+	AssistantMessageDiagnostic,
+	AssistantMessageEvent,
+	CacheRetention,
+	Context,
+	ImageContent,
+	KnownApi,
+	KnownProvider,
+	Message,
+	Model,
+	ModelThinkingLevel,
+	OpenAICompletionsCompat,
+	OpenAIResponsesCompat,
+	Provider,
+	ProviderResponse,
+	ProviderStreamOptions,
+	SimpleStreamOptions,
+	StopReason,
+	StreamFunction,
+	StreamOptions,
+	TextContent,
+	ThinkingBudgets,
+	ThinkingContent,
+	ThinkingLevelMap,
+	Tool,
+	ToolCall,
+	ToolResultMessage,
+	Transport,
+	Usage,
+	UserMessage,
+} from "./ai/types.js";
+export { AssistantMessageEventStream, createAssistantMessageEventStream, EventStream } from "./ai/event-stream.js";
+export { createAssistantMessage, errorStream, streamSimple } from "./ai/stream.js";
+export {
+	type ApiStreamFunction,
+	getApiProvider,
+	getRegisteredApis,
+	registerApiProvider,
+	unregisterApiProvider,
+} from "./ai/registry.js";
+export { validateToolArguments } from "./ai/validation.js";
+
+// ── Scripted model (tests and demos) ───────────────────────────────────────────────────────────────
+export {
+	type FauxChunking,
+	type FauxContentBlock,
+	type FauxModelDefinition,
+	type FauxProviderRegistration,
+	type FauxResponseFactory,
+	type FauxResponseStep,
+	fauxAssistantMessage,
+	fauxText,
+	fauxThinking,
+	fauxToolCall,
+	type RegisterFauxProviderOptions,
+	registerFauxProvider,
+	type ScriptedTurn,
+	type ScriptedTurnOptions,
+	streamScriptedTurn,
+} from "./ai/providers/faux.js";
+
+// ── Agent core: the contract, the loop, the Agent ──────────────────────────────────────────────────
+export type {
+	AfterToolCallContext,
+	AfterToolCallResult,
+	AgentContext,
+	AgentEvent,
+	AgentLoopConfig,
+	AgentMessage,
+	AgentState,
+	AgentTool,
+	AgentToolCall,
+	AgentToolResult,
+	AgentToolUpdateCallback,
+	BeforeToolCallContext,
+	BeforeToolCallResult,
+	CustomAgentMessages,
+	ShouldStopAfterTurnContext,
+	StreamFn,
+	ThinkingLevel,
+	ToolExecutionMode,
+} from "./agent/types.js";
+export { Agent, type AgentOptions } from "./agent/agent.js";
+export { type AgentEventSink, agentLoop, agentLoopContinue, runAgentLoop, runAgentLoopContinue } from "./agent/loop.js";
+export { PendingMessageQueue, type QueueMode } from "./agent/queue.js";
+
+// ── Providers (wire APIs) ──────────────────────────────────────────────────────────────────────────
+
+// ── Store ──────────────────────────────────────────────────────────────────────────────────────────
+
+// ── Server ─────────────────────────────────────────────────────────────────────────────────────────
