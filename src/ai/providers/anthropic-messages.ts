@@ -110,9 +110,19 @@ const FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14
 
 // ---- request ----
 
-/** The models that take `thinking: {type: "adaptive"}` with an effort instead of a token budget. */
+/**
+ * The models that take `thinking: {type: "adaptive"}` with an effort instead of a token budget:
+ * Claude 4.6 and later (4.7 and the 5 family reject `budget_tokens` with a 400), and the unnumbered
+ * Mythos/Fable previews. The version is the first number(s) of the id, ignoring a trailing date:
+ * `claude-sonnet-4-6` → 4.6, `claude-opus-5` → 5, `claude-3-7-sonnet-20250219` → 3.7.
+ */
 export function supportsAdaptiveThinking(modelId: string): boolean {
-	return /(opus-4[.-][67]|sonnet-4[.-]6)/.test(modelId);
+	const id = modelId.toLowerCase().replace(/-\d{8}$/, "");
+	const version = /(?:^|[-.@/])(\d+)(?:[-.](\d{1,2}))?(?=$|[-.@/])/.exec(id.replace(/^.*claude-/, "-"));
+	if (!version) return /mythos|fable/.test(id);
+	const major = Number(version[1]);
+	const minor = Number(version[2] ?? 0);
+	return major > 4 || (major === 4 && minor >= 6);
 }
 
 function cacheControlFor(model: Model<"anthropic-messages">, retention: StreamOptions["cacheRetention"]) {
@@ -158,7 +168,8 @@ export function buildParams(
 		} else {
 			params.thinking = { type: "enabled", budget_tokens: options.thinkingBudgetTokens || 1024, ...display };
 		}
-	} else if (model.reasoning && options.thinkingEnabled === false) {
+	} else if (model.reasoning && options.thinkingEnabled === false && !supportsAdaptiveThinking(model.id)) {
+		// Adaptive-only models reject `disabled` (400); leaving `thinking` out is valid everywhere.
 		params.thinking = { type: "disabled" };
 	}
 	const userId = options.metadata?.user_id;

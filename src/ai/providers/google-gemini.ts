@@ -353,8 +353,9 @@ const BUDGETS_25: Record<string, Record<Exclude<ThinkingLevel, "xhigh">, number>
 };
 
 /**
- * {@link SimpleStreamOptions} → {@link GoogleGeminiOptions}: Gemini 3 gets a `thinkingLevel` (3 Pro
- * only has LOW/HIGH), other models a `thinkingBudget` from `thinkingBudgets`, else the per-model
+ * {@link SimpleStreamOptions} → {@link GoogleGeminiOptions}: a level named by the model's
+ * `thinkingLevelMap` is sent as `thinkingLevel`; else Gemini 3 gets a `thinkingLevel` (3 Pro only has
+ * LOW/HIGH), other models a `thinkingBudget` from `thinkingBudgets`, else the per-model
  * defaults for 2.5, else -1 (dynamic). `xhigh` is treated as `high`.
  */
 export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions = {}): GoogleGeminiOptions {
@@ -362,6 +363,11 @@ export function toGeminiOptions(model: Model<any>, options: SimpleStreamOptions 
 	const { reasoning, thinkingBudgets } = options;
 	if (!reasoning) return { ...base, maxTokens, thinking: { enabled: false } };
 	const level = clampReasoning(reasoning)!;
+	// A model's thinkingLevelMap names the API level for a reasoning level (null: not offered, use ours).
+	const mapped = model.thinkingLevelMap?.[reasoning];
+	if (typeof mapped === "string") {
+		return { ...base, maxTokens, thinking: { enabled: true, level: mapped.toUpperCase() as GeminiThinkingLevel } };
+	}
 	if (isGemini3Pro(model.id)) {
 		return {
 			...base,

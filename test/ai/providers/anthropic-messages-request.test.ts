@@ -5,6 +5,7 @@ import {
 	convertMessages,
 	mapStopReason,
 	messagesUrl,
+	supportsAdaptiveThinking,
 	toAnthropicOptions,
 } from "../../../src/ai/providers/anthropic-messages.js";
 import type { AssistantMessage, Context, Model, Usage } from "../../../src/ai/types.js";
@@ -191,6 +192,33 @@ describe("anthropic-messages request body", () => {
 		expect(capped.maxTokens).toBe(3000);
 		// At least 1024 tokens stay for the answer.
 		expect(capped.thinkingBudgetTokens).toBe(3000 - 1024);
+	});
+
+	it("knows which models need adaptive thinking", () => {
+		for (const id of [
+			"claude-opus-4-6",
+			"claude-sonnet-4-6",
+			"claude-opus-4-7",
+			"claude-sonnet-5",
+			"claude-opus-5-5",
+			"claude-mythos-preview",
+		]) {
+			expect(supportsAdaptiveThinking(id), id).toBe(true);
+		}
+		for (const id of [
+			"claude-sonnet-4-5-20250929",
+			"claude-opus-4-1",
+			"claude-haiku-4-5-20251001",
+			"claude-3-7-sonnet-20250219",
+			"claude-sonnet-4-0",
+		]) {
+			expect(supportsAdaptiveThinking(id), id).toBe(false);
+		}
+	});
+
+	it("omits thinking (never sends disabled) for adaptive-only models without reasoning", () => {
+		const adaptive = { ...model, id: "claude-sonnet-5" };
+		expect(buildParams(adaptive, { messages: [] }, toAnthropicOptions(adaptive, {})).thinking).toBeUndefined();
 	});
 
 	it("uses adaptive thinking with an effort on the models that need it", () => {

@@ -210,6 +210,10 @@ describe("google-generative-ai request body", () => {
 			enabled: true,
 			level: "HIGH",
 		});
+		const mappedModel = { ...model, id: "gemini-3-pro-preview", thinkingLevelMap: { medium: null, xhigh: "HIGH" } };
+		expect(toGeminiOptions(mappedModel, { reasoning: "xhigh" }).thinking).toEqual({ enabled: true, level: "HIGH" });
+		expect(toGeminiOptions(mappedModel, { reasoning: "medium" }).thinking).toEqual({ enabled: true, level: "HIGH" });
+		expect(toGeminiOptions(mappedModel, { reasoning: "minimal" }).thinking).toEqual({ enabled: true, level: "LOW" });
 		const off = buildParams(model, { messages: [] }, toGeminiOptions(model, {}));
 		expect(off.generationConfig?.thinkingConfig).toEqual({ thinkingBudget: 0 });
 		const pro = { ...model, id: "gemini-2.5-pro" };
