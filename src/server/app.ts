@@ -1,0 +1,168 @@
+/**
+ * `buildApp(options)`: the Fastify instance of a Wheelhouse server, with every plugin registered
+ * and nothing listening (`main.ts` listens; tests listen on port 0). One plugin per concern:
+ * error handling, auth, CORS, OpenAPI, then the route plugins.
+ *
+ * Library use:
+ *
+ * ```ts
+ * const app = await buildApp({ tools: [myTool], config: { apiKeys: ["..."] } });
+ * await app.listen({ port: 3000 });
+ * ```
+ */
+import { randomUUID } from "node:crypto";
+import cors from "@fastify/cors";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { AgentTool } from "../agent/types.js";
+import { getEnvApiKey } from "../ai/env-keys.js";
+import type { Model } from "../ai/types.js";
+import { createMemoryStore } from "../store/memory.js";
+import type { SessionStore } from "../store/types.js";
+import { builtinTools } from "../tools/builtin/index.js";
+import { installAuth } from "./auth.js";
+import { loadConfig, type ServerConfig } from "./config.js";
+import type { ServerContext } from "./context.js";
+import { registerEchoModel } from "./echo-model.js";
+import { installErrorHandling } from "./error-handler.js";
+import type { SessionExtension } from "./live-session.js";
+import { ModelCatalog } from "./model-catalog.js";
+import { openApiPlugin } from "./openapi.js";
+import { catalogRoutes } from "./routes/catalog.js";
+import { eventRoutes } from "./routes/events.js";
+import { healthRoutes } from "./routes/health.js";
+import { messageRoutes } from "./routes/messages.js";
+import { sessionRoutes } from "./routes/sessions.js";
+import { SessionManager } from "./sessions.js";
+import { installValidation } from "./validation.js";
+
+export interface BuildAppOptions {
+	/** Configuration values; missing ones come from the environment and defaults (`loadConfig`). */
+	config?: Partial<ServerConfig>;
+	/** Default: an in-memory store (main.ts passes the configured one). */
+	store?: SessionStore;
+	/** Extra server tools (library users); served next to the built-ins. */
+	tools?: AgentTool<any>[];
+	/** Serve the built-in `get_current_time` and `calculate` tools (default true). */
+	builtinTools?: boolean;
+	/** Models besides `faux/echo` (default: none; main.ts passes the providers' catalogs). */
+	models?: Model<any>[];
+	/** Session extensions (tool hooks, per-session tools, state fields). */
+	extensions?: SessionExtension[];
+	/** Where each tool came from, by name (for `GET /v1/tools`); library tools default to `library`. */
+	toolOrigins?: Record<string, string>;
+	/** Environment to read config and provider keys from (default `process.env`). */
+	env?: Record<string, string | undefined>;
+}
+
+/** Log paths never written: credentials in headers and config. */
+const REDACT = [
+	"req.headers.authorization",
+	'req.headers["x-api-key"]',
+	"headers.authorization",
+	"config.apiKeys",
+	"config.providerKeys",
+	"*.apiKey",
+	"*.apiKeys",
+];
+
+export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
+	const env = options.env ?? process.env;
+	const config = loadConfig(env, options.config);
+	const app = Fastify({
+		logger: { level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } },
+		bodyLimit: config.bodyLimit,
+		genReqId: () => randomUUID(),
+		requestIdHeader: "x-request-id",
+		forceCloseConnections: false,
+	}).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
+
+	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
+	const echo = registerEchoModel({ delayMs: () => config.fauxDelayMs });
+	const hasKey = (provider: string) => Boolean(config.providerKeys[provider] ?? getEnvApiKey(provider, env));
+	const catalog = new ModelCatalog([echo, ...(options.models ?? [])], hasKey, config.defaultModel || undefined);
+	if (config.defaultModel && !catalog.resolve(config.defaultModel)) {
+		throw new Error(
+			`WHEELHOUSE_DEFAULT_MODEL: unknown model "${config.defaultModel}"; use "provider/id" of one of: ${catalog
+				.list()
+				.map((m) => m.id)
+				.slice(0, 20)
+				.join(", ")}`,
+		);
+	}
+
+	const toolOrigins = new Map<string, string>();
+	const tools: AgentTool<any>[] = [];
+	if (options.builtinTools !== false) {
+		for (const tool of builtinTools()) {
+			tools.push(tool);
+			toolOrigins.set(tool.name, "builtin");
+		}
+	}
+	for (const tool of options.tools ?? []) {
+		tools.push(tool);
+		toolOrigins.set(tool.name, options.toolOrigins?.[tool.name] ?? "library");
+	}
+
+	const sessions = new SessionManager({
+		store,
+		logger: app.log,
+		resolveModel: (spec) => catalog.resolve(spec),
+		defaultModel: catalog.defaultModel,
+		tools,
+		getApiKey: (provider) => config.providerKeys[provider] ?? getEnvApiKey(provider, env),
+		maxSessions: config.maxSessions,
+		maxQueuedMessages: config.maxQueuedMessages,
+		sessionTtlMs: config.sessionTtlMs,
+	});
+	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
+
+	let shuttingDown = false;
+	const context: ServerContext = {
+		config,
+		sessions,
+		catalog,
+		stream: { heartbeatMs: config.heartbeatMs, retryMs: config.sseRetryMs, maxBufferBytes: config.sseBufferBytes },
+		toolOrigins,
+		isShuttingDown: () => shuttingDown || sessions.isShuttingDown,
+	};
+	app.decorate("wheelhouse", context);
+
+	installErrorHandling(app);
+	installValidation(app);
+	installAuth(app, config.apiKeys);
+	if (config.corsOrigins.length > 0) {
+		await app.register(cors, {
+			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
+			exposedHeaders: ["x-request-id"],
+			allowedHeaders: ["authorization", "content-type", "last-event-id", "accept"],
+			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+		});
+	}
+	await app.register(openApiPlugin);
+
+	await app.register(healthRoutes);
+	await app.register(catalogRoutes);
+	await app.register(sessionRoutes);
+	await app.register(messageRoutes);
+	await app.register(eventRoutes);
+
+	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
+	// rest (each still emits agent_end), end every stream, flush the store.
+	app.addHook("preClose", async function drainSessions() {
+		shuttingDown = true;
+		await sessions.shutdown(config.shutdownGraceMs);
+	});
+	if (!options.store)
+		app.addHook("onClose", async function closeOwnStore() {
+			store.close();
+		});
+
+	app.log.info(
+		{ model: catalog.defaultModel, store: store.kind, auth: config.apiKeys.length > 0 },
+		catalog.defaultModel === "faux/echo"
+			? "default model is faux/echo, a STAND-IN that echoes your messages (no LLM): set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY for a real model"
+			: `default model ${catalog.defaultModel}`,
+	);
+	return app;
+}

@@ -1,0 +1,122 @@
+/**
+ * Every error the HTTP API returns, in one table: code, HTTP status, and when it happens.
+ *
+ * The wire shape is always the envelope `{ "error": { "code", "message", "details"? } }`.
+ * `code` is stable (clients branch on it); `message` is for humans and says what to fix.
+ * `docs/errors.md` is generated from this table (`renderErrorTable()`), and
+ * `test/server/errors.test.ts` fails when the two drift apart.
+ */
+
+export const ERRORS = {
+	VALIDATION_FAILED: {
+		status: 400,
+		description: "A parameter, query string, header or body field is missing or invalid; `message` names the field.",
+	},
+	INVALID_JSON: { status: 400, description: "The request body is not valid JSON." },
+	INVALID_EVENT_ID: {
+		status: 400,
+		description: "`Last-Event-ID` or `?after=` is not a non-negative integer event id.",
+	},
+	UNKNOWN_MODEL: { status: 400, description: 'The `model` is not `"provider/id"` of a model in `GET /v1/models`.' },
+	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
+	UNAUTHORIZED: {
+		status: 401,
+		description: "API keys are configured and the request has no valid `Authorization: Bearer <key>`.",
+	},
+	NOT_FOUND: { status: 404, description: "No route matches the method and path." },
+	SESSION_NOT_FOUND: {
+		status: 404,
+		description: "No session with this id exists for this API key (deleted, never created, or another key's).",
+	},
+	AGENT_BUSY: {
+		status: 409,
+		description:
+			'The session is running and `ifBusy` is `"reject"` (the default), or `continue` was called while running.',
+	},
+	PAYLOAD_TOO_LARGE: {
+		status: 413,
+		description: "The request body exceeds the configured limit (`WHEELHOUSE_BODY_LIMIT`).",
+	},
+	UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body's `Content-Type` is not `application/json`." },
+	NOTHING_TO_CONTINUE: {
+		status: 422,
+		description: "`continue` on a session whose transcript is empty.",
+	},
+	CANNOT_CONTINUE_FROM_ASSISTANT: {
+		status: 422,
+		description:
+			"`continue` when the last message is the assistant's and no steering or follow-up message is queued: send a prompt instead.",
+	},
+	QUEUE_FULL: {
+		status: 429,
+		description: "The session already holds the maximum number of queued messages (`WHEELHOUSE_MAX_QUEUED`).",
+	},
+	TOO_MANY_SESSIONS: {
+		status: 429,
+		description: "The server holds the maximum number of sessions (`WHEELHOUSE_MAX_SESSIONS`).",
+	},
+	INTERNAL_ERROR: {
+		status: 500,
+		description: "An unexpected server failure; the message is masked, the log has details.",
+	},
+	SHUTTING_DOWN: { status: 503, description: "The server is shutting down and accepts no new runs." },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+/** Every stable error code. */
+export type ErrorCode = keyof typeof ERRORS;
+
+export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
+
+/** The JSON body of every error response. */
+export interface ErrorEnvelope {
+	error: { code: ErrorCode; message: string; details?: unknown };
+}
+
+/**
+ * An error a route throws (or returns) to answer with a given code. The error handler sends it
+ * as the envelope with the table's status.
+ */
+export class ApiError extends Error {
+	readonly code: ErrorCode;
+	readonly statusCode: number;
+	readonly details?: unknown;
+
+	constructor(code: ErrorCode, message: string, details?: unknown) {
+		super(message);
+		this.name = "ApiError";
+		this.code = code;
+		this.statusCode = ERRORS[code].status;
+		this.details = details;
+	}
+
+	toEnvelope(): ErrorEnvelope {
+		return {
+			error: {
+				code: this.code,
+				message: this.message,
+				...(this.details === undefined ? {} : { details: this.details }),
+			},
+		};
+	}
+}
+
+/** Shorthand for `new ApiError(code, message, details)`. */
+export function apiError(code: ErrorCode, message: string, details?: unknown): ApiError {
+	return new ApiError(code, message, details);
+}
+
+/** The Markdown table of `docs/errors.md`. */
+export function renderErrorTable(): string {
+	const rows = ERROR_CODES.map((code) => `| \`${code}\` | ${ERRORS[code].status} | ${ERRORS[code].description} |`);
+	return [
+		"# Error codes",
+		"",
+		'Every error response has the body `{ "error": { "code": string, "message": string, "details"?: any } }`.',
+		"`code` is stable; `message` is for humans and says what to fix. Generated from `src/server/errors.ts`.",
+		"",
+		"| code | HTTP status | when |",
+		"|---|---|---|",
+		...rows,
+		"",
+	].join("\n");
+}

@@ -1,0 +1,42 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { apiError } from "../errors.js";
+import { EventsQuery, responses, SessionParams, SseResponse } from "../schemas.js";
+import { streamSessionEvents } from "../session-stream.js";
+
+/** Parses a resume cursor: a non-negative integer, else 400 `INVALID_EVENT_ID`. */
+export function parseEventId(raw: string, source: string): number {
+	const value = raw.trim();
+	if (!/^\d{1,15}$/.test(value)) {
+		throw apiError(
+			"INVALID_EVENT_ID",
+			`${source} must be a non-negative integer event id (the id: of an event of this session); got ${JSON.stringify(raw.slice(0, 40))}.`,
+		);
+	}
+	return Number(value);
+}
+
+/** `GET /v1/sessions/:id/events`: the session's resumable live stream. */
+export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
+	app.get(
+		"/v1/sessions/:id/events",
+		{
+			schema: {
+				tags: ["events"],
+				summary:
+					"The session's SSE stream: after Last-Event-ID (or ?after=) replays the retained events then goes live; without, a session_snapshot first",
+				params: SessionParams,
+				querystring: EventsQuery,
+				response: responses({ 200: SseResponse }),
+			},
+		},
+		async function sessionEvents(request, reply) {
+			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const header = request.headers["last-event-id"];
+			let afterId: number | undefined;
+			if (typeof header === "string" && header.trim() !== "") afterId = parseEventId(header, "Last-Event-ID");
+			else if (request.query.after !== undefined) afterId = parseEventId(request.query.after, "query.after");
+			streamSessionEvents(session, reply, afterId, app.wheelhouse.stream);
+			return reply;
+		},
+	);
+};

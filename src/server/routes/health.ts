@@ -1,0 +1,28 @@
+import type { FastifyPluginAsync } from "fastify";
+import { Health } from "../schemas.js";
+
+/** `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open). */
+export const healthRoutes: FastifyPluginAsync = async (app) => {
+	app.get(
+		"/healthz",
+		{ schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
+		async function healthz() {
+			return { status: "ok" };
+		},
+	);
+
+	app.get(
+		"/readyz",
+		{ schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } } },
+		async function readyz(_request, reply) {
+			const ctx = app.wheelhouse;
+			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
+			try {
+				ctx.sessions.store.lastEventId("__readyz_probe__");
+			} catch {
+				return reply.code(503).send({ status: "store_unavailable" });
+			}
+			return { status: "ready", store: ctx.sessions.store.kind };
+		},
+	);
+};

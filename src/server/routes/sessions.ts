@@ -1,0 +1,146 @@
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { Type } from "@sinclair/typebox";
+import type { AgentMessage } from "../../agent/types.js";
+import type { SessionConfig } from "../../store/types.js";
+import {
+	CreateSessionBody,
+	ListQuery,
+	MessagePage,
+	MessagesQuery,
+	PatchSessionBody,
+	responses,
+	SessionList,
+	SessionParams,
+	SessionView,
+} from "../schemas.js";
+
+/** Session CRUD and the transcript: `/v1/sessions`, `/v1/sessions/:id`, `/v1/sessions/:id/messages`. */
+export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+	const tags = ["sessions"];
+
+	app.post(
+		"/v1/sessions",
+		{
+			schema: { tags, summary: "Create a session", body: CreateSessionBody, response: responses({ 201: SessionView }) },
+		},
+		async function createSession(request, reply) {
+			const body = request.body ?? {};
+			const session = app.wheelhouse.sessions.create(request.ownerId, {
+				...(body as Partial<SessionConfig>),
+				messages: body.messages as AgentMessage[] | undefined,
+			});
+			return reply.code(201).send(session.view());
+		},
+	);
+
+	app.get(
+		"/v1/sessions",
+		{
+			schema: {
+				tags,
+				summary: "List sessions (oldest first, cursor pagination)",
+				querystring: ListQuery,
+				response: responses({ 200: SessionList }),
+			},
+		},
+		async function listSessions(request) {
+			const page = app.wheelhouse.sessions.list(request.ownerId, request.query.cursor, request.query.limit ?? 50);
+			return {
+				sessions: page.sessions.map((s) => ({
+					id: s.id,
+					createdAt: s.createdAt,
+					updatedAt: s.updatedAt,
+					lastActiveAt: s.lastActiveAt,
+					model: s.model,
+					status: s.status,
+					messageCount: s.messageCount,
+					metadata: s.metadata,
+				})),
+				...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+			};
+		},
+	);
+
+	app.get(
+		"/v1/sessions/:id",
+		{
+			schema: {
+				tags,
+				summary: "A session's config and live state",
+				params: SessionParams,
+				response: responses({ 200: SessionView }),
+			},
+		},
+		async function getSession(request) {
+			return app.wheelhouse.sessions.get(request.params.id, request.ownerId).view();
+		},
+	);
+
+	app.patch(
+		"/v1/sessions/:id",
+		{
+			schema: {
+				tags,
+				summary: "Change a session's config (applies from the next run)",
+				params: SessionParams,
+				body: PatchSessionBody,
+				response: responses({ 200: SessionView }),
+			},
+		},
+		async function patchSession(request) {
+			const { sessions } = app.wheelhouse;
+			const session = sessions.get(request.params.id, request.ownerId);
+			sessions.update(session, request.body as Partial<SessionConfig>);
+			return session.view();
+		},
+	);
+
+	app.delete(
+		"/v1/sessions/:id",
+		{
+			schema: {
+				tags,
+				summary: "Abort the session's run, then delete it and everything of it",
+				params: SessionParams,
+				response: responses({ 200: Type.Object({ deleted: Type.Boolean(), id: Type.String() }) }),
+			},
+		},
+		async function deleteSession(request) {
+			const { sessions } = app.wheelhouse;
+			const session = sessions.get(request.params.id, request.ownerId);
+			await sessions.delete(session);
+			return { deleted: true, id: session.id };
+		},
+	);
+
+	app.get(
+		"/v1/sessions/:id/messages",
+		{
+			schema: {
+				tags,
+				summary: "The transcript, paginated by offset",
+				params: SessionParams,
+				querystring: MessagesQuery,
+				response: responses({ 200: MessagePage }),
+			},
+		},
+		async function listMessages(request) {
+			const { sessions } = app.wheelhouse;
+			const session = sessions.get(request.params.id, request.ownerId);
+			const offset = request.query.offset ?? 0;
+			const limit = request.query.limit ?? 100;
+			const page = session.store.listMessages(session.id, { offset, limit }) ?? {
+				messages: [],
+				offset,
+				total: 0,
+			};
+			const next = page.offset + page.messages.length;
+			return {
+				messages: page.messages as unknown as { role: string }[],
+				offset: page.offset,
+				total: page.total,
+				...(next < page.total ? { nextOffset: next } : {}),
+			};
+		},
+	);
+};

@@ -1,0 +1,308 @@
+/**
+ * TypeBox schemas of every route: params, query, body, responses. Fastify validates requests
+ * with them (400 `VALIDATION_FAILED` names the field) and serialises responses with them; the
+ * OpenAPI document is generated from them.
+ *
+ * Message objects (transcripts, events) are open objects (`additionalProperties: true`): their
+ * exact shape is the pi-ai message types, and the serialiser must not drop fields of them.
+ */
+import { type TSchema, Type } from "@sinclair/typebox";
+import { ERROR_CODES } from "./errors.js";
+
+const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
+	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });
+
+export const ErrorEnvelope = Type.Object(
+	{
+		error: Type.Object({
+			code: Type.Union(
+				ERROR_CODES.map((c) => Type.Literal(c)),
+				{ description: "Stable error code (see docs/errors.md)." },
+			),
+			message: Type.String({ description: "What went wrong and what to fix." }),
+			details: Type.Optional(Type.Unknown()),
+		}),
+	},
+	{ $id: "ErrorEnvelope", description: "Every error response." },
+);
+
+const errors = { "4xx": ErrorEnvelope, "5xx": ErrorEnvelope };
+
+export const TextContent = Type.Object(
+	{ type: Type.Literal("text"), text: Type.String() },
+	{ additionalProperties: true },
+);
+export const ImageContent = Type.Object(
+	{
+		type: Type.Literal("image"),
+		data: Type.String({ description: "Base64, without a data: prefix." }),
+		mimeType: Type.String({ pattern: "^image/[a-z0-9.+-]+$" }),
+	},
+	{ additionalProperties: false },
+);
+
+export const UserMessageInput = Type.Object(
+	{
+		role: Type.Literal("user"),
+		content: Type.Union([Type.String(), Type.Array(Type.Union([TextContent, ImageContent]), { minItems: 1 })]),
+		timestamp: Type.Optional(Type.Number()),
+	},
+	{ additionalProperties: false, description: "A pi-ai UserMessage; `timestamp` defaults to now." },
+);
+
+export const MessageInput = Type.Union([Type.String({ minLength: 1 }), UserMessageInput], {
+	description: "The text of a user message, or a full UserMessage.",
+});
+
+/** Any transcript message (user, assistant, toolResult, or an application's custom message). */
+export const AgentMessageSchema = Open(
+	{ role: Type.String() },
+	"A pi-ai message (user, assistant, toolResult) or a custom message.",
+);
+
+export const ThinkingLevel = Type.Union(
+	["off", "minimal", "low", "medium", "high", "xhigh"].map((l) => Type.Literal(l)),
+	{ description: "Reasoning level; `off` sends none." },
+);
+export const QueueMode = Type.Union([Type.Literal("all"), Type.Literal("one-at-a-time")], {
+	description: "How many queued messages one poll delivers.",
+});
+export const ToolExecution = Type.Union([Type.Literal("parallel"), Type.Literal("sequential")]);
+
+const ModelSpec = Type.String({ pattern: "^[^/\\s]+/\\S+$", description: '`"provider/id"` of GET /v1/models.' });
+
+const configFields = {
+	model: Type.Optional(ModelSpec),
+	systemPrompt: Type.Optional(Type.String({ maxLength: 200_000 })),
+	thinkingLevel: Type.Optional(ThinkingLevel),
+	tools: Type.Optional(
+		Type.Array(Type.String({ minLength: 1 }), {
+			description: "Names of server tools to enable (GET /v1/tools); default all.",
+			maxItems: 1000,
+		}),
+	),
+	toolExecution: Type.Optional(ToolExecution),
+	steeringMode: Type.Optional(QueueMode),
+	followUpMode: Type.Optional(QueueMode),
+};
+
+export const CreateSessionBody = Type.Object(
+	{
+		...configFields,
+		metadata: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Free-form string map." })),
+		messages: Type.Optional(Type.Array(AgentMessageSchema, { description: "A transcript to start from." })),
+	},
+	{ additionalProperties: false },
+);
+
+export const PatchSessionBody = Type.Object(
+	{ ...configFields, metadata: Type.Optional(Type.Record(Type.String(), Type.String())) },
+	{ additionalProperties: false, description: "Fields to change; they apply from the next run." },
+);
+
+const Usage = Open(
+	{
+		input: Type.Number(),
+		output: Type.Number(),
+		cacheRead: Type.Number(),
+		cacheWrite: Type.Number(),
+		totalTokens: Type.Number(),
+		cost: Open({ total: Type.Number() }),
+	},
+	"Token usage and cost in USD.",
+);
+
+const QueuedView = Type.Object({ id: Type.Integer(), message: AgentMessageSchema, createdAt: Type.Number() });
+
+export const SessionView = Type.Object(
+	{
+		id: Type.String(),
+		createdAt: Type.Number(),
+		updatedAt: Type.Number(),
+		model: Type.String(),
+		systemPrompt: Type.String(),
+		thinkingLevel: Type.String(),
+		tools: Type.Array(Type.String()),
+		toolExecution: Type.String(),
+		steeringMode: Type.String(),
+		followUpMode: Type.String(),
+		metadata: Type.Record(Type.String(), Type.String()),
+		status: Type.Union([Type.Literal("idle"), Type.Literal("running"), Type.Literal("interrupted")]),
+		interruptedAt: Type.Union([Type.Number(), Type.Null()]),
+		runId: Type.Union([Type.String(), Type.Null()]),
+		isStreaming: Type.Boolean(),
+		pendingToolCalls: Type.Array(Type.String()),
+		errorMessage: Type.Union([Type.String(), Type.Null()]),
+		queue: Type.Object({
+			steering: Type.Array(QueuedView),
+			followUp: Type.Array(QueuedView),
+			steeringCount: Type.Integer(),
+			followUpCount: Type.Integer(),
+		}),
+		messageCount: Type.Integer(),
+		lastEventId: Type.Integer({ description: "Id of the last event on the session's stream (0 before any)." }),
+		usage: Usage,
+	},
+	{ additionalProperties: true, $id: "Session", description: "A session's config and live state." },
+);
+
+export const SessionSummary = Type.Object(
+	{
+		id: Type.String(),
+		createdAt: Type.Number(),
+		updatedAt: Type.Number(),
+		lastActiveAt: Type.Number(),
+		model: Type.String(),
+		status: Type.String(),
+		messageCount: Type.Integer(),
+		metadata: Type.Record(Type.String(), Type.String()),
+	},
+	{ additionalProperties: false },
+);
+
+export const SessionList = Type.Object({
+	sessions: Type.Array(SessionSummary),
+	nextCursor: Type.Optional(Type.String({ description: "Pass as `cursor` for the next page; absent on the last." })),
+});
+
+export const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+
+export const ListQuery = Type.Object(
+	{
+		cursor: Type.Optional(Type.String({ maxLength: 1000 })),
+		limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 50 })),
+	},
+	{ additionalProperties: false },
+);
+
+export const MessagesQuery = Type.Object(
+	{
+		offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+		limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+	},
+	{ additionalProperties: false },
+);
+
+export const MessagePage = Type.Object({
+	messages: Type.Array(AgentMessageSchema),
+	offset: Type.Integer(),
+	total: Type.Integer(),
+	nextOffset: Type.Optional(Type.Integer({ description: "Pass as `offset` for the next page; absent on the last." })),
+});
+
+export const IfBusy = Type.Union(
+	[Type.Literal("reject"), Type.Literal("steer"), Type.Literal("followUp"), Type.Literal("interrupt")],
+	{
+		description:
+			"While a run is active: `reject` (default) → 409 AGENT_BUSY; `steer` / `followUp` → queued, 202; `interrupt` → abort the run, then start this prompt.",
+	},
+);
+
+export const PromptBody = Type.Object(
+	{
+		message: MessageInput,
+		images: Type.Optional(Type.Array(ImageContent, { maxItems: 20 })),
+		ifBusy: Type.Optional(IfBusy),
+	},
+	{ additionalProperties: false },
+);
+
+export const QueueBody = Type.Object(
+	{ message: MessageInput, images: Type.Optional(Type.Array(ImageContent, { maxItems: 20 })) },
+	{ additionalProperties: false },
+);
+
+export const RunAccepted = Type.Object(
+	{
+		status: Type.Literal("started"),
+		runId: Type.String(),
+		firstEventId: Type.Integer({
+			description: "Id of the run's `agent_start`: resume `/events` with `after = firstEventId - 1`.",
+		}),
+	},
+	{ description: "The run started; follow it on GET /v1/sessions/:id/events." },
+);
+
+export const QueuedAccepted = Type.Object(
+	{
+		status: Type.Literal("queued"),
+		queue: Type.Union([Type.Literal("steer"), Type.Literal("followUp")]),
+		queuedId: Type.Integer(),
+		queueLength: Type.Integer({ description: "Messages in that queue now, this one included." }),
+		idle: Type.Boolean({ description: "True when no run is active: the message waits for the next run." }),
+		note: Type.String(),
+	},
+	{ description: "The message is stored in the queue." },
+);
+
+export const SseResponse = {
+	description: "With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`.",
+	content: { "text/event-stream": { schema: Type.String() } },
+};
+
+export const ClearQueueQuery = Type.Object(
+	{ kind: Type.Optional(Type.Union([Type.Literal("steer"), Type.Literal("followUp")])) },
+	{ additionalProperties: false },
+);
+
+export const ClearQueueResult = Type.Object({
+	cleared: Type.Integer(),
+	steeringCount: Type.Integer(),
+	followUpCount: Type.Integer(),
+});
+
+export const AbortResult = Type.Object({
+	aborted: Type.Boolean({ description: "True when a run was active (it ends with its agent_end)." }),
+	runId: Type.Union([Type.String(), Type.Null()]),
+});
+
+export const EventsQuery = Type.Object(
+	{
+		after: Type.Optional(
+			Type.String({ description: "Resume after this event id (same as the Last-Event-ID header, which wins)." }),
+		),
+	},
+	{ additionalProperties: false },
+);
+
+export const ModelList = Type.Object({
+	defaultModel: Type.String(),
+	models: Type.Array(
+		Type.Object(
+			{
+				id: Type.String({ description: '`"provider/id"`' }),
+				provider: Type.String(),
+				modelId: Type.String(),
+				name: Type.String(),
+				api: Type.String(),
+				reasoning: Type.Boolean(),
+				input: Type.Array(Type.String()),
+				contextWindow: Type.Number(),
+				maxTokens: Type.Number(),
+				cost: Open({}),
+				standIn: Type.Boolean({ description: "True for faux/echo: a scripted stand-in, not an LLM." }),
+				available: Type.Boolean({ description: "Whether the provider has a key configured." }),
+			},
+			{ additionalProperties: false },
+		),
+	),
+});
+
+export const ToolList = Type.Object({
+	tools: Type.Array(
+		Open({
+			name: Type.String(),
+			label: Type.String(),
+			description: Type.String(),
+			parameters: Open({}),
+			origin: Type.String({ description: "Where the tool comes from: builtin, library, module, mcp, http, ..." }),
+		}),
+	),
+});
+
+export const Health = Type.Object({ status: Type.String() }, { additionalProperties: true });
+
+/** Response map helper: `{ [status]: schema, 4xx/5xx: ErrorEnvelope }`. */
+export function responses(ok: Record<number, TSchema | typeof SseResponse>): Record<string, unknown> {
+	return { ...ok, ...errors };
+}

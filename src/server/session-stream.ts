@@ -1,0 +1,165 @@
+/**
+ * Binds SSE responses to sessions: the live `/events` stream (snapshot or replay, then live) and
+ * the stream of one run (`POST /prompt` / `/continue` with `Accept: text/event-stream`).
+ *
+ * Replay is paced by the socket: the backlog is read from the store a page at a time, the next
+ * page only once the socket drained, so a resume of 10,000 events never sits in memory at once.
+ * The switch from replay to live happens in the same tick as the read that reached the end of the
+ * log, so no event is lost or sent twice.
+ */
+import type { FastifyReply } from "fastify";
+import type { SessionStore } from "../store/types.js";
+import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
+import { formatComment, formatFrame, SseConnection } from "./sse.js";
+
+export interface StreamSettings {
+	heartbeatMs: number;
+	retryMs: number;
+	maxBufferBytes: number;
+}
+
+const REPLAY_PAGE = 500;
+
+/** Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS). */
+export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?: () => void): SseConnection {
+	reply.hijack();
+	const headers = { ...reply.getHeaders(), "x-request-id": String(reply.request.id) } as Record<
+		string,
+		string | string[] | number | undefined
+	>;
+	const sse = new SseConnection(reply.raw, {
+		heartbeatMs: settings.heartbeatMs,
+		retryMs: settings.retryMs,
+		maxBufferBytes: settings.maxBufferBytes,
+		headers,
+		onClose,
+	});
+	sse.open();
+	return sse;
+}
+
+/** The `session_snapshot` frame: the session state now, with the in-flight partial message. */
+export function snapshotFrame(session: LiveSession, reset: boolean): { id: number; frame: string } {
+	const id = session.lastEventId;
+	const data = JSON.stringify({
+		type: "session_snapshot",
+		...(reset ? { reset: true } : {}),
+		lastEventId: id,
+		state: session.view(),
+		...(session.streamingMessage ? { streamingMessage: session.streamingMessage } : {}),
+	});
+	// The snapshot carries the id of the last event it reflects: resuming from it is exact.
+	return { id, frame: formatFrame({ id, event: "session_snapshot", data }) };
+}
+
+/**
+ * Streams the session's events to `reply`: after `afterId` when given (replay, then live;
+ * a reset snapshot when that id is no longer retained), else a snapshot, then live.
+ */
+export function streamSessionEvents(
+	session: LiveSession,
+	reply: FastifyReply,
+	afterId: number | undefined,
+	settings: StreamSettings,
+): void {
+	let unsubscribe: (() => void) | undefined;
+	const sse = openSse(reply, settings, () => unsubscribe?.());
+	let cursor = 0;
+	let live = false;
+
+	const subscriber: SessionSubscriber = {
+		deliver(id, _type, frame) {
+			if (!live || id <= cursor) return;
+			cursor = id;
+			sse.send(frame, id);
+		},
+		close(reason) {
+			sse.end(formatComment(`closing: ${reason}`));
+		},
+	};
+
+	const sendSnapshot = (reset: boolean) => {
+		const snap = snapshotFrame(session, reset);
+		cursor = snap.id;
+		sse.send(snap.frame, snap.id);
+		live = true;
+	};
+
+	unsubscribe = session.subscribe(subscriber);
+	if (sse.isClosed) {
+		unsubscribe();
+		return;
+	}
+	const store = session.store;
+	const last = session.lastEventId;
+	if (afterId === undefined) {
+		sendSnapshot(false);
+		return;
+	}
+	if (afterId > last || (afterId < last && !isRetained(store, session.id, afterId))) {
+		sendSnapshot(true);
+		return;
+	}
+	cursor = afterId;
+	void replay();
+
+	async function replay(): Promise<void> {
+		for (;;) {
+			if (sse.isClosed) return;
+			const events = store.readEvents(session.id, cursor, REPLAY_PAGE);
+			if (events.length > 0 && events[0].id > cursor + 1 && !isRetained(store, session.id, cursor)) {
+				// The log was trimmed past us while we replayed (a very slow reader): start over.
+				sendSnapshot(true);
+				return;
+			}
+			for (const event of events) {
+				sse.send(formatFrame({ id: event.id, event: event.type, data: event.data }), event.id);
+				cursor = event.id;
+			}
+			if (events.length < REPLAY_PAGE) {
+				live = true; // same tick as the read that reached the end: nothing in between
+				return;
+			}
+			await sse.whenDrained();
+			await new Promise((resolve) => setImmediate(resolve));
+		}
+	}
+}
+
+function isRetained(store: SessionStore, sessionId: string, afterId: number): boolean {
+	const oldest = store.oldestEventId(sessionId);
+	return oldest !== undefined && afterId >= oldest - 1;
+}
+
+/**
+ * Streams one run to `reply`: every event from its `agent_start` to its `agent_end`, then ends.
+ * Returns the `attach` callback for `LiveSession.prompt` / `continue`.
+ */
+export function runStreamAttacher(
+	session: LiveSession,
+	reply: FastifyReply,
+	settings: StreamSettings,
+): (run: RunHandle) => void {
+	return (run) => {
+		let unsubscribe: (() => void) | undefined;
+		const sse = openSse(reply, settings, () => unsubscribe?.());
+		unsubscribe = session.subscribe({
+			deliver(id, type, frame, runSeq) {
+				if (runSeq !== run.seq) return;
+				sse.send(frame, id);
+				if (type === "agent_end") {
+					sse.end();
+					unsubscribe?.();
+				}
+			},
+			close(reason) {
+				sse.end(formatComment(`closing: ${reason}`));
+			},
+		});
+		// A run that ends without agent_end (it failed to start) must not leave the stream open.
+		void run.done.then(() => {
+			if (!sse.isClosed) sse.end(formatComment("run ended"));
+			unsubscribe?.();
+		});
+	};
+}

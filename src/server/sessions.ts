@@ -1,0 +1,264 @@
+/**
+ * The sessions runtime: creates, loads (lazily, from the store), lists, evicts and deletes
+ * {@link LiveSession}s, and shuts them down gracefully.
+ *
+ * The store is the source of truth; a `LiveSession` is the in-memory Agent around a stored
+ * session. Any request for a session that is not in memory loads it from the store (transcript
+ * and queued messages), so sessions survive restarts and eviction.
+ */
+import { randomUUID } from "node:crypto";
+import type { FastifyBaseLogger } from "fastify";
+import type { AgentMessage, AgentTool } from "../agent/types.js";
+import type { Model } from "../ai/types.js";
+import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
+import { apiError } from "./errors.js";
+import { LiveSession, type SessionExtension } from "./live-session.js";
+
+export interface SessionManagerOptions {
+	store: SessionStore;
+	logger: FastifyBaseLogger;
+	resolveModel(spec: string): Model<any> | undefined;
+	defaultModel: string;
+	tools: AgentTool<any>[];
+	getApiKey(provider: string): string | undefined;
+	maxSessions: number;
+	maxQueuedMessages: number;
+	/** Idle sessions without subscribers are dropped from memory after this long (reloaded on access). */
+	sessionTtlMs: number;
+}
+
+/** What `POST /v1/sessions` may set; every field optional. */
+export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage[] };
+
+const MAX_PAGE = 1000;
+
+export class SessionManager {
+	private readonly live = new Map<string, LiveSession>();
+	private readonly toolsByName = new Map<string, AgentTool<any>>();
+	private readonly extensionList: SessionExtension[] = [];
+	private shuttingDown = false;
+	private evictTimer: NodeJS.Timeout | undefined;
+
+	constructor(private readonly options: SessionManagerOptions) {
+		for (const tool of options.tools) this.addTool(tool);
+		if (options.sessionTtlMs > 0) {
+			this.evictTimer = setInterval(() => this.evictIdle(), Math.min(options.sessionTtlMs, 60_000));
+			this.evictTimer.unref();
+		}
+	}
+
+	get store(): SessionStore {
+		return this.options.store;
+	}
+
+	get defaultModel(): string {
+		return this.options.defaultModel;
+	}
+
+	get isShuttingDown(): boolean {
+		return this.shuttingDown;
+	}
+
+	// --- tools and extensions -------------------------------------------------------------------
+
+	/** Adds (or replaces) a server tool; sessions see it from their next tool refresh. */
+	addTool(tool: AgentTool<any>): void {
+		this.toolsByName.set(tool.name, tool);
+	}
+
+	removeTool(name: string): boolean {
+		return this.toolsByName.delete(name);
+	}
+
+	/** Server tools by name (what `tools` in a session config refers to). */
+	get tools(): ReadonlyMap<string, AgentTool<any>> {
+		return this.toolsByName;
+	}
+
+	/** Registers a session extension (tool hooks, per-session tools, state fields). */
+	addExtension(extension: SessionExtension): void {
+		this.extensionList.push(extension);
+		for (const session of this.live.values()) session.refreshTools();
+	}
+
+	get extensions(): readonly SessionExtension[] {
+		return this.extensionList;
+	}
+
+	/** Sessions currently in memory. */
+	liveSessions(): IterableIterator<LiveSession> {
+		return this.live.values();
+	}
+
+	// --- validation ---------------------------------------------------------------------------
+
+	private checkModel(spec: string): void {
+		if (!this.options.resolveModel(spec)) {
+			throw apiError("UNKNOWN_MODEL", `Unknown model "${spec}"; use "provider/id" of one of GET /v1/models.`);
+		}
+	}
+
+	private checkTools(names: string[]): void {
+		const unknown = names.filter((name) => !this.toolsByName.has(name));
+		if (unknown.length > 0) {
+			throw apiError(
+				"UNKNOWN_TOOL",
+				`Unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `"${n}"`).join(", ")}; see GET /v1/tools.`,
+				{ unknown, known: [...this.toolsByName.keys()] },
+			);
+		}
+	}
+
+	// --- lifecycle of sessions ------------------------------------------------------------------
+
+	create(ownerId: string | null, input: NewSessionInput): LiveSession {
+		if (this.shuttingDown) throw apiError("SHUTTING_DOWN", "The server is shutting down.");
+		if (this.live.size >= this.options.maxSessions) this.evictIdle(0);
+		if (this.live.size >= this.options.maxSessions) {
+			throw apiError(
+				"TOO_MANY_SESSIONS",
+				`The server holds its maximum of ${this.options.maxSessions} active sessions; delete some or retry later.`,
+			);
+		}
+		const config: SessionConfig = {
+			model: input.model ?? this.options.defaultModel,
+			systemPrompt: input.systemPrompt ?? "",
+			thinkingLevel: input.thinkingLevel ?? "off",
+			tools: input.tools ?? [...this.toolsByName.keys()],
+			toolExecution: input.toolExecution ?? "parallel",
+			steeringMode: input.steeringMode ?? "one-at-a-time",
+			followUpMode: input.followUpMode ?? "one-at-a-time",
+			metadata: input.metadata ?? {},
+		};
+		this.checkModel(config.model);
+		this.checkTools(config.tools);
+		const messages = input.messages ?? [];
+		const record = this.options.store.createSession(
+			{ ...config, id: `ses_${randomUUID().replaceAll("-", "")}`, ownerId, createdAt: Date.now() },
+			messages,
+		);
+		const session = this.instantiate(record.id, messages);
+		return session;
+	}
+
+	private instantiate(id: string, messages?: AgentMessage[]): LiveSession {
+		const store = this.options.store;
+		const record = store.getSession(id);
+		if (!record) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		const transcript = messages ?? this.loadTranscript(id);
+		const session = new LiveSession(record, transcript, store.listQueued(id), {
+			store,
+			logger: this.options.logger,
+			resolveModel: (spec) => this.options.resolveModel(spec),
+			serverTools: () => this.toolsByName,
+			extensions: () => this.extensionList,
+			getApiKey: (provider) => this.options.getApiKey(provider),
+			maxQueuedMessages: this.options.maxQueuedMessages,
+			isShuttingDown: () => this.shuttingDown,
+		});
+		this.live.set(id, session);
+		return session;
+	}
+
+	private loadTranscript(id: string): AgentMessage[] {
+		const messages: AgentMessage[] = [];
+		for (let offset = 0; ; ) {
+			const page = this.options.store.listMessages(id, { offset, limit: MAX_PAGE });
+			if (!page) break;
+			messages.push(...page.messages);
+			offset += page.messages.length;
+			if (page.messages.length === 0 || offset >= page.total) break;
+		}
+		return messages;
+	}
+
+	/**
+	 * The session if it exists and `ownerId` may see it (auth off: `ownerId` null sees all);
+	 * loads it from the store when it is not in memory. Throws `SESSION_NOT_FOUND` otherwise
+	 * (also for another key's session: its existence is not revealed).
+	 */
+	get(id: string, ownerId: string | null): LiveSession {
+		let session = this.live.get(id);
+		if (!session) {
+			const record = this.options.store.getSession(id);
+			if (record && (ownerId === null || record.ownerId === ownerId)) {
+				if (!this.options.resolveModel(record.model)) {
+					// The model was removed from the catalog since: fall back so the session stays usable.
+					this.options.logger.warn({ sessionId: id, model: record.model }, "stored model unknown; using the default");
+					this.options.store.updateSession(id, { model: this.options.defaultModel }, Date.now());
+				}
+				session = this.instantiate(id);
+			}
+		}
+		if (!session || (ownerId !== null && session.ownerId !== ownerId)) {
+			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
+		}
+		session.lastActiveAt = Date.now();
+		return session;
+	}
+
+	list(ownerId: string | null, cursor: string | undefined, limit: number): SessionPage {
+		try {
+			return this.options.store.listSessions({ ...(ownerId === null ? {} : { ownerId }), cursor, limit });
+		} catch (err) {
+			if (cursor !== undefined) throw apiError("VALIDATION_FAILED", `query.cursor is not a cursor this server issued.`);
+			throw err;
+		}
+	}
+
+	/** Validates and applies a config patch. */
+	update(session: LiveSession, patch: Partial<SessionConfig>): void {
+		if (patch.model !== undefined) this.checkModel(patch.model);
+		if (patch.tools !== undefined) this.checkTools(patch.tools);
+		session.applyConfig(patch);
+	}
+
+	/** Aborts the session's run, closes its streams, deletes it from memory and the store. */
+	async delete(session: LiveSession): Promise<void> {
+		await session.destroy("session deleted", 5_000);
+		for (const ext of this.extensionList) {
+			try {
+				ext.onDelete?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
+			}
+		}
+		this.live.delete(session.id);
+		this.options.store.deleteSession(session.id);
+	}
+
+	/** Drops idle sessions without subscribers, unused for `ttlMs`, from memory (they reload on access). */
+	evictIdle(ttlMs = this.options.sessionTtlMs): number {
+		const cutoff = Date.now() - ttlMs;
+		let evicted = 0;
+		for (const [id, session] of this.live) {
+			if (session.isBusy || session.subscriberCount > 0 || session.lastActiveAt > cutoff) continue;
+			this.live.delete(id);
+			evicted++;
+		}
+		return evicted;
+	}
+
+	/**
+	 * Graceful shutdown: no new runs; running runs get `graceMs` to finish, then are aborted (each
+	 * still emits `agent_end`); then every stream is closed and the store flushed.
+	 */
+	async shutdown(graceMs: number): Promise<void> {
+		this.shuttingDown = true;
+		if (this.evictTimer) clearInterval(this.evictTimer);
+		const sessions = [...this.live.values()];
+		const allIdle = Promise.all(sessions.map((s) => s.waitForIdle()));
+		let timer: NodeJS.Timeout | undefined;
+		const graceOver = new Promise<"timeout">((resolve) => {
+			timer = setTimeout(() => resolve("timeout"), graceMs);
+		});
+		const outcome = await Promise.race([allIdle.then(() => "idle" as const), graceOver]);
+		clearTimeout(timer);
+		if (outcome === "timeout") {
+			for (const session of sessions) session.abort();
+			await Promise.race([allIdle, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+		}
+		for (const session of sessions) session.closeSubscribers("server shutting down");
+		this.options.store.flush();
+	}
+}
