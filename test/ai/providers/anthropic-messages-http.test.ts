@@ -336,4 +336,16 @@ describe("anthropic-messages over HTTP", () => {
 			{ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_9", content: "sunny", is_error: false }] },
 		]);
 	});
+
+	it("ends in error when the provider goes silent for timeoutMs", async () => {
+		const body = sse(messageStart, ...textBlock.slice(0, 2));
+		server.enqueue({ body: body + sse(...end("end_turn")), stallAfterBytes: Buffer.byteLength(body) });
+		const { events, message } = await collect(
+			streamAnthropicMessages(model(), context, { apiKey: "k", timeoutMs: 150 }),
+		);
+		expectProtocol(events, message);
+		expect(message.stopReason).toBe("error");
+		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 150 ms");
+		expect(message.content).toEqual([{ type: "text", text: "Hi there" }]);
+	});
 });

@@ -284,4 +284,13 @@ describe("google-generative-ai over HTTP", () => {
 			{ role: "user", parts: [{ functionResponse: { name: "get_weather", response: { output: "sunny" } } }] },
 		]);
 	});
+
+	it("ends in error when the provider goes silent for timeoutMs", async () => {
+		const first = sse(textChunk("Hi "));
+		server.enqueue({ body: first + sse(textChunk("there", "STOP")), stallAfterBytes: Buffer.byteLength(first) });
+		const { message } = await collect(streamGoogleGemini(model(), context, { apiKey: "k", timeoutMs: 150 }));
+		expect(message.stopReason).toBe("error");
+		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 150 ms");
+		expect(message.content).toEqual([{ type: "text", text: "Hi " }]);
+	});
 });
