@@ -437,7 +437,7 @@ let toolCallCounter = 0;
  * Maps Gemini `GenerateContentResponse` chunks (first candidate only) onto the output builder:
  *
  * - Consecutive `text` parts extend one text block, `thought: true` parts one thinking block; a change
- *   of kind or a function call starts a new block. A part's `thoughtSignature` is kept on the block it
+ *   of kind, a function call, or a second signed part starts a new block. A part's `thoughtSignature` is kept on the block it
  *   belongs to (`textSignature` / `thinkingSignature` / `ToolCall.thoughtSignature`), never moved; an
  *   empty text part carrying only a signature (Gemini 3 sends one last) is kept for that reason.
  * - A complete `functionCall` (`name` + `args`) is one tool call, start/delta/end at once. A Vertex
@@ -455,7 +455,7 @@ let toolCallCounter = 0;
  *   without a finishReason fail the call.
  */
 export function createGeminiHandler(out: OutputBuilder): WireHandler {
-	let current: { kind: "text" | "thinking"; index: number } | undefined;
+	let current: { kind: "text" | "thinking"; index: number; signed: boolean } | undefined;
 	let streaming: { index: number; args: StreamedArgs } | undefined;
 	const seenIds = new Set<string>();
 	let finishReason: string | undefined;
@@ -488,10 +488,12 @@ export function createGeminiHandler(out: OutputBuilder): WireHandler {
 		const signature = part.thoughtSignature || undefined;
 		if (text === "" && !signature) return;
 		closeStreaming();
-		if (current?.kind !== kind) {
+		// A second signed part starts its own block, so each signature stays with the text it came with.
+		if (current?.kind !== kind || (signature && current.signed)) {
 			closeCurrent();
-			current = { kind, index: kind === "text" ? out.startText() : out.startThinking() };
+			current = { kind, index: kind === "text" ? out.startText() : out.startThinking(), signed: false };
 		}
+		if (signature) current.signed = true;
 		if (kind === "text") {
 			out.appendText(current.index, text);
 			if (signature) out.setTextSignature(current.index, signature);

@@ -348,4 +348,20 @@ describe("anthropic-messages over HTTP", () => {
 		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 150 ms");
 		expect(message.content).toEqual([{ type: "text", text: "Hi there" }]);
 	});
+
+	it("uses a tool_use block's start input when no input_json_delta follows", async () => {
+		const block = { type: "tool_use", id: "toolu_5", name: "lookup", input: { q: "x", n: 2 } };
+		server.enqueue({
+			body: sse(
+				messageStart,
+				["content_block_start", { type: "content_block_start", index: 0, content_block: block }],
+				["content_block_stop", { type: "content_block_stop", index: 0 }],
+				...end("tool_use"),
+			),
+		});
+		const { events, message } = await collect(streamAnthropicMessages(model(), context, { apiKey: "k" }));
+		expectProtocol(events, message);
+		expect(message.stopReason).toBe("toolUse");
+		expect(message.content).toEqual([{ type: "toolCall", id: "toolu_5", name: "lookup", arguments: { q: "x", n: 2 } }]);
+	});
 });

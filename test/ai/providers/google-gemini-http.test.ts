@@ -293,4 +293,17 @@ describe("google-generative-ai over HTTP", () => {
 		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 150 ms");
 		expect(message.content).toEqual([{ type: "text", text: "Hi " }]);
 	});
+
+	it("keeps each signature with its own text part (a second signed part starts a new block)", async () => {
+		const part = (text: string, thoughtSignature?: string) => ({
+			candidates: [{ content: { role: "model", parts: [{ text, ...(thoughtSignature && { thoughtSignature }) }] } }],
+		});
+		server.enqueue({ body: sse(part("A", "c2lnMQ=="), part("B"), part("C", "c2lnMg=="), textChunk("", "STOP")) });
+		const { events, message } = await collect(streamGoogleGemini(model(), context, { apiKey: "k" }));
+		expectProtocol(events, message);
+		expect(message.content).toEqual([
+			{ type: "text", text: "AB", textSignature: "c2lnMQ==" },
+			{ type: "text", text: "C", textSignature: "c2lnMg==" },
+		]);
+	});
 });
