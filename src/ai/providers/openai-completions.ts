@@ -253,7 +253,7 @@ function convertAssistant(
 	const text = message.content
 		.filter((block): block is TextContent => block.type === "text" && block.text.trim() !== "")
 		.map((block) => block.text)
-		.join("");
+		.join("\n\n");
 	const thinking = message.content.filter((block) => block.type === "thinking" && block.thinking.trim() !== "");
 	const toolCalls = message.content.filter((block) => block.type === "toolCall");
 	const converted: Record<string, unknown> = { role: "assistant", content: text || null };

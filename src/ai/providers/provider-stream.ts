@@ -422,14 +422,14 @@ async function attemptOnce(
 		signal?.removeEventListener("abort", onAbort);
 		if (body) {
 			if (drainRest && iterator) void drain(body, iterator);
-			else if (!(body as any).readableEnded) body.destroy();
+			else if (!(body as any).readableEnded) discard(body);
 		}
 	}
 }
 
 /** Reads what is left of a body after the end marker, so the keep-alive connection can be reused. */
 async function drain(body: { destroy(err?: Error): void }, iterator: AsyncIterator<Buffer>): Promise<void> {
-	const timer = setTimeout(() => body.destroy(), 5_000);
+	const timer = setTimeout(() => discard(body), 5_000);
 	try {
 		while (!(await iterator.next()).done) {
 			// discard
@@ -439,6 +439,15 @@ async function drain(body: { destroy(err?: Error): void }, iterator: AsyncIterat
 	} finally {
 		clearTimeout(timer);
 	}
+}
+
+/**
+ * Destroys an unread body. undici reports destroying an unfinished body as an `error` event;
+ * nobody listens any more, so swallow it rather than crash the process with an uncaught error.
+ */
+function discard(body: { destroy(err?: Error): void }): void {
+	(body as unknown as NodeJS.EventEmitter).on?.("error", () => undefined);
+	body.destroy();
 }
 
 class TimeoutError extends Error {
