@@ -28,6 +28,14 @@ export const ERRORS = {
 		status: 404,
 		description: "No session with this id exists for this API key (deleted, never created, or another key's).",
 	},
+	TOOL_CALL_NOT_FOUND: {
+		status: 404,
+		description: "No tool call with this id waits for a result or approval in this session (never requested, or another kind).",
+	},
+	TOOL_CALL_FINISHED: {
+		status: 409,
+		description: "The tool call no longer waits: it was already answered, timed out, or its run ended or was aborted.",
+	},
 	AGENT_BUSY: {
 		status: 409,
 		description:
