@@ -194,7 +194,8 @@ export function buildHeaders(
 	const betas: string[] = [];
 	const hasTools = (context.tools?.length ?? 0) > 0;
 	if (hasTools && model.compat?.supportsEagerToolInputStreaming === false) betas.push(FINE_GRAINED_TOOL_STREAMING_BETA);
-	if (options.thinkingEnabled && (options.interleavedThinking ?? true) && !supportsAdaptiveThinking(model.id)) {
+	const thinking = model.reasoning && options.thinkingEnabled;
+	if (thinking && (options.interleavedThinking ?? true) && !supportsAdaptiveThinking(model.id)) {
 		betas.push(INTERLEAVED_THINKING_BETA);
 	}
 	return {
@@ -389,7 +390,8 @@ function effortFor(model: Model<any>, level: ThinkingLevel): AnthropicEffort {
 export function toAnthropicOptions(model: Model<any>, options: SimpleStreamOptions = {}): AnthropicMessagesOptions {
 	const base = buildBaseOptions(model, options);
 	const maxTokens = base.maxTokens ?? defaultMaxTokens(model);
-	const reasoning = options.reasoning;
+	// A model without reasoning gets neither thinking nor the budget added to max_tokens.
+	const reasoning = model.reasoning ? options.reasoning : undefined;
 	if (!reasoning) return { ...base, maxTokens, thinkingEnabled: false };
 	if (supportsAdaptiveThinking(model.id)) {
 		return { ...base, maxTokens, thinkingEnabled: true, effort: effortFor(model, reasoning) };

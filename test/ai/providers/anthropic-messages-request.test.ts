@@ -194,6 +194,16 @@ describe("anthropic-messages request body", () => {
 		expect(capped.thinkingBudgetTokens).toBe(3000 - 1024);
 	});
 
+	it("ignores reasoning for a model without it (no thinking, no budget, no beta header)", () => {
+		const plain = { ...model, reasoning: false };
+		const options = toAnthropicOptions(plain, { reasoning: "high", maxTokens: 1000, temperature: 0.5 });
+		expect(options).toMatchObject({ maxTokens: 1000, thinkingEnabled: false });
+		const body = buildParams(plain, conversation, options);
+		expect(body.thinking).toBeUndefined();
+		expect(body.temperature).toBe(0.5);
+		expect(buildHeaders(plain, conversation, "k", options)["anthropic-beta"]).toBeUndefined();
+	});
+
 	it("knows which models need adaptive thinking", () => {
 		for (const id of [
 			"claude-opus-4-6",
