@@ -16,6 +16,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
+import { type CustomModelConfig, getModels, getProviders, registerCustomModels } from "../ai/models.js";
 import type { Model } from "../ai/types.js";
 import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
@@ -45,7 +46,7 @@ export interface BuildAppOptions {
 	tools?: AgentTool<any>[];
 	/** Serve the built-in `get_current_time` and `calculate` tools (default true). */
 	builtinTools?: boolean;
-	/** Models besides `faux/echo` (default: none; main.ts passes the providers' catalogs). */
+	/** Models besides `faux/echo`. Default: every model of the provider registry (src/ai/models.ts). */
 	models?: Model<any>[];
 	/** Session extensions (tool hooks, per-session tools, state fields). */
 	extensions?: SessionExtension[];
@@ -80,7 +81,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
 	const echo = registerEchoModel({ delayMs: () => config.fauxDelayMs });
 	const hasKey = (provider: string) => Boolean(config.providerKeys[provider] ?? getEnvApiKey(provider, env));
-	const catalog = new ModelCatalog([echo, ...(options.models ?? [])], hasKey, config.defaultModel || undefined);
+	if (Array.isArray(config.models)) registerCustomModels(config.models as CustomModelConfig[]);
+	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
+	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel && !catalog.resolve(config.defaultModel)) {
 		throw new Error(
 			`WHEELHOUSE_DEFAULT_MODEL: unknown model "${config.defaultModel}"; use "provider/id" of one of: ${catalog

@@ -4,8 +4,10 @@
  * file field) and the reason; `main.ts` prints it and exits before listening.
  *
  * Precedence: environment variable > config file field > default. The file uses the camelCase
- * keys of {@link CONFIG_VARS} (e.g. `{ "port": 8080, "apiKeys": ["..."] }`) and may also carry the
- * sections tools read themselves (`mcpServers`, `httpTools`, `toolApprovals`, `toolModules`).
+ * keys of {@link CONFIG_VARS} (e.g. `{ "port": 8080, "apiKeys": ["..."] }`), `providerKeys`
+ * (`{ "openai": "sk-..." }`), and two sections validated by their owners: `tools` (MCP servers,
+ * HTTP tools, approvals: `ToolsConfig` of src/tools) and `models` (custom models:
+ * `CustomModelConfig[]` of src/ai/models.ts).
  */
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
@@ -191,10 +193,10 @@ export const ServerConfigSchema = Type.Object(
 		sessionTtlMs: Int(1000),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
-		/** Sections read by the tools modules themselves (validated there). */
-		mcpServers: Type.Optional(Type.Unknown()),
-		httpTools: Type.Optional(Type.Unknown()),
-		toolApprovals: Type.Optional(Type.Unknown()),
+		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */
+		tools: Type.Optional(Type.Unknown()),
+		/** Config-file only: custom models (`CustomModelConfig[]` of src/ai/models.ts). */
+		models: Type.Optional(Type.Unknown()),
 	},
 	{ additionalProperties: false },
 );

@@ -469,11 +469,15 @@ export class LiveSession {
 			resolveFirst = resolve;
 		});
 		let firstSeen = false;
+		let settle!: () => void;
+		const done = new Promise<void>((resolve) => {
+			settle = resolve;
+		});
 		const run: ActiveRun = {
 			id: randomUUID(),
 			seq: ++this.runSeq,
 			firstEventId,
-			done: Promise.resolve(),
+			done,
 			usage: zeroUsage(),
 			abortRequested: false,
 			resolveFirst: (id) => {
@@ -486,7 +490,7 @@ export class LiveSession {
 		this.activeRun = run;
 		this.lastActiveAt = Date.now();
 		attach?.(run);
-		run.done = (async () => {
+		void (async () => {
 			try {
 				await start();
 			} catch (err) {
@@ -498,6 +502,7 @@ export class LiveSession {
 				run.resolveFirst(this.lastEventId);
 				this.lastActiveAt = Date.now();
 				this.release();
+				settle();
 			}
 		})();
 		return run;

@@ -1,0 +1,94 @@
+/**
+ * The server process: config → store → buildApp → listen; SIGTERM/SIGINT → graceful shutdown.
+ *
+ * Shutdown: stop accepting connections, let running runs finish within
+ * `WHEELHOUSE_SHUTDOWN_GRACE_MS`, then abort the rest (each still emits `agent_end` to its
+ * streams), close every stream, flush and close the store, exit 0. A second signal exits at once.
+ */
+import { pathToFileURL } from "node:url";
+import type { AgentTool } from "./agent/types.js";
+import { buildApp } from "./server/app.js";
+import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
+import { openStore } from "./store/index.js";
+import type { SessionStore } from "./store/types.js";
+
+async function loadToolModules(paths: string[]): Promise<AgentTool<any>[]> {
+	const tools: AgentTool<any>[] = [];
+	for (const path of paths) {
+		const url = path.startsWith("file:") ? path : pathToFileURL(path).href;
+		const mod = (await import(url)) as { tools?: unknown; default?: unknown };
+		const list = mod.tools ?? mod.default;
+		if (!Array.isArray(list)) {
+			throw new ConfigError(
+				"WHEELHOUSE_TOOL_MODULES",
+				`${path} must export \`tools\` (or a default export): an AgentTool[]`,
+			);
+		}
+		tools.push(...(list as AgentTool<any>[]));
+	}
+	return tools;
+}
+
+async function main(): Promise<void> {
+	let config: ServerConfig;
+	try {
+		config = loadConfig(process.env);
+	} catch (err) {
+		if (err instanceof ConfigError) {
+			process.stderr.write(`${err.message}\n`);
+			process.exit(1);
+		}
+		throw err;
+	}
+
+	let store: SessionStore;
+	try {
+		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
+		const interrupted = store.recoverInterrupted(Date.now());
+		if (interrupted.length > 0) {
+			process.stdout.write(
+				`${interrupted.length} run(s) were interrupted by the last stop; POST /continue resumes them\n`,
+			);
+		}
+	} catch (err) {
+		process.stderr.write(`Cannot open the ${config.store} store at ${config.dbPath}: ${(err as Error).message}\n`);
+		process.exit(1);
+	}
+
+	const app = await buildApp({ config, store, tools: await loadToolModules(config.toolModules), env: process.env });
+	app.log.info({ config: redactConfig(config) }, "configuration");
+
+	let stopping = false;
+	const stop = (signal: NodeJS.Signals) => {
+		if (stopping) {
+			app.log.warn(`${signal} again: exiting now`);
+			process.exit(1);
+		}
+		stopping = true;
+		app.log.info(`${signal}: shutting down (grace period ${config.shutdownGraceMs} ms)`);
+		app
+			.close()
+			.then(() => {
+				store.close();
+				app.log.info("stopped");
+				process.exit(0);
+			})
+			.catch((err: unknown) => {
+				app.log.error({ err }, "shutdown failed");
+				process.exit(1);
+			});
+	};
+	process.on("SIGTERM", stop);
+	process.on("SIGINT", stop);
+
+	try {
+		const address = await app.listen({ port: config.port, host: config.host });
+		app.log.info(`Wheelhouse listening on ${address}`);
+	} catch (err) {
+		app.log.error({ err }, `cannot listen on ${config.host}:${config.port}`);
+		store.close();
+		process.exit(1);
+	}
+}
+
+void main();
