@@ -1,0 +1,120 @@
+// Each test starts a server process through tsx's loader: seconds on a busy 2-core machine.
+/**
+ * Graceful shutdown of the real entry (src/main.ts, run by node with tsx's loader, one process):
+ * SIGTERM while a prompt streams → the stream still receives its `agent_end` (the run finishes
+ * within the grace period, or is aborted after it) and the process exits 0.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { MessageAssembler } from "../../src/client/message-assembler.js";
+import { streamPrompt } from "../../src/client/session-streams.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterEach(() => {
+	for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+async function freePort(): Promise<number> {
+	const server = createServer().listen(0, "127.0.0.1");
+	await once(server, "listening");
+	const { port } = server.address() as { port: number };
+	server.close();
+	return port;
+}
+
+async function startServer(
+	env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+	const port = await freePort();
+	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-shutdown-"));
+	dirs.push(dir);
+	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+		cwd: repoRoot,
+		env: {
+			PATH: process.env.PATH,
+			PORT: String(port),
+			HOST: "127.0.0.1",
+			WHEELHOUSE_STORE: "sqlite",
+			WHEELHOUSE_DB: path.join(dir, "wheelhouse.db"),
+			...env,
+		},
+	});
+	children.push(child);
+	let output = "";
+	await new Promise<void>((resolve, reject) => {
+		const onData = (chunk: Buffer) => {
+			output += chunk.toString();
+			if (/listening/i.test(output)) resolve();
+		};
+		child.stdout!.on("data", onData);
+		child.stderr!.on("data", onData);
+		child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${output}`)));
+	});
+	return { child, url: `http://127.0.0.1:${port}`, output: () => output };
+}
+
+async function createSession(url: string): Promise<string> {
+	const res = await fetch(`${url}/v1/sessions`, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify({ model: "faux/echo" }),
+	});
+	expect(res.status).toBe(201);
+	return ((await res.json()) as { id: string }).id;
+}
+
+/** Streams a prompt, sends SIGTERM at its first text delta, and returns what the stream saw and the exit. */
+async function sigtermMidStream(words: number, env: Record<string, string>) {
+	const server = await startServer(env);
+	const exited = once(server.child, "exit");
+	const id = await createSession(server.url);
+	const message = Array.from({ length: words }, (_, i) => `word${i}`).join(" ");
+	const assembler = new MessageAssembler();
+	const types: string[] = [];
+	let signalled = false;
+	let agentEnd: any;
+	for await (const event of streamPrompt({ baseUrl: server.url, sessionId: id, message, reconnect: false })) {
+		types.push(event.type);
+		const expanded = assembler.apply(event.data);
+		if (!signalled && expanded.type === "message_update" && expanded.assistantMessageEvent.type === "text_delta") {
+			signalled = true;
+			server.child.kill("SIGTERM");
+		}
+		if (expanded.type === "agent_end") agentEnd = expanded;
+	}
+	const [code, signal] = await exited;
+	return { types, agentEnd, assembler, code, signal, output: server.output() };
+}
+
+describe("graceful shutdown (SIGTERM)", () => {
+	it("aborts a run that outlasts the grace period: the stream gets agent_end, the process exits 0", async () => {
+		const result = await sigtermMidStream(400, { WHEELHOUSE_FAUX_DELAY_MS: "25", WHEELHOUSE_SHUTDOWN_GRACE_MS: "300" });
+		expect(result.types.at(-1)).toBe("agent_end");
+		const last = result.agentEnd.messages.at(-1);
+		expect(last.role).toBe("assistant");
+		expect(last.stopReason).toBe("aborted");
+		// The answer was cut short: fewer than the 400 words were streamed.
+		expect(last.content[0]?.text?.split(" ").length ?? 0).toBeLessThan(400);
+		expect(result.assembler.message).toEqual(last);
+		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
+	}, 60_000);
+
+	it("lets a run that ends within the grace period finish normally, then exits 0", async () => {
+		const result = await sigtermMidStream(8, { WHEELHOUSE_FAUX_DELAY_MS: "20", WHEELHOUSE_SHUTDOWN_GRACE_MS: "10000" });
+		expect(result.types.at(-1)).toBe("agent_end");
+		const last = result.agentEnd.messages.at(-1);
+		expect(last.stopReason).toBe("stop");
+		expect(last.content[0].text.split(" ")).toHaveLength(8);
+		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
+	}, 60_000);
+});
