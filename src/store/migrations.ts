@@ -7,12 +7,15 @@
  * All pending migrations run in one transaction: a crash mid-migration leaves the old version.
  */
 import type Database from "better-sqlite3";
+import { encodeEvent } from "./event-batch.js";
 
 export interface Migration {
 	version: number;
 	/** What it changes and why, for humans reading an old database. */
 	description: string;
 	sql: string;
+	/** Data conversion that SQL alone cannot express; runs after `sql`, in the same transaction. */
+	up?: (db: Database.Database) => void;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -75,8 +78,8 @@ export const MIGRATIONS: readonly Migration[] = [
 	{
 		version: 2,
 		description:
-			"pending interactions (tool approvals, client-side tools) survive restarts; event ids are reserved " +
-			"ahead of the buffered event log so ids stay monotonic after a crash",
+			"pending interactions (tool approvals, client-side tools) survive restarts; the event log is stored in " +
+			"batches (one row per flush) and event ids are reserved ahead of use, so ids stay monotonic after a crash",
 		sql: `
 			CREATE TABLE pending_interactions (
 				session_id TEXT NOT NULL,
@@ -90,7 +93,15 @@ export const MIGRATIONS: readonly Migration[] = [
 			);
 			ALTER TABLE sessions ADD COLUMN event_id_reserved INTEGER NOT NULL DEFAULT 0;
 			UPDATE sessions SET event_id_reserved = last_event_id;
+			CREATE TABLE event_batches (
+				session_id TEXT NOT NULL,
+				last_id INTEGER NOT NULL,
+				first_id INTEGER NOT NULL,
+				data TEXT NOT NULL,
+				PRIMARY KEY (session_id, last_id)
+			) WITHOUT ROWID;
 		`,
+		up: convertEventsToBatches,
 	},
 ];
 
@@ -136,9 +147,34 @@ export function migrate(db: Database.Database, path: string, target = LATEST_SCH
 		const record = db.prepare(`INSERT INTO ${VERSION_TABLE} (version, description, applied_at) VALUES (?, ?, ?)`);
 		for (const m of pending) {
 			db.exec(m.sql);
+			m.up?.(db);
 			record.run(m.version, m.description, Date.now());
 		}
 	});
 	apply.immediate();
 	return pending.map((m) => m.version);
+}
+
+/** v1 → v2: moves one-row-per-event `events` into `event_batches` (runs of consecutive ids, ≤ 500 per row). */
+function convertEventsToBatches(db: Database.Database): void {
+	const insert = db.prepare("INSERT INTO event_batches (session_id, last_id, first_id, data) VALUES (?, ?, ?, ?)");
+	let run: { sessionId: string; first: number; last: number; text: string; count: number } | undefined;
+	const write = () => {
+		if (run) insert.run(run.sessionId, run.last, run.first, run.text);
+		run = undefined;
+	};
+	const rows = db
+		.prepare("SELECT session_id, id, type, data, created_at FROM events ORDER BY session_id, id")
+		.all() as Array<{ session_id: string; id: number; type: string; data: string; created_at: number }>;
+	for (const r of rows) {
+		if (!run || run.sessionId !== r.session_id || run.last + 1 !== r.id || run.count >= 500) {
+			write();
+			run = { sessionId: r.session_id, first: r.id, last: r.id - 1, text: "", count: 0 };
+		}
+		run.text += encodeEvent(r.type, r.data, r.created_at);
+		run.last = r.id;
+		run.count++;
+	}
+	write();
+	db.exec("DROP TABLE events");
 }

@@ -5,19 +5,24 @@
 import type Database from "better-sqlite3";
 
 /** A prepared statement with loosely typed parameters and rows (rows are cast where read). */
-export type Statement = Database.Statement<unknown[], unknown>;
+// A local name keeps declaration emit from having to name better-sqlite3 internals.
+export interface Statement extends Database.Statement<unknown[], unknown> {}
 
 export type Statements = ReturnType<typeof prepareStatements>;
 
 export function prepareStatements(db: Database.Database) {
-	const prepare = (sql: string): Statement => db.prepare(sql);
+	const prepare = (sql: string): Statement => db.prepare(sql) as Statement;
 	return {
 		getSession: prepare(`SELECT * FROM sessions WHERE id = ?`),
-		getIds: prepare("SELECT last_event_id, event_id_reserved FROM sessions WHERE id = ?"),
+		getLogState: prepare(
+			`SELECT last_event_id, event_id_reserved,
+			 (SELECT max(last_id) FROM event_batches WHERE session_id = sessions.id) AS batch_last
+			 FROM sessions WHERE id = ?`,
+		),
 		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
 		insertSession: prepare(
-			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count,
+			 event_id_reserved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		),
 		updateConfig: prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
 		touch: prepare("UPDATE sessions SET last_active_at = ? WHERE id = ?"),
@@ -33,7 +38,7 @@ export function prepareStatements(db: Database.Database) {
 		),
 		deleteChildren: [
 			prepare("DELETE FROM messages WHERE session_id = ?"),
-			prepare("DELETE FROM events WHERE session_id = ?"),
+			prepare("DELETE FROM event_batches WHERE session_id = ?"),
 			prepare("DELETE FROM queue WHERE session_id = ?"),
 			prepare("DELETE FROM runs WHERE session_id = ?"),
 			prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
@@ -43,14 +48,14 @@ export function prepareStatements(db: Database.Database) {
 		setMessageCount: prepare("UPDATE sessions SET message_count = ? WHERE id = ?"),
 		listMessages: prepare("SELECT data FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?"),
 		runMessages: prepare("SELECT data FROM messages WHERE session_id = ? AND run_id = ? ORDER BY seq"),
-		insertEvent: prepare("INSERT INTO events (session_id, id, type, data, created_at) VALUES (?, ?, ?, ?, ?)"),
-		setLastEventId: prepare("UPDATE sessions SET last_event_id = ? WHERE id = ?"),
-		reserveIds: prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
-		trimEvents: prepare("DELETE FROM events WHERE session_id = ? AND id <= ?"),
-		readEvents: prepare(
-			"SELECT id, type, data, created_at FROM events WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+		insertBatch: prepare("INSERT INTO event_batches (session_id, last_id, first_id, data) VALUES (?, ?, ?, ?)"),
+		trimBatches: prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id <= ?"),
+		readBatches: prepare(
+			"SELECT first_id, data FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY last_id",
 		),
-		oldestEvent: prepare("SELECT min(id) FROM events WHERE session_id = ?"),
+		firstBatch: prepare("SELECT first_id FROM event_batches WHERE session_id = ? ORDER BY last_id LIMIT 1"),
+		reserveIds: prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
+		releaseIds: prepare("UPDATE sessions SET event_id_reserved = ?, last_event_id = ? WHERE id = ?"),
 		insertQueued: prepare("INSERT INTO queue (session_id, kind, data, created_at) VALUES (?, ?, ?, ?)"),
 		listQueued: prepare("SELECT * FROM queue WHERE session_id = ? ORDER BY id"),
 		listQueuedKind: prepare("SELECT * FROM queue WHERE session_id = ? AND kind = ? ORDER BY id"),

@@ -2,8 +2,11 @@
  * The SQLite `SessionStore` (the default), on better-sqlite3: WAL, statements prepared once,
  * numbered migrations (`migrations.ts`), every multi-row write in one transaction.
  *
- * Event appends are the hot path (one per SSE event), so they are buffered in memory and written
- * in one transaction per flush (see the durability rules in `types.ts`). Event ids must stay
+ * Event appends are the hot path (one per SSE event), so they are buffered in memory, per session
+ * as one string of frames, and written as one `event_batches` row per session per flush
+ * (`event-batch.ts`), all in one transaction (see the durability rules in `types.ts`). The cap
+ * per session applies at once to what the read methods return; on disk whole batches are deleted
+ * once all their ids fall out of the cap. Event ids must stay
  * monotonic even when a crash loses buffered events, so ids are *reserved* on disk ahead of use:
  * when a session's next id passes its reservation, the store durably bumps
  * `event_id_reserved` by `ID_RESERVATION` (one tiny write per that many events), and a reopened
@@ -16,6 +19,8 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { AgentMessage } from "../agent/types.js";
+import { decodeBatch, encodeEvent } from "./event-batch.js";
+import { type EventBatch, EventWriter } from "./event-writer.js";
 import { LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
 import {
 	addUsage,
@@ -63,9 +68,18 @@ export interface SqliteStoreOptions extends StoreOptions {
 	synchronous?: "normal" | "full";
 	/** Run `PRAGMA quick_check` on open (reads the whole file once). Default true. */
 	checkIntegrity?: boolean;
-	/** Called when a timer-driven flush fails (the events stay buffered for the next try). Default: a process warning. */
+	/**
+	 * Who writes event batches: `"thread"` (default for files) hands them to a worker thread with its own
+	 * connection, so the SQLite work of the SSE hot path leaves the event loop; `"inline"` writes them on the
+	 * calling thread (always used for `:memory:`).
+	 */
+	eventWriter?: "thread" | "inline";
+	/** Called when a timer-driven event write fails. Inline: the events stay buffered for the next try; thread: they are lost. Default: a process warning. */
 	onFlushError?: (error: Error) => void;
 }
+
+/** With the writer thread: at most this many batch messages in flight before appends wait (bounds memory). */
+const MAX_OUTSTANDING_BATCHES = 16;
 
 interface SessionRow {
 	id: string;
@@ -111,18 +125,20 @@ interface QueueRow {
 	created_at: number;
 }
 
-interface BufferedEvent {
+/** Per-session event-log state, loaded on first use. */
+interface LogState {
 	sessionId: string;
-	id: number;
-	type: string;
-	data: string;
-	createdAt: number;
-}
-
-/** Per-session id counter: `last` assigned, `reserved` durably reserved on disk. */
-interface IdState {
+	/** Highest id assigned. */
 	last: number;
+	/** Ids up to this are durably reserved (see the module comment). */
 	reserved: number;
+	/** Highest id on disk. */
+	written: number;
+	/** Batches with `last_id` up to this have been deleted by trimming. */
+	trimmedThrough: number;
+	/** Frames of the buffered events `pendingFirst..last`; empty when nothing is buffered. */
+	pending: string;
+	pendingFirst: number;
 }
 
 const CONFIG_KEYS = [
@@ -175,6 +191,8 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 		db.pragma("journal_mode = WAL");
 		db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
 		db.pragma("busy_timeout = 5000");
+		// With the writer thread, checkpoints (and their fsyncs) run there, never in a durable write here.
+		if (path !== ":memory:" && options.eventWriter !== "inline") db.pragma("wal_autocheckpoint = 0");
 		return db;
 	} catch (error) {
 		db?.close();
@@ -197,14 +215,18 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly flushIntervalMs: number;
 	private readonly maxBatchEvents: number;
 	private readonly onFlushError: (error: Error) => void;
-	private buffer: BufferedEvent[] = [];
-	private readonly ids = new Map<string, IdState>();
+	/** Sessions with buffered events, and how many events are buffered in all. */
+	private readonly dirty = new Set<LogState>();
+	private buffered = 0;
+	private readonly logs = new Map<string, LogState>();
 	private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private timerIsImmediate = false;
 	private closed = false;
 	private readonly s: ReturnType<typeof prepareStatements>;
-	/** Runs `fn` in one transaction after writing the event buffer: the shape of every durable write. */
-	private readonly tx: (fn: () => unknown) => unknown;
+	/** Runs `fn` in one transaction, after writing `batches` in it when writing inline. */
+	private readonly tx: (batches: EventBatch[], fn: () => unknown) => unknown;
+	/** The writer thread, or undefined when writing inline. */
+	private readonly writer: EventWriter | undefined;
 
 	constructor(options: SqliteStoreOptions = {}) {
 		this.maxEventsPerSession = checkLimit(
@@ -222,10 +244,18 @@ export class SqliteSessionStore implements SessionStore {
 		this.path = options.path ?? DEFAULT_DB_PATH;
 		this.db = openDatabase(this.path, options);
 		this.s = prepareStatements(this.db);
-		this.tx = this.db.transaction((fn: () => unknown) => {
-			this.writeBuffered();
+		this.tx = this.db.transaction((batches: EventBatch[], fn: () => unknown) => {
+			this.writeBatches(batches);
 			return fn();
 		});
+		if (this.path !== ":memory:" && options.eventWriter !== "inline") {
+			try {
+				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL");
+			} catch (error) {
+				this.db.close();
+				throw error;
+			}
+		}
 	}
 
 	// --- plumbing -------------------------------------------------------------------------------
@@ -234,18 +264,63 @@ export class SqliteSessionStore implements SessionStore {
 		if (this.closed) throw closedError();
 	}
 
-	/** A durable write: buffered events and `fn` commit together; the buffer is dropped only after the commit. */
+	/**
+	 * A durable write. Inline: buffered events and `fn` commit in one transaction. Thread: the buffer is
+	 * handed to the writer, and `fn` commits once the writer has committed everything sent before.
+	 * Either way the event log on disk is never behind what `fn` writes.
+	 */
 	private durable<T>(fn: () => T): T {
 		this.open();
-		const buffered = this.buffer.length;
-		const result = this.tx(fn) as T;
-		if (buffered > 0) this.clearBuffer(buffered);
+		if (this.writer) {
+			this.sendBuffered();
+			const error = this.writer.wait();
+			if (error) throw new Error(`session store: writing the event log failed: ${error}`);
+			return this.tx([], fn) as T;
+		}
+		const batches = this.takeBatches();
+		const result = this.tx(batches, fn) as T;
+		if (batches.length > 0) this.markWritten();
 		return result;
 	}
 
-	private clearBuffer(written: number): void {
-		this.buffer = written === this.buffer.length ? [] : this.buffer.slice(written);
-		if (this.buffer.length === 0) this.cancelTimer();
+	/** The buffered events as one batch per session (nothing changes until `markWritten`). */
+	private takeBatches(): EventBatch[] {
+		const batches: EventBatch[] = [];
+		for (const log of this.dirty) {
+			const floor = log.last - this.maxEventsPerSession;
+			batches.push({
+				sessionId: log.sessionId,
+				first: log.pendingFirst,
+				last: log.last,
+				data: log.pending,
+				trimFloor: floor > log.trimmedThrough + this.trimSlack ? floor : 0,
+			});
+		}
+		return batches;
+	}
+
+	/** Empties the buffer once its batches are committed (inline) or handed to the writer (thread). */
+	private markWritten(): void {
+		for (const log of this.dirty) {
+			log.written = log.last;
+			log.pending = "";
+			const floor = log.written - this.maxEventsPerSession;
+			if (floor > log.trimmedThrough + this.trimSlack) log.trimmedThrough = floor;
+		}
+		this.dirty.clear();
+		this.buffered = 0;
+		this.cancelTimer();
+	}
+
+	/** Thread mode: hands the buffer to the writer without waiting, unless too much is already in flight. */
+	private sendBuffered(): void {
+		if (!this.writer || this.buffered === 0) return;
+		this.writer.send(this.takeBatches());
+		this.markWritten();
+		if (this.writer.outstanding > MAX_OUTSTANDING_BATCHES) {
+			const error = this.writer.wait(MAX_OUTSTANDING_BATCHES);
+			if (error) this.onFlushError(new Error(`session store: writing the event log failed: ${error}`));
+		}
 	}
 
 	private cancelTimer(): void {
@@ -255,17 +330,16 @@ export class SqliteSessionStore implements SessionStore {
 		this.timer = undefined;
 	}
 
-	/** Inserts the buffered events, moves each touched session's `last_event_id`, trims to the cap. */
-	private writeBuffered(): void {
-		if (this.buffer.length === 0) return;
-		const lastBySession = new Map<string, number>();
-		for (const e of this.buffer) {
-			this.s.insertEvent.run(e.sessionId, e.id, e.type, e.data, e.createdAt);
-			lastBySession.set(e.sessionId, e.id);
-		}
-		for (const [sessionId, last] of lastBySession) {
-			this.s.setLastEventId.run(last, sessionId);
-			if (last > this.maxEventsPerSession) this.s.trimEvents.run(sessionId, last - this.maxEventsPerSession);
+	/** Physical trimming runs once a quarter of the cap has fallen out of it, not on every flush. */
+	private get trimSlack(): number {
+		return Math.floor(this.maxEventsPerSession / 4);
+	}
+
+	/** Inline mode: inserts one batch row per session; deletes batches that fell out of the cap. */
+	private writeBatches(batches: EventBatch[]): void {
+		for (const b of batches) {
+			this.s.insertBatch.run(b.sessionId, b.last, b.first, b.data);
+			if (b.trimFloor > 0) this.s.trimBatches.run(b.sessionId, b.trimFloor);
 		}
 	}
 
@@ -273,9 +347,15 @@ export class SqliteSessionStore implements SessionStore {
 		if (this.timer !== undefined) return;
 		const run = () => {
 			this.timer = undefined;
-			if (this.closed || this.buffer.length === 0) return;
+			if (this.closed) return;
 			try {
-				this.durable(() => undefined);
+				if (this.writer) {
+					this.sendBuffered();
+					const error = this.writer.takeError();
+					if (error) throw new Error(`session store: writing the event log failed: ${error}`);
+				} else if (this.buffered > 0) {
+					this.durable(() => undefined);
+				}
 			} catch (error) {
 				this.onFlushError(error instanceof Error ? error : new Error(String(error)));
 			}
@@ -286,21 +366,23 @@ export class SqliteSessionStore implements SessionStore {
 		this.timer.unref();
 	}
 
-	/** The id counter of a session, loaded on first use; undefined if the session does not exist. */
-	private idState(sessionId: string): IdState | undefined {
-		let state = this.ids.get(sessionId);
-		if (state) return state;
-		const row = this.s.getIds.get(sessionId) as { last_event_id: number; event_id_reserved: number } | undefined;
+	/** The event-log state of a session, loaded on first use; undefined if the session does not exist. */
+	private log(sessionId: string): LogState | undefined {
+		let log = this.logs.get(sessionId);
+		if (log) return log;
+		const row = this.s.getLogState.get(sessionId) as
+			| { last_event_id: number; event_id_reserved: number; batch_last: number | null }
+			| undefined;
 		if (!row) return undefined;
-		const last = Math.max(row.last_event_id, row.event_id_reserved);
-		state = { last, reserved: last };
-		this.ids.set(sessionId, state);
-		return state;
+		const written = Math.max(row.batch_last ?? 0, row.last_event_id);
+		const last = Math.max(written, row.event_id_reserved);
+		log = { sessionId, last, reserved: last, written, trimmedThrough: 0, pending: "", pendingFirst: 0 };
+		this.logs.set(sessionId, log);
+		return log;
 	}
 
 	private toRecord(row: SessionRow): SessionRecord {
 		const config = JSON.parse(row.config) as SessionConfig;
-		const ids = this.ids.get(row.id);
 		return {
 			id: row.id,
 			ownerId: row.owner_id,
@@ -313,7 +395,7 @@ export class SqliteSessionStore implements SessionStore {
 			currentRunId: row.current_run_id,
 			usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
 			messageCount: row.message_count,
-			lastEventId: ids ? ids.last : Math.max(row.last_event_id, row.event_id_reserved),
+			lastEventId: this.log(row.id)?.last ?? 0,
 		};
 	}
 
@@ -336,11 +418,21 @@ export class SqliteSessionStore implements SessionStore {
 				t,
 				JSON.stringify(zeroUsage()),
 				messages.length,
+				ID_RESERVATION,
 			);
 			messages.forEach((m, i) => {
 				this.s.insertMessage.run(session.id, i, null, JSON.stringify(m));
 			});
-			this.ids.set(session.id, { last: 0, reserved: 0 });
+			// The first block of ids is reserved with the row, so a new session's first events need no extra write.
+			this.logs.set(session.id, {
+				sessionId: session.id,
+				last: 0,
+				reserved: ID_RESERVATION,
+				written: 0,
+				trimmedThrough: 0,
+				pending: "",
+				pendingFirst: 0,
+			});
 			return this.toRecord(this.row(session.id) as SessionRow);
 		});
 	}
@@ -403,7 +495,7 @@ export class SqliteSessionStore implements SessionStore {
 			for (const id of sessionIds) {
 				for (const stmt of this.s.deleteChildren) stmt.run(id);
 				n += this.s.deleteSession.run(id).changes;
-				this.ids.delete(id);
+				this.logs.delete(id);
 			}
 			return n;
 		});
@@ -444,38 +536,60 @@ export class SqliteSessionStore implements SessionStore {
 
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		this.open();
-		const state = this.idState(sessionId);
-		if (!state) return undefined;
-		const id = state.last + 1;
-		if (id > state.reserved) {
-			// Reserve before handing the id out, so no restart can reuse it (see the module comment).
+		const log = this.log(sessionId);
+		if (!log) return undefined;
+		const id = log.last + 1;
+		if (id > log.reserved) {
+			// Reserve before handing the id out, so no restart can reuse it (see the module comment). With the
+			// writer thread, wait for it first so this write never contends for the WAL write lock.
+			const error = this.writer?.wait();
+			if (error) this.onFlushError(new Error(`session store: writing the event log failed: ${error}`));
 			const reserved = id + ID_RESERVATION - 1;
 			this.s.reserveIds.run(reserved, sessionId);
-			state.reserved = reserved;
+			log.reserved = reserved;
 		}
-		state.last = id;
-		this.buffer.push({ sessionId, id, type, data, createdAt: createdAt ?? Date.now() });
-		if (this.buffer.length >= this.maxBatchEvents) this.durable(() => undefined);
-		else this.scheduleFlush();
+		log.last = id;
+		if (log.pending === "") {
+			log.pendingFirst = id;
+			this.dirty.add(log);
+		}
+		log.pending += encodeEvent(type, data, createdAt ?? Date.now());
+		if (++this.buffered < this.maxBatchEvents) this.scheduleFlush();
+		else if (this.writer) this.sendBuffered();
+		else this.durable(() => undefined);
 		return id;
 	}
 
 	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[] {
 		const max = checkLimit("limit", limit, 1000, 1, 100_000);
 		this.flush();
-		return (
-			this.s.readEvents.all(sessionId, afterId, max) as { id: number; type: string; data: string; created_at: number }[]
-		).map((r) => ({ id: r.id, type: r.type, data: r.data, createdAt: r.created_at }));
+		const log = this.log(sessionId);
+		if (!log) return [];
+		// Ids at or below `floor` are outside the cap even if their batch is still on disk.
+		const from = Math.max(afterId, log.written - this.maxEventsPerSession);
+		const out: StoredEvent[] = [];
+		const rows = this.s.readBatches.iterate(sessionId, from) as IterableIterator<{ first_id: number; data: string }>;
+		for (const row of rows) {
+			decodeBatch(row.first_id, row.data, (e) => {
+				if (e.id > from) out.push(e);
+				return out.length < max;
+			});
+			if (out.length >= max) break;
+		}
+		return out;
 	}
 
 	lastEventId(sessionId: string): number | undefined {
 		this.open();
-		return this.idState(sessionId)?.last;
+		return this.log(sessionId)?.last;
 	}
 
 	oldestEventId(sessionId: string): number | undefined {
 		this.flush();
-		return (this.s.oldestEvent.pluck().get(sessionId) as number | null) ?? undefined;
+		const log = this.log(sessionId);
+		const first = this.s.firstBatch.pluck().get(sessionId) as number | undefined;
+		if (!log || first === undefined) return undefined;
+		return Math.max(first, log.written - this.maxEventsPerSession + 1);
 	}
 
 	// --- queue ----------------------------------------------------------------------------------
@@ -617,14 +731,20 @@ export class SqliteSessionStore implements SessionStore {
 
 	flush(): void {
 		this.open();
-		if (this.buffer.length > 0) this.durable(() => undefined);
+		if (this.buffered > 0 || (this.writer?.outstanding ?? 0) > 0) this.durable(() => undefined);
 	}
 
 	close(): void {
 		if (this.closed) return;
 		this.flush();
+		const writerError = this.writer?.close();
+		if (writerError) this.onFlushError(new Error(`session store: writing the event log failed: ${writerError}`));
 		// Release unused id reservations so a graceful restart continues ids without a gap.
-		this.db.exec("UPDATE sessions SET event_id_reserved = last_event_id WHERE event_id_reserved > last_event_id");
+		this.db.transaction(() => {
+			for (const log of this.logs.values()) {
+				if (log.reserved > log.last) this.s.releaseIds.run(log.last, log.written, log.sessionId);
+			}
+		})();
 		this.cancelTimer();
 		this.closed = true;
 		this.db.close();

@@ -26,11 +26,11 @@ function store(path: string, options: Parameters<typeof openSqliteStore>[0] = {}
 	return s;
 }
 
-/** Rows in `events` as another connection sees them: what is on disk, not in the buffer. */
+/** Events in the batches on disk, as another connection sees them: what is on disk, not in the buffer. */
 function eventsOnDisk(path: string): number {
 	const db = new Database(path, { readonly: true });
 	try {
-		return db.prepare("SELECT count(*) FROM events").pluck().get() as number;
+		return (db.prepare("SELECT sum(last_id - first_id + 1) FROM event_batches").pluck().get() as number | null) ?? 0;
 	} finally {
 		db.close();
 	}
@@ -118,14 +118,22 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
 	});
 
-	it("writes a full batch synchronously at maxBatchEvents", () => {
-		const path = join(dir, "full.db");
-		const s = store(path, { flushIntervalMs: 60_000, maxBatchEvents: 4 });
-		s.createSession(newSession("s1"));
-		for (let i = 0; i < 3; i++) s.appendEvent("s1", "e", String(i));
-		expect(eventsOnDisk(path)).toBe(0);
-		s.appendEvent("s1", "e", "3");
-		expect(eventsOnDisk(path)).toBe(4);
+	it("writes a full batch at maxBatchEvents without waiting for the timer (inline: before appendEvent returns)", async () => {
+		const inlinePath = join(dir, "full-inline.db");
+		const inline = store(inlinePath, { flushIntervalMs: 60_000, maxBatchEvents: 4, eventWriter: "inline" });
+		inline.createSession(newSession("s1"));
+		for (let i = 0; i < 3; i++) inline.appendEvent("s1", "e", String(i));
+		expect(eventsOnDisk(inlinePath)).toBe(0);
+		inline.appendEvent("s1", "e", "3");
+		expect(eventsOnDisk(inlinePath)).toBe(4);
+
+		const threadPath = join(dir, "full-thread.db");
+		const threaded = store(threadPath, { flushIntervalMs: 60_000, maxBatchEvents: 4 });
+		threaded.createSession(newSession("s1"));
+		for (let i = 0; i < 3; i++) threaded.appendEvent("s1", "e", String(i));
+		expect(eventsOnDisk(threadPath)).toBe(0);
+		threaded.appendEvent("s1", "e", "3");
+		await vi.waitFor(() => expect(eventsOnDisk(threadPath)).toBe(4), { timeout: 10_000, interval: 5 });
 	});
 
 	it("close() writes the buffer", () => {
@@ -137,14 +145,27 @@ describe("SQLite store durability", () => {
 		expect(eventsOnDisk(path)).toBe(1);
 	});
 
-	it("trims the log on disk to the cap", () => {
+	it("applies the cap at once to reads, and deletes whole batches on disk once they fall out of it", () => {
 		const path = join(dir, "cap.db");
 		const s = store(path, { maxEventsPerSession: 100, flushIntervalMs: 60_000 });
 		s.createSession(newSession("s1"));
-		for (let i = 0; i < 1000; i++) s.appendEvent("s1", "e", String(i));
-		s.flush();
-		expect(eventsOnDisk(path)).toBe(100);
+		for (let round = 0; round < 20; round++) {
+			for (let i = 0; i < 50; i++) s.appendEvent("s1", "e", String(round * 50 + i + 1));
+			s.flush();
+		}
+		const events = s.readEvents("s1", 0);
+		expect(events.map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => 901 + i));
+		expect(events.map((e) => e.data)).toEqual(Array.from({ length: 100 }, (_, i) => String(901 + i)));
 		expect(s.oldestEventId("s1")).toBe(901);
+		// On disk: at most the cap plus the trimming slack (a quarter of the cap) plus one batch.
+		const onDisk = eventsOnDisk(path);
+		expect(onDisk).toBeGreaterThanOrEqual(100);
+		expect(onDisk).toBeLessThanOrEqual(100 + 25 + 50);
+		// After a reopen the logical cap still holds.
+		s.close();
+		const again = store(path, { maxEventsPerSession: 100 });
+		expect(again.oldestEventId("s1")).toBe(901);
+		expect(again.readEvents("s1", 0, 100_000)).toHaveLength(100);
 	});
 
 	it("interrupted status survives a restart and recovery runs once", () => {

@@ -9,7 +9,10 @@ const dir = mkdtempSync(join(tmpdir(), "wheelhouse-store-contract-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
-// A fresh file per store; flushIntervalMs 0 keeps the timer path exercised without slowing tests.
-runStoreContract("sqlite", (options) =>
+// A fresh file per store, in both event-writer modes. flushIntervalMs 0 keeps the timer path exercised.
+runStoreContract("sqlite, writer thread", (options) =>
 	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0 }),
+);
+runStoreContract("sqlite, inline writes", (options) =>
+	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0, eventWriter: "inline" }),
 );

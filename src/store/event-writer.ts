@@ -1,0 +1,180 @@
+/**
+ * The event-log writer thread of the SQLite store: a worker with its own connection that commits
+ * event batches, so the SQLite work of the SSE hot path (encoding to UTF-8, b-tree and WAL
+ * writes, checkpoints and their fsyncs) runs on another core instead of the event loop.
+ *
+ * Protocol: the main thread posts `{ seq, batches }` messages in order; the worker commits each
+ * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
+ * thread can therefore wait *synchronously* (`Atomics.wait`) for everything it sent, which keeps
+ * the store's interface synchronous: every durable write first waits for the writer, so the event
+ * log on disk is never behind a message, run or queue change the server acknowledged. Write
+ * errors come back on a MessagePort read synchronously with `receiveMessageOnPort`.
+ *
+ * The worker source is plain CommonJS evaluated from a string, so the same code runs from `dist/`,
+ * under tsx and under vitest without a separate build artifact.
+ */
+import { createRequire } from "node:module";
+import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+
+/** One session's buffered events, written as one `event_batches` row. */
+export interface EventBatch {
+	sessionId: string;
+	first: number;
+	last: number;
+	data: string;
+	/** Delete this session's batches with `last_id <= trimFloor` (0: no trimming). */
+	trimFloor: number;
+}
+
+const ACK = 0;
+const STATE = 1;
+const STATE_READY = 1;
+const STATE_FAILED = 2;
+/** Longest synchronous wait for the writer before it is declared stuck. */
+const WAIT_LIMIT_MS = 30_000;
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const shared = new Int32Array(workerData.shared);
+const errors = workerData.errorPort;
+let db;
+try {
+	const Database = require(workerData.driver);
+	db = new Database(workerData.path);
+	db.pragma("journal_mode = WAL");
+	db.pragma("synchronous = " + workerData.synchronous);
+	db.pragma("busy_timeout = 10000");
+	const insert = db.prepare("INSERT INTO event_batches (session_id, last_id, first_id, data) VALUES (?, ?, ?, ?)");
+	const trim = db.prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id <= ?");
+	const write = db.transaction((batches) => {
+		for (const b of batches) {
+			insert.run(b.sessionId, b.last, b.first, b.data);
+			if (b.trimFloor > 0) trim.run(b.sessionId, b.trimFloor);
+		}
+	});
+	// The main connection does not checkpoint (so its commits never pay for it); this thread does.
+	const checkpoints = setInterval(() => {
+		try { db.pragma("wal_checkpoint(PASSIVE)"); } catch {}
+	}, 1000);
+	checkpoints.unref();
+	parentPort.on("message", (m) => {
+		if (m.close) {
+			clearInterval(checkpoints);
+			try { db.pragma("wal_checkpoint(PASSIVE)"); db.close(); } catch {}
+			Atomics.store(shared, 0, m.seq);
+			Atomics.notify(shared, 0);
+			parentPort.close();
+			return;
+		}
+		try {
+			write(m.batches);
+		} catch (e) {
+			errors.postMessage({ seq: m.seq, message: String((e && e.message) || e) });
+		}
+		Atomics.store(shared, 0, m.seq);
+		Atomics.notify(shared, 0);
+	});
+	Atomics.store(shared, 1, 1);
+	Atomics.notify(shared, 1);
+} catch (e) {
+	errors.postMessage({ seq: 0, message: String((e && e.message) || e) });
+	Atomics.store(shared, 1, 2);
+	Atomics.notify(shared, 1);
+}
+`;
+
+export class EventWriter {
+	private readonly worker: Worker;
+	private readonly shared: Int32Array;
+	private readonly errors: MessagePort;
+	private sent = 0;
+	private closed = false;
+	private ready = false;
+
+	/**
+	 * Starts the writer on `path` (already migrated). Does not wait for the thread to boot (that takes
+	 * tens of milliseconds): the first `send`/`wait` does, and throws if it could not open the database.
+	 */
+	constructor(path: string, synchronous: "NORMAL" | "FULL") {
+		const buffer = new SharedArrayBuffer(8);
+		this.shared = new Int32Array(buffer);
+		const { port1, port2 } = new MessageChannel();
+		this.errors = port1;
+		const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+		this.worker = new Worker(WORKER_SOURCE, {
+			eval: true,
+			workerData: { path, synchronous, shared: buffer, errorPort: port2, driver },
+			transferList: [port2],
+		});
+		this.worker.unref();
+	}
+
+	private ensureReady(): void {
+		if (this.ready) return;
+		Atomics.wait(this.shared, STATE, 0, WAIT_LIMIT_MS);
+		const state = Atomics.load(this.shared, STATE);
+		if (state !== STATE_READY) {
+			const error = this.takeError();
+			throw new Error(
+				`session store: the event log writer thread failed to start: ${error ?? (state === STATE_FAILED ? "unknown error" : "no answer within 30 s")}`,
+			);
+		}
+		this.ready = true;
+	}
+
+	/** Messages sent but not yet committed. */
+	get outstanding(): number {
+		return this.sent - Atomics.load(this.shared, ACK);
+	}
+
+	/** Hands batches to the writer; returns at once. */
+	send(batches: EventBatch[]): void {
+		this.ensureReady();
+		this.sent++;
+		this.worker.postMessage({ seq: this.sent, batches });
+	}
+
+	/**
+	 * Blocks until at most `outstanding` messages are uncommitted (0: all committed). Returns the
+	 * first write error the writer reported since the last call, if any.
+	 */
+	wait(outstanding = 0): string | undefined {
+		if (this.sent === 0) return undefined;
+		const target = this.sent - outstanding;
+		const deadline = Date.now() + WAIT_LIMIT_MS;
+		for (;;) {
+			const acked = Atomics.load(this.shared, ACK);
+			if (acked >= target) break;
+			if (Date.now() > deadline) throw new Error("event log writer thread did not answer within 30 s");
+			Atomics.wait(this.shared, ACK, acked, 1000);
+		}
+		return this.takeError();
+	}
+
+	/** A write error reported by the writer, if any (non-blocking). */
+	takeError(): string | undefined {
+		let first: string | undefined;
+		for (let m = receiveMessageOnPort(this.errors); m; m = receiveMessageOnPort(this.errors)) {
+			first ??= (m.message as { message: string }).message;
+		}
+		return first;
+	}
+
+	/** Waits for every sent batch, then stops the thread (its connection is closed first). Idempotent. */
+	close(): string | undefined {
+		if (this.closed) return undefined;
+		this.closed = true;
+		if (this.sent === 0) {
+			// Never used: no write can be pending, so stop the thread without waiting for it to boot.
+			void this.worker.terminate();
+			this.errors.close();
+			return undefined;
+		}
+		const error = this.wait();
+		this.sent++;
+		this.worker.postMessage({ seq: this.sent, close: true });
+		this.wait();
+		this.errors.close();
+		return error;
+	}
+}
