@@ -1,6 +1,6 @@
 /**
  * Public API of the provider layer (issue 3): model registry, API keys, the shared provider driver
- * and the OpenAI wire APIs. Re-exported from the package root (`src/index.ts`). Importing it
+ * and the OpenAI, Anthropic and Gemini wire APIs. Re-exported from the package root (`src/index.ts`). Importing it
  * registers the built-in wire APIs (through stream.ts), so `streamSimple` works at once.
  */
 export { findEnvKeys, getEnvApiKey, registerProviderEnvKey, resolveApiKey } from "./env-keys.js";
@@ -17,6 +17,16 @@ export {
 	unregisterModel,
 } from "./models.js";
 export { parseStreamingJson, parseToolArguments } from "./partial-json.js";
+export {
+	type AnthropicMessagesOptions,
+	streamAnthropicMessages,
+	streamSimpleAnthropicMessages,
+} from "./providers/anthropic-messages.js";
+export {
+	type GoogleGeminiOptions,
+	streamGoogleGemini,
+	streamSimpleGoogleGemini,
+} from "./providers/google-gemini.js";
 export {
 	type OpenAICompletionsOptions,
 	resolveCompat as resolveOpenAICompletionsCompat,
