@@ -238,3 +238,22 @@ describe("registerFauxProvider", () => {
 		expect(events.filter((e) => e.type === "text_delta")).toHaveLength(3);
 	});
 });
+
+describe("pacing", () => {
+	it("yields to the event loop between deltas even with a 0 ms delay", async () => {
+		const stream = streamScriptedTurn(model, { content: "a b c d", delayMs: 0 });
+		const order: string[] = [];
+		const tick = () =>
+			setImmediate(() => {
+				order.push("tick");
+				if (order.length < 40) tick();
+			});
+		tick();
+		for await (const event of stream) if (event.type === "text_delta") order.push("delta");
+		// Macrotasks ran between the deltas, so the stream never monopolised the loop.
+		const deltas = order.map((entry, i) => (entry === "delta" ? i : -1)).filter((i) => i >= 0);
+		expect(deltas).toHaveLength(4);
+		for (let i = 1; i < deltas.length; i++)
+			expect(order.slice(deltas[i - 1]! + 1, deltas[i]).includes("tick")).toBe(true);
+	});
+});
