@@ -7,7 +7,7 @@ import type { AgentTool } from "../../src/agent/types.js";
 
 export interface GateTool {
 	tool: AgentTool<any>;
-	/** Resolves when the n-th call (1-based, default the next) has started. */
+	/** Resolves when the n-th call (1-based, default 1) has started (at once if it already has). */
 	started(n?: number): Promise<void>;
 	/** Lets every running call finish with `text`. */
 	release(text?: string): void;
@@ -46,7 +46,7 @@ export function createGateTool(name = "wait_for_gate"): GateTool {
 				}),
 		},
 		started(n) {
-			const target = n ?? gate.calls + 1;
+			const target = n ?? 1;
 			if (gate.calls >= target) return Promise.resolve();
 			return new Promise((resolve) => startWaiters.push({ n: target, resolve }));
 		},
