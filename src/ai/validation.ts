@@ -150,22 +150,32 @@ function schemaTypes(schema: TSchema): string[] {
 	return Array.isArray(schema.type) ? schema.type : [];
 }
 
-/** The primitive conversions models need; anything else is returned unchanged for the checker to report. */
+/**
+ * The primitive conversions models need (the same table as pi-ai): numeric strings and booleans
+ * to numbers, "true"/"false" and 1/0 to booleans, numbers and booleans to strings, null to the
+ * type's zero value. Anything else is returned unchanged for the checker to report.
+ */
 function coercePrimitive(value: unknown, type: string): unknown {
 	switch (type) {
 		case "number":
 		case "integer": {
+			if (value === null) return 0;
+			if (typeof value === "boolean") return value ? 1 : 0;
 			if (typeof value !== "string" || value.trim() === "") return value;
 			const parsed = Number(value);
 			if (!Number.isFinite(parsed) || (type === "integer" && !Number.isInteger(parsed))) return value;
 			return parsed;
 		}
 		case "boolean":
-			return value === "true" ? true : value === "false" ? false : value;
+			if (value === null) return false;
+			if (value === "true" || value === 1) return true;
+			if (value === "false" || value === 0) return false;
+			return value;
 		case "string":
+			if (value === null) return "";
 			return typeof value === "number" || typeof value === "boolean" ? String(value) : value;
 		case "null":
-			return value === "null" ? null : value;
+			return value === "" || value === 0 || value === false || value === "null" ? null : value;
 		default:
 			return value;
 	}

@@ -312,3 +312,56 @@ describe.skipIf(!available)("parity with pi-agent-core 0.73.1", () => {
 		});
 	}
 });
+
+const piAiEntry = refDir ? join(refDir, "..", "pi-ai", "dist", "index.js") : undefined;
+
+describe.skipIf(!available || !piAiEntry || !existsSync(piAiEntry))(
+	"validateToolArguments parity with pi-ai 0.73.1",
+	() => {
+		const schema = {
+			type: "object",
+			properties: {
+				n: { type: "number" },
+				i: { type: "integer" },
+				b: { type: "boolean" },
+				s: { type: "string" },
+				u: { type: ["integer", "null"] },
+				a: { type: "array", items: { type: "number" } },
+				o: { type: "object", properties: { deep: { type: "boolean" } } },
+				e: { enum: ["x", "y"] },
+			},
+			required: ["n"],
+		};
+		const inputs: Record<string, any>[] = [
+			{ n: 1 },
+			{ n: "5" },
+			{ n: "2.5", i: "3", b: "true", s: 7, u: "4", a: ["1", 2], o: { deep: "false" } },
+			{ n: true, b: 1, s: false, u: null },
+			{ n: null, b: 0, s: null },
+			{ n: "abc" },
+			{ i: 1 },
+			{ n: 1, i: "1.5" },
+			{ n: 1, e: "z" },
+			{ n: 1, a: "nope" },
+			{ n: 1, o: { deep: "maybe" } },
+		];
+		for (const args of inputs) {
+			it(`agrees on ${JSON.stringify(args)}`, async () => {
+				const piAi = await import(pathToFileURL(piAiEntry as string).href);
+				const outcome = (fn: typeof ours.validateToolArguments) => {
+					try {
+						return {
+							ok: fn(
+								{ name: "t", description: "", parameters: schema as any },
+								{ type: "toolCall", id: "1", name: "t", arguments: structuredClone(args) },
+							),
+						};
+					} catch {
+						return { failed: true };
+					}
+				};
+				expect(outcome(ours.validateToolArguments)).toEqual(outcome(piAi.validateToolArguments));
+			});
+		}
+	},
+);
