@@ -137,7 +137,8 @@ function parseArguments(json: string): Record<string, any> {
 /** Resolves after `ms` (or on the next macrotask for 0), or as soon as `signal` aborts. */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
 	return new Promise((resolve) => {
-		if (ms <= 0) {
+		if (ms <= 0 || signal?.aborted) {
+			// Even without a delay, yield a macrotask so a long script never monopolises the event loop.
 			setImmediate(resolve);
 			return;
 		}
