@@ -281,6 +281,25 @@ describe("failures and abort", () => {
 		expect(failing.state.messages.at(-1)).toMatchObject({ stopReason: "aborted", errorMessage: "cancelled" });
 	});
 
+	it("abort during a tool: the tool sees the signal, its failure becomes a result, the next call ends aborted", async () => {
+		const streamFn = scripted([{ content: [call("wait", { value: "x" }, "w1")] }, { content: "never streamed" }]);
+		const waiting = tool("wait", (_id, _params, signal) => {
+			return new Promise((_resolve, reject) => {
+				signal?.addEventListener("abort", () => reject(new Error("tool aborted")), { once: true });
+			});
+		});
+		const { agent, events } = agentWith(streamFn);
+		agent.state.tools = [waiting];
+		agent.subscribe((event) => {
+			if (event.type === "tool_execution_start") setImmediate(() => agent.abort());
+		});
+		await agent.prompt("go");
+		expect(agent.state.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+		expect(agent.state.messages[2]).toMatchObject({ isError: true, content: [{ type: "text", text: "tool aborted" }] });
+		expect(agent.state.messages[3]).toMatchObject({ stopReason: "aborted", content: [] });
+		expect(coarse(events).slice(-3)).toEqual(["message_end:assistant", "turn_end:0", "agent_end"]);
+	});
+
 	it("signal is the active run's abort signal and is cleared after the run", async () => {
 		const { agent } = agentWith(scripted([{ content: "ok" }]));
 		let during: AbortSignal | undefined;
