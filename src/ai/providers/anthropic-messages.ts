@@ -39,11 +39,14 @@ export type AnthropicEffort = "low" | "medium" | "high" | "xhigh" | "max";
 
 /** Options of {@link streamAnthropicMessages}; `streamSimple` derives them from {@link SimpleStreamOptions}. */
 export interface AnthropicMessagesOptions extends StreamOptions {
-	/** Extended thinking on (`true`), explicitly off (`false`, sent as `{type: "disabled"}`), or left to the API. */
+	/**
+	 * Extended thinking on (`true`), off (`false`: `{type: "disabled"}`, or no `thinking` field for the
+	 * adaptive-thinking models, which reject `disabled`), or left to the API (undefined).
+	 */
 	thinkingEnabled?: boolean;
 	/** `budget_tokens` for budget-based thinking (default 1024, the API's minimum). */
 	thinkingBudgetTokens?: number;
-	/** Effort for adaptive thinking (models that only support adaptive thinking: Opus 4.6+, Sonnet 4.6). */
+	/** `output_config.effort` for adaptive thinking (Claude 4.6 and later, see {@link supportsAdaptiveThinking}). */
 	effort?: AnthropicEffort;
 	/** `thinking.display`; omitted unless set (the API's default applies). */
 	thinkingDisplay?: "summarized" | "omitted";
@@ -156,11 +159,12 @@ export function buildParams(
 			{ type: "text", text: sanitizeText(context.systemPrompt), ...(cacheControl && { cache_control: cacheControl }) },
 		];
 	}
-	if (options.temperature !== undefined && !options.thinkingEnabled) params.temperature = options.temperature;
+	const thinkingOn = model.reasoning && options.thinkingEnabled === true;
+	if (options.temperature !== undefined && !thinkingOn) params.temperature = options.temperature;
 	if (context.tools && context.tools.length > 0) {
 		params.tools = convertTools(context.tools, model, cacheControl);
 	}
-	if (model.reasoning && options.thinkingEnabled) {
+	if (thinkingOn) {
 		const display = options.thinkingDisplay && { display: options.thinkingDisplay };
 		if (supportsAdaptiveThinking(model.id)) {
 			params.thinking = { type: "adaptive", ...display };
@@ -243,10 +247,10 @@ function convertToolResultContent(content: (TextContent | ImageContent)[]): stri
 }
 
 /**
- * Our messages → Anthropic `messages`. Applies `transformMessages` (drops failed turns, answers
+ * Our messages → Anthropic `messages`. Applies `transformMessages` first (drops failed turns, answers
  * orphaned tool calls, downgrades foreign thinking, makes foreign tool-call ids match
- * `^[a-zA-Z0-9_-]{1,64}$`) first. A thinking block without a
- * signature (an aborted stream) is sent as plain text, since the API rejects unsigned thinking.
+ * `^[a-zA-Z0-9_-]{1,64}$`). A thinking block without a signature (an aborted stream) is sent as
+ * plain text, since the API rejects unsigned thinking.
  */
 export function convertMessages(
 	messages: Message[],
