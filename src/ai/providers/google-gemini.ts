@@ -111,6 +111,10 @@ export interface GeminiParams {
 
 // ---- request ----
 
+/**
+ * The request body. `thinkingConfig` goes inside `generationConfig` (REST shape); it is only sent to
+ * reasoning models. `sessionId` and `metadata` have no Gemini counterpart and are not sent.
+ */
 export function buildParams(
 	model: Model<"google-generative-ai">,
 	context: Context,
