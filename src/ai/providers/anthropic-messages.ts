@@ -141,6 +141,8 @@ function cacheControlFor(model: Model<"anthropic-messages">, retention: StreamOp
  * The request body. `cacheRetention` (default `short`) puts `cache_control` on the system prompt,
  * the last tool and the last block of the last user message, so a conversation's prefix is cached
  * turn after turn. `temperature` is dropped while thinking is on (the API rejects the pair).
+ * `metadata.user_id` (a string) is sent as `metadata.user_id`; other metadata keys and `sessionId`
+ * have no Anthropic counterpart and are not sent.
  */
 export function buildParams(
 	model: Model<"anthropic-messages">,
