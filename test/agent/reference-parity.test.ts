@@ -297,6 +297,52 @@ describe.skipIf(!available)("parity with pi-agent-core 0.73.1", () => {
 				record({ messages: agent.state.messages, error: agent.state.errorMessage });
 			},
 		},
+		{
+			name: "abort while a tool runs, images in the prompt, state snapshots per event",
+			steps: () => [
+				{ content: [call("wait", { value: "x" }, "w1"), call("echo", { value: "y" }, "e1")] },
+				{ content: "never" },
+			],
+			run: async (AgentClass, streamFn, record) => {
+				const waiting = tool("wait", (_id, _params, signal) => {
+					return new Promise((_resolve, reject) => {
+						signal?.addEventListener("abort", () => reject(new Error("tool aborted")), { once: true });
+					});
+				});
+				const agent = new AgentClass({ initialState: { model, tools: [waiting, tool("echo")] }, streamFn });
+				agent.subscribe((event) => {
+					record({
+						event,
+						pending: [...agent.state.pendingToolCalls],
+						streaming: agent.state.isStreaming,
+						count: agent.state.messages.length,
+					});
+					if (event.type === "tool_execution_end" && event.toolCallId === "e1") setImmediate(() => agent.abort());
+				});
+				await agent.prompt("look", [{ type: "image", data: "AAAA", mimeType: "image/png" }]);
+				record({ messages: agent.state.messages, error: agent.state.errorMessage });
+			},
+		},
+		{
+			name: "continue from a tool result",
+			steps: () => [{ content: "resumed" }],
+			run: async (AgentClass, streamFn, record) => {
+				const agent = new AgentClass({
+					initialState: {
+						model,
+						messages: [
+							user("q"),
+							ours.fauxAssistantMessage([call("echo", { value: "a" }, "c1")], { stopReason: "toolUse", timestamp: 1 }),
+							{ role: "toolResult", toolCallId: "c1", toolName: "echo", content: [], isError: false, timestamp: 1 },
+						],
+					},
+					streamFn,
+				});
+				agent.subscribe((event) => record(event));
+				await agent.continue();
+				record({ messages: agent.state.messages });
+			},
+		},
 	];
 
 	for (const c of agentCases) {
