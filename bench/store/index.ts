@@ -63,24 +63,36 @@ function finalMessage(words: number): AssistantMessage {
 	};
 }
 
-type Kind = "memory" | "sqlite";
+type Kind = "memory" | "sqlite" | "sqlite-thread";
 
+/** Opens a store as the server would at startup: opened, then warmed (writer thread booted) before traffic. */
 function openKind(kind: Kind): SessionStore {
-	return kind === "memory"
-		? createMemoryStore()
-		: openSqliteStore({
-				path: join(dir, `bench-${dbCount++}.db`),
-				checkIntegrity: false,
-				...(process.env.FLUSH_MS ? { flushIntervalMs: Number(process.env.FLUSH_MS) } : {}),
-			});
+	if (kind === "memory") return createMemoryStore();
+	const store = openSqliteStore({
+		path: join(dir, `bench-${dbCount++}.db`),
+		checkIntegrity: false,
+		eventWriter: kind === "sqlite" ? "inline" : "thread",
+		...(process.env.FLUSH_MS ? { flushIntervalMs: Number(process.env.FLUSH_MS) } : {}),
+	});
+	store.createSession(session("warm-up"));
+	store.appendEvent("warm-up", "agent_start", "{}");
+	store.flush();
+	return store;
 }
 
 /** The bytes the server puts in `data:` for one text delta (delta only, no partial). */
-const DELTA_EVENT = { type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "word " } };
+const DELTA_EVENT = {
+	type: "message_update",
+	assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "word " },
+};
 
 interface Result {
 	events: number;
 	ms: number;
+	/** Main-thread busy time per event (event-loop utilisation): what persistence costs the streaming thread. */
+	mainUs: number;
+	/** Process CPU time (all threads) per event. */
+	cpuUs: number;
 	p99ms: number;
 	maxms: number;
 }
@@ -89,12 +101,12 @@ function raw(kind: Kind, n: number): Result {
 	const store = openKind(kind);
 	store.createSession(session("s"));
 	const data = JSON.stringify(DELTA_EVENT).padEnd(100, " ");
-	const t0 = performance.now();
+	const probe = startProbe();
 	for (let i = 0; i < n; i++) store.appendEvent("s", "message_update", data);
 	store.flush();
-	const ms = performance.now() - t0;
+	const r = probe(n);
 	store.close();
-	return { events: n, ms, p99ms: 0, maxms: 0 };
+	return r;
 }
 
 /** `sessions` streams of `deltas` each, one delta per session per event-loop turn, as the server would see them. */
@@ -104,7 +116,7 @@ async function paced(kind: Kind, sessions: number, deltas: number, perMessage = 
 	for (const id of ids) store.createSession(id === undefined ? session("x") : session(id));
 	const histogram = monitorEventLoopDelay({ resolution: 1 });
 	let events = 0;
-	const t0 = performance.now();
+	const probe = startProbe();
 	histogram.enable();
 	await Promise.all(
 		ids.map(async (id) => {
@@ -130,10 +142,30 @@ async function paced(kind: Kind, sessions: number, deltas: number, perMessage = 
 		}),
 	);
 	store.flush();
-	const ms = performance.now() - t0;
+	const r = probe(events);
 	histogram.disable();
 	store.close();
-	return { events, ms, p99ms: histogram.percentile(99) / 1e6, maxms: histogram.max / 1e6 };
+	return { ...r, p99ms: histogram.percentile(99) / 1e6, maxms: histogram.max / 1e6 };
+}
+
+/** Starts measuring wall time, main-thread busy time and process CPU time; call the result with the event count. */
+function startProbe(): (events: number) => Result {
+	const t0 = performance.now();
+	const elu0 = performance.eventLoopUtilization();
+	const cpu0 = process.cpuUsage();
+	return (events) => {
+		const ms = performance.now() - t0;
+		const elu = performance.eventLoopUtilization(elu0);
+		const cpu = process.cpuUsage(cpu0);
+		return {
+			events,
+			ms,
+			mainUs: (elu.active * 1000) / events,
+			cpuUs: (cpu.user + cpu.system) / events,
+			p99ms: 0,
+			maxms: 0,
+		};
+	};
 }
 
 function median(results: Result[]): Result {
@@ -143,22 +175,23 @@ function median(results: Result[]): Result {
 
 async function compare(name: string, run: (kind: Kind) => Result | Promise<Result>): Promise<void> {
 	const rounds = quick ? 1 : 3;
-	const mem: Result[] = [];
-	const sql: Result[] = [];
+	const kinds: Kind[] = ["memory", "sqlite", "sqlite-thread"];
+	const results = new Map<Kind, Result[]>(kinds.map((k) => [k, []]));
 	await run("memory"); // warm-up (JIT, module init)
-	for (let i = 0; i < rounds; i++) {
-		mem.push(await run("memory"));
-		sql.push(await run("sqlite"));
-	}
-	const m = median(mem);
-	const s = median(sql);
+	for (let i = 0; i < rounds; i++) for (const k of kinds) results.get(k)?.push(await run(k));
 	const rate = (r: Result) => Math.round((r.events / r.ms) * 1000);
-	const ratio = (rate(s) / rate(m)) * 100;
-	console.log(
-		`${name.padEnd(34)} memory ${String(rate(m)).padStart(9)} ev/s   sqlite ${String(rate(s)).padStart(9)} ev/s   ` +
-			`ratio ${ratio.toFixed(1)}%` +
-			(s.maxms > 0 ? `   sqlite loop delay p99 ${s.p99ms.toFixed(2)} ms max ${s.maxms.toFixed(2)} ms` : ""),
-	);
+	const m = median(results.get("memory") ?? []);
+	const costs = (r: Result) =>
+		`main thread ${r.mainUs.toFixed(2)} µs/ev (${((m.mainUs / r.mainUs) * 100).toFixed(1)}% of memory's ev per main-thread s), cpu ${r.cpuUs.toFixed(2)} µs/ev`;
+	console.log(`${name}: memory ${rate(m)} ev/s, ${costs(m).replace(/ \(.*?\)/, "")}`);
+	for (const k of ["sqlite", "sqlite-thread"] as const) {
+		const s = median(results.get(k) ?? []);
+		console.log(
+			`  ${k === "sqlite" ? "sqlite (inline writes, default)" : "sqlite (writer thread)"}`.padEnd(36) +
+				`${String(rate(s)).padStart(9)} ev/s   ${((rate(s) / rate(m)) * 100).toFixed(1)}% of memory   ${costs(s)}` +
+				(s.maxms > 0 ? `   event-loop delay p99 ${s.p99ms.toFixed(1)} ms, max ${s.maxms.toFixed(1)} ms` : ""),
+		);
+	}
 }
 
 async function main(): Promise<void> {

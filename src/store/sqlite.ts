@@ -60,7 +60,11 @@ const ID_RESERVATION = 1024;
 export interface SqliteStoreOptions extends StoreOptions {
 	/** Database file; its folder is created. Default `./data/wheelhouse.db`. */
 	path?: string;
-	/** Longest time a buffered event waits before it is written. Default 10 ms; 0 = next `setImmediate`. */
+	/**
+	 * Longest time a buffered event waits before it is written; 0 = next `setImmediate`. Default 50 ms:
+	 * each flush costs a commit plus one b-tree page per session with buffered events, so the window sets
+	 * the price of persistence per event (see bench/store). Turn boundaries (`appendMessages`) flush anyway.
+	 */
 	flushIntervalMs?: number;
 	/** A buffer of this many events is written at once, synchronously. Default 2,000. */
 	maxBatchEvents?: number;
@@ -69,9 +73,10 @@ export interface SqliteStoreOptions extends StoreOptions {
 	/** Run `PRAGMA quick_check` on open (reads the whole file once). Default true. */
 	checkIntegrity?: boolean;
 	/**
-	 * Who writes event batches: `"thread"` (default for files) hands them to a worker thread with its own
-	 * connection, so the SQLite work of the SSE hot path leaves the event loop; `"inline"` writes them on the
-	 * calling thread (always used for `:memory:`).
+	 * Who writes the timer-driven event batches: `"inline"` (default) writes them on the calling thread;
+	 * `"thread"` hands them to a worker thread with its own connection (`event-writer.ts`), so that SQLite
+	 * work leaves the event loop when a spare core exists. On the 2-core, heavily shared benchmark machine
+	 * the thread measured slower than inline, hence the default. `:memory:` always writes inline.
 	 */
 	eventWriter?: "thread" | "inline";
 	/** Called when a timer-driven event write fails. Inline: the events stay buffered for the next try; thread: they are lost. Default: a process warning. */
@@ -192,7 +197,7 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 		db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
 		db.pragma("busy_timeout = 5000");
 		// With the writer thread, checkpoints (and their fsyncs) run there, never in a durable write here.
-		if (path !== ":memory:" && options.eventWriter !== "inline") db.pragma("wal_autocheckpoint = 0");
+		if (path !== ":memory:" && options.eventWriter === "thread") db.pragma("wal_autocheckpoint = 0");
 		return db;
 	} catch (error) {
 		db?.close();
@@ -236,7 +241,7 @@ export class SqliteSessionStore implements SessionStore {
 			1,
 			10_000_000,
 		);
-		this.flushIntervalMs = checkLimit("flushIntervalMs", options.flushIntervalMs, 10, 0, 60_000);
+		this.flushIntervalMs = checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000);
 		this.maxBatchEvents = checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000);
 		this.onFlushError =
 			options.onFlushError ??
@@ -248,7 +253,7 @@ export class SqliteSessionStore implements SessionStore {
 			this.writeBatches(batches);
 			return fn();
 		});
-		if (this.path !== ":memory:" && options.eventWriter !== "inline") {
+		if (this.path !== ":memory:" && options.eventWriter === "thread") {
 			try {
 				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL");
 			} catch (error) {
@@ -265,18 +270,14 @@ export class SqliteSessionStore implements SessionStore {
 	}
 
 	/**
-	 * A durable write. Inline: buffered events and `fn` commit in one transaction. Thread: the buffer is
-	 * handed to the writer, and `fn` commits once the writer has committed everything sent before.
-	 * Either way the event log on disk is never behind what `fn` writes.
+	 * A durable write: buffered events and `fn` commit in one transaction on this connection. With the
+	 * writer thread, it first waits until the writer has committed what it was handed (usually nothing is
+	 * in flight), so the event log on disk is never behind what `fn` writes and never out of order.
 	 */
 	private durable<T>(fn: () => T): T {
 		this.open();
-		if (this.writer) {
-			this.sendBuffered();
-			const error = this.writer.wait();
-			if (error) throw new Error(`session store: writing the event log failed: ${error}`);
-			return this.tx([], fn) as T;
-		}
+		const error = this.writer?.wait();
+		if (error) this.onFlushError(new Error(`session store: writing the event log failed: ${error}`));
 		const batches = this.takeBatches();
 		const result = this.tx(batches, fn) as T;
 		if (batches.length > 0) this.markWritten();

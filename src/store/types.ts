@@ -17,12 +17,12 @@
  * - Durable on return: `createSession`, `updateSession`, `touchSession`, `deleteSession`,
  *   `deleteSessions`, `appendMessages`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`,
  *   `endRun`, `putPending`, `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
- *   Each of them first writes every buffered event (of all sessions) in the same transaction, so
+ *   Each of them first writes every buffered event (of all sessions), in the same transaction, so
  *   the event log on disk is never behind a message, run or queue change the server acknowledged.
  * - Buffered: `appendEvent` only. The id is assigned (and visible to `readEvents`/`lastEventId`)
- *   at once, but the row is written by the next flush: after at most `flushIntervalMs` (default
- *   10 ms), when the buffer reaches `maxBatchEvents`, at any durable write above, or at `flush()`
- *   / `close()`. A crash can therefore lose the last few milliseconds of events (typically
+ *   at once, but the event is written by the next flush: after at most `flushIntervalMs` (SQLite
+ *   default 50 ms), when the buffer reaches `maxBatchEvents`, at any durable write above, or at
+ *   `flush()` / `close()`. A crash can therefore lose the last few milliseconds of events (typically
  *   `message_update` deltas of a message still streaming); ids stay monotonic anyway because the
  *   ids a restarted store hands out start after the last id on disk, and a lost id is never
  *   referenced by anything durable.

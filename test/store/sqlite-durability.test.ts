@@ -128,7 +128,7 @@ describe("SQLite store durability", () => {
 		expect(eventsOnDisk(inlinePath)).toBe(4);
 
 		const threadPath = join(dir, "full-thread.db");
-		const threaded = store(threadPath, { flushIntervalMs: 60_000, maxBatchEvents: 4 });
+		const threaded = store(threadPath, { flushIntervalMs: 60_000, maxBatchEvents: 4, eventWriter: "thread" });
 		threaded.createSession(newSession("s1"));
 		for (let i = 0; i < 3; i++) threaded.appendEvent("s1", "e", String(i));
 		expect(eventsOnDisk(threadPath)).toBe(0);

@@ -10,9 +10,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 
 // A fresh file per store, in both event-writer modes. flushIntervalMs 0 keeps the timer path exercised.
-runStoreContract("sqlite, writer thread", (options) =>
+runStoreContract("sqlite, inline writes (default)", (options) =>
 	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0 }),
 );
-runStoreContract("sqlite, inline writes", (options) =>
-	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0, eventWriter: "inline" }),
+runStoreContract("sqlite, writer thread", (options) =>
+	openSqliteStore({ ...options, path: join(dir, `db-${n++}.db`), flushIntervalMs: 0, eventWriter: "thread" }),
 );
