@@ -35,6 +35,7 @@ import { healthRoutes } from "./routes/health.js";
 import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { SessionManager } from "./sessions.js";
+import { registerTools } from "./tools-plugin.js";
 import { installValidation } from "./validation.js";
 
 export interface BuildAppOptions {
@@ -149,6 +150,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(sessionRoutes);
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
+	await registerTools(app, { env: env as NodeJS.ProcessEnv });
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.

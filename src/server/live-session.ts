@@ -78,6 +78,10 @@ export interface SessionExtension {
 	onEvent?(session: LiveSession, event: AgentEvent): void;
 	/** The session was deleted. */
 	onDelete?(session: LiveSession): void;
+	/** Validates the `POST /v1/sessions` body before the session is created; throw an ApiError to reject it. */
+	beforeCreate?(input: Record<string, unknown>): void;
+	/** A session was created from `input` (the `POST /v1/sessions` body). */
+	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
 }
 
 /** What a session needs from its manager. */

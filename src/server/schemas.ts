@@ -8,6 +8,7 @@
  */
 import { type TSchema, Type } from "@sinclair/typebox";
 import { ERROR_CODES } from "./errors.js";
+import { CreateSessionToolFields, SessionToolStateFields } from "./tool-interactions.js";
 
 const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
 	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });
@@ -91,6 +92,7 @@ export const CreateSessionBody = Type.Object(
 		...configFields,
 		metadata: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Free-form string map." })),
 		messages: Type.Optional(Type.Array(AgentMessageSchema, { description: "A transcript to start from." })),
+		...CreateSessionToolFields,
 	},
 	{ additionalProperties: false },
 );
@@ -142,6 +144,7 @@ export const SessionView = Type.Object(
 		messageCount: Type.Integer(),
 		lastEventId: Type.Integer({ description: "Id of the last event on the session's stream (0 before any)." }),
 		usage: Usage,
+		...SessionToolStateFields,
 	},
 	{ additionalProperties: true, $id: "Session", description: "A session's config and live state." },
 );

@@ -132,12 +132,14 @@ export class SessionManager {
 		};
 		this.checkModel(config.model);
 		this.checkTools(config.tools);
+		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
 		const record = this.options.store.createSession(
 			{ ...config, id: `ses_${randomUUID().replaceAll("-", "")}`, ownerId, createdAt: Date.now() },
 			messages,
 		);
 		const session = this.instantiate(record.id, messages);
+		for (const ext of this.extensionList) ext.onCreate?.(session, input);
 		return session;
 	}
 

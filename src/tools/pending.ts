@@ -80,6 +80,8 @@ export interface PendingInteractionsOptions {
 	now?: () => number;
 	/** Called after every change of the pending list (added, resolved, timed out, aborted). Must not throw. */
 	onChange?: (pending: PendingRequest[]) => void;
+	/** Called when a store write fails (the wait goes on regardless). Must not throw. */
+	onPersistError?: (error: unknown) => void;
 	/** How many ended calls to remember for the 409 answer. Default 1000. */
 	finishedMemory?: number;
 }
@@ -161,20 +163,22 @@ export class PendingInteractions {
 				request.signal?.removeEventListener("abort", onAbort);
 				this.waiters.delete(key);
 				this.remember(key);
-				this.options.store?.deletePending(this.sessionId, request.toolCallId);
+				this.persist((store) => store.deletePending(this.sessionId, request.toolCallId));
 				this.changed();
 				resolve(outcome);
 			};
 			this.waiters.set(key, { request: entry, settle });
 			request.signal?.addEventListener("abort", onAbort, { once: true });
 			this.orphans.delete(key);
-			this.options.store?.putPending({
-				sessionId: this.sessionId,
-				toolCallId: request.toolCallId,
-				kind: request.kind,
-				payload: JSON.stringify({ toolName: request.toolName, args: request.args, expiresAt: entry.expiresAt }),
-				createdAt,
-			});
+			this.persist((store) =>
+				store.putPending({
+					sessionId: this.sessionId,
+					toolCallId: request.toolCallId,
+					kind: request.kind,
+					payload: JSON.stringify({ toolName: request.toolName, args: request.args, expiresAt: entry.expiresAt }),
+					createdAt,
+				}),
+			);
 			this.changed();
 		});
 	}
@@ -184,7 +188,7 @@ export class PendingInteractions {
 		const key = keyOf(kind, toolCallId);
 		const waiter = this.waiters.get(key);
 		if (!waiter) return this.finished.has(key) || this.orphans.has(key) ? "finished" : "unknown";
-		this.options.store?.resolvePending(this.sessionId, toolCallId, JSON.stringify(value), this.now());
+		this.persist((store) => store.resolvePending(this.sessionId, toolCallId, JSON.stringify(value), this.now()));
 		waiter.settle({ kind: "resolved", value });
 		return "resolved";
 	}
@@ -209,12 +213,26 @@ export class PendingInteractions {
 	clearOrphaned(): number {
 		const count = this.orphans.size;
 		for (const [key, orphan] of this.orphans) {
-			this.options.store?.deletePending(this.sessionId, orphan.toolCallId);
+			this.persist((store) => store.deletePending(this.sessionId, orphan.toolCallId));
 			this.remember(key);
 		}
 		this.orphans.clear();
 		if (count) this.changed();
 		return count;
+	}
+
+	/**
+	 * Persistence is best effort: the live wait is the source of truth, and a store failure (e.g.
+	 * closed during shutdown) must not break a tool call or an abort listener.
+	 */
+	private persist(write: (store: PendingPersistence) => unknown): void {
+		const store = this.options.store;
+		if (!store) return;
+		try {
+			write(store);
+		} catch (error) {
+			this.options.onPersistError?.(error);
+		}
 	}
 
 	private remember(key: string): void {

@@ -1,0 +1,143 @@
+/**
+ * Tools a deployment configures (issue 6), registered on a built app: HTTP tools and MCP servers
+ * from the config file's `tools` section (`ToolsConfig` of src/tools/config.ts), client-side tools and
+ * approvals for sessions, their routes, and `GET /v1/tools/mcp-servers`.
+ *
+ * A bad entry stops startup with a {@link ConfigError} naming the field. MCP servers connect
+ * before the server listens; one that is down does not stop startup: it is retried in the
+ * background, its state is in `GET /v1/tools/mcp-servers`, and its tools appear once it lists them.
+ */
+import { Type } from "@sinclair/typebox";
+import { Value } from "@sinclair/typebox/value";
+import type { FastifyInstance } from "fastify";
+import { MissingEnvError, ServerTools, type ToolsConfig, ToolsConfigSchema } from "../tools/index.js";
+import { ConfigError, type ServerConfig } from "./config.js";
+import { approvalRoutes } from "./routes/approvals.js";
+import { toolResultRoutes } from "./routes/tool-results.js";
+import { responses } from "./schemas.js";
+import { ToolInteractions } from "./tool-interactions.js";
+
+export interface ToolsPluginOptions {
+	env?: NodeJS.ProcessEnv;
+}
+
+/** The `tools` section of the server config, validated; throws {@link ConfigError} naming the field. */
+export function toolsConfigFrom(config: ServerConfig): ToolsConfig {
+	const section = config.tools;
+	if (section === undefined) return {};
+	const first = Value.Errors(ToolsConfigSchema, section).First();
+	if (first) {
+		const at = `tools${first.path.replaceAll("/", ".")}`;
+		throw new ConfigError(at, `${first.message.toLowerCase()} (got ${JSON.stringify(first.value)?.slice(0, 200)})`);
+	}
+	return section as ToolsConfig;
+}
+
+const McpServerList = Type.Object({
+	servers: Type.Array(
+		Type.Object(
+			{
+				name: Type.String(),
+				transport: Type.Union([Type.Literal("stdio"), Type.Literal("http")]),
+				state: Type.Union([
+					Type.Literal("connecting"),
+					Type.Literal("connected"),
+					Type.Literal("failed"),
+					Type.Literal("stopped"),
+				]),
+				attempt: Type.Integer({ description: "Reconnect attempt in progress (0 while connected)" }),
+				lastError: Type.Optional(Type.String()),
+				toolCount: Type.Integer(),
+				connectedAt: Type.Optional(Type.Number()),
+				serverInfo: Type.Optional(Type.Object({ name: Type.String(), version: Type.String() })),
+				tools: Type.Array(Type.String(), { description: "Names of its tools as sessions see them (server__tool)" }),
+			},
+			{ additionalProperties: false },
+		),
+	),
+});
+
+/**
+ * Registers configured tools, the session extension and the routes. Register after `app.wheelhouse`
+ * is decorated (in `buildApp`), with `{ env }`.
+ */
+export async function registerTools(app: FastifyInstance, options: ToolsPluginOptions = {}): Promise<ToolInteractions> {
+	const { config, sessions, toolOrigins } = app.wheelhouse;
+	let serverTools: ServerTools;
+	try {
+		serverTools = new ServerTools(toolsConfigFrom(config), { builtins: false, env: options.env });
+	} catch (error) {
+		if (error instanceof ConfigError) throw error;
+		if (error instanceof MissingEnvError)
+			throw new ConfigError(error.where, `environment variable ${error.variable} is not set`);
+		const message = error instanceof Error ? error.message : String(error);
+		const [field, ...rest] = message.split(": ");
+		throw new ConfigError(rest.length ? field! : "tools", rest.length ? rest.join(": ") : message);
+	}
+
+	const existing = new Set(sessions.tools.keys());
+	for (const tool of serverTools.tools()) {
+		if (existing.has(tool.name))
+			throw new ConfigError("httpTools", `"${tool.name}" is already a built-in or library tool`);
+		sessions.addTool(tool);
+		toolOrigins.set(tool.name, "http");
+	}
+
+	// MCP tools come and go with their servers' lists.
+	const mcpNames = new Set<string>();
+	const syncMcp = () => {
+		const current = new Map(serverTools.mcp.tools().map((t) => [t.name, t]));
+		for (const name of mcpNames) {
+			if (!current.has(name)) {
+				sessions.removeTool(name);
+				toolOrigins.delete(name);
+				mcpNames.delete(name);
+			}
+		}
+		for (const [name, tool] of current) {
+			if (existing.has(name)) continue;
+			sessions.addTool(tool);
+			toolOrigins.set(name, "mcp");
+			mcpNames.add(name);
+		}
+		for (const session of sessions.liveSessions()) session.refreshTools();
+	};
+	serverTools.mcp.onChange(syncMcp);
+	await serverTools.start();
+	syncMcp();
+	app.addHook("onClose", async function stopMcpServers() {
+		await serverTools.stop();
+	});
+
+	const interactions = new ToolInteractions({
+		serverTools,
+		store: sessions.store,
+		approvalTimeoutMs: serverTools.approvalTimeoutMs,
+		clientToolTimeoutMs: serverTools.clientToolTimeoutMs,
+		serverToolNames: () => sessions.tools.keys(),
+	});
+	sessions.addExtension(interactions);
+	await app.register(toolResultRoutes, { interactions });
+	await app.register(approvalRoutes, { interactions });
+
+	app.get(
+		"/v1/tools/mcp-servers",
+		{
+			schema: {
+				tags: ["catalog"],
+				summary: "The configured MCP servers: connection state, last error, and their tools",
+				response: responses({ 200: McpServerList }),
+			},
+		},
+		async function listMcpServers() {
+			const tools = serverTools.mcp.tools();
+			return {
+				servers: serverTools.mcpStatus().map((status) => ({
+					...status,
+					tools: tools.filter((t) => t.origin.server === status.name).map((t) => t.name),
+				})),
+			};
+		},
+	);
+	return interactions;
+}
