@@ -1,7 +1,8 @@
 /**
- * The event-log writer thread of the SQLite store: a worker with its own connection that commits
- * event batches, so the SQLite work of the SSE hot path (encoding to UTF-8, b-tree and WAL
- * writes, checkpoints and their fsyncs) runs on another core instead of the event loop.
+ * The background thread of the SQLite store: a worker with its own connection that runs the WAL
+ * checkpoints (and their fsyncs, tens of milliseconds each) off the event loop, always; and, with
+ * `eventWriter: "thread"`, also commits the event batches, so the SQLite work of the SSE hot path
+ * (UTF-8 encoding, b-tree and WAL writes) runs on another core.
  *
  * Protocol: the main thread posts `{ seq, batches }` messages in order; the worker commits each
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
@@ -120,6 +121,16 @@ export class EventWriter {
 			);
 		}
 		this.ready = true;
+	}
+
+	/** True once the thread reported that it could not open the database (non-blocking check). */
+	get failed(): boolean {
+		return Atomics.load(this.shared, STATE) === STATE_FAILED;
+	}
+
+	/** Why the thread failed, for a log line. */
+	failureMessage(): string {
+		return `the background writer thread failed to start: ${this.takeError() ?? "unknown error"}`;
 	}
 
 	/** Messages sent but not yet committed. */

@@ -197,7 +197,9 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 		db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
 		db.pragma("busy_timeout = 5000");
 		// With the writer thread, checkpoints (and their fsyncs) run there, never in a durable write here.
-		if (path !== ":memory:" && options.eventWriter === "thread") db.pragma("wal_autocheckpoint = 0");
+		// Checkpoints (and their fsyncs: tens of ms per 4 MB of WAL) run on the background thread, never in a
+		// write on this one. If that thread cannot start, autocheckpointing is switched back on (see `writerHealth`).
+		if (path !== ":memory:") db.pragma("wal_autocheckpoint = 0");
 		return db;
 	} catch (error) {
 		db?.close();
@@ -230,8 +232,10 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly s: ReturnType<typeof prepareStatements>;
 	/** Runs `fn` in one transaction, after writing `batches` in it when writing inline. */
 	private readonly tx: (batches: EventBatch[], fn: () => unknown) => unknown;
-	/** The writer thread, or undefined when writing inline. */
+	/** The background thread (checkpoints; event batches too with `eventWriter: "thread"`); none for `:memory:`. */
 	private readonly writer: EventWriter | undefined;
+	private readonly threadWrites: boolean;
+	private checkpointFallback = false;
 
 	constructor(options: SqliteStoreOptions = {}) {
 		this.maxEventsPerSession = checkLimit(
@@ -253,7 +257,8 @@ export class SqliteSessionStore implements SessionStore {
 			this.writeBatches(batches);
 			return fn();
 		});
-		if (this.path !== ":memory:" && options.eventWriter === "thread") {
+		this.threadWrites = options.eventWriter === "thread";
+		if (this.path !== ":memory:") {
 			try {
 				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL");
 			} catch (error) {
@@ -261,6 +266,17 @@ export class SqliteSessionStore implements SessionStore {
 				throw error;
 			}
 		}
+	}
+
+	/**
+	 * Called from the flush timer: if the background thread failed to start, checkpoint on this
+	 * connection again (else the WAL would grow without bound) and say so once.
+	 */
+	private writerHealth(): void {
+		if (!this.writer?.failed || this.checkpointFallback) return;
+		this.checkpointFallback = true;
+		this.db.pragma("wal_autocheckpoint = 1000");
+		this.onFlushError(new Error(`session store: ${this.writer.failureMessage()}; checkpointing on the main thread`));
 	}
 
 	// --- plumbing -------------------------------------------------------------------------------
@@ -315,7 +331,7 @@ export class SqliteSessionStore implements SessionStore {
 
 	/** Thread mode: hands the buffer to the writer without waiting, unless too much is already in flight. */
 	private sendBuffered(): void {
-		if (!this.writer || this.buffered === 0) return;
+		if (!this.writer || !this.threadWrites || this.buffered === 0) return;
 		this.writer.send(this.takeBatches());
 		this.markWritten();
 		if (this.writer.outstanding > MAX_OUTSTANDING_BATCHES) {
@@ -350,7 +366,8 @@ export class SqliteSessionStore implements SessionStore {
 			this.timer = undefined;
 			if (this.closed) return;
 			try {
-				if (this.writer) {
+				this.writerHealth();
+				if (this.writer && this.threadWrites) {
 					this.sendBuffered();
 					const error = this.writer.takeError();
 					if (error) throw new Error(`session store: writing the event log failed: ${error}`);
@@ -556,7 +573,7 @@ export class SqliteSessionStore implements SessionStore {
 		}
 		log.pending += encodeEvent(type, data, createdAt ?? Date.now());
 		if (++this.buffered < this.maxBatchEvents) this.scheduleFlush();
-		else if (this.writer) this.sendBuffered();
+		else if (this.writer && this.threadWrites) this.sendBuffered();
 		else this.durable(() => undefined);
 		return id;
 	}

@@ -2,7 +2,7 @@
  * SQLite durability: what survives a reopen, how event appends are batched, and that event ids
  * stay monotonic across a clean restart and across a crash that loses buffered events.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -134,6 +134,23 @@ describe("SQLite store durability", () => {
 		expect(eventsOnDisk(threadPath)).toBe(0);
 		threaded.appendEvent("s1", "e", "3");
 		await vi.waitFor(() => expect(eventsOnDisk(threadPath)).toBe(4), { timeout: 10_000, interval: 5 });
+	});
+
+	it("checkpoints the WAL while the store runs (on the background thread: the main connection has autocheckpoint off)", async () => {
+		const path = join(dir, "checkpoint.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		s.createSession(newSession("s1"));
+		const before = statSync(path).size;
+		const payload = "x".repeat(1000);
+		for (let round = 0; round < 10; round++) {
+			for (let i = 0; i < 500; i++) s.appendEvent("s1", "message_update", payload);
+			s.flush();
+		}
+		// ~5 MB went to the WAL; the main file only grows when a checkpoint copies pages into it.
+		await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(before + 4_000_000), {
+			timeout: 15_000,
+			interval: 50,
+		});
 	});
 
 	it("close() writes the buffer", () => {
