@@ -55,7 +55,18 @@ async function main(): Promise<void> {
 		process.exit(1);
 	}
 
-	const app = await buildApp({ config, store, tools: await loadToolModules(config.toolModules), env: process.env });
+	// buildApp validates the config's `tools` section (and connects MCP servers): a ConfigError stops startup here too.
+	const app = await buildApp({
+		config,
+		store,
+		tools: await loadToolModules(config.toolModules),
+		env: process.env,
+	}).catch((err: unknown) => {
+		if (!(err instanceof ConfigError)) throw err;
+		process.stderr.write(`${err.message}\n`);
+		store.close();
+		process.exit(1);
+	});
 	app.log.info({ config: redactConfig(config) }, "configuration");
 
 	let stopping = false;
