@@ -347,7 +347,26 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 		thinkingIndex = -1;
 	};
 
+	const appendContent = (text: string) => {
+		if (textIndex < 0 || !out.isOpen(textIndex)) {
+			if (thinkingIndex >= 0) {
+				out.endBlock(thinkingIndex);
+				thinkingIndex = -1;
+			}
+			textIndex = out.startText();
+		}
+		out.appendText(textIndex, text);
+	};
+
 	return {
+		fastPath(data) {
+			// Only once the response id is known, so skipping the chunk's other fields loses nothing.
+			if (!out.message.responseId) return false;
+			const text = contentOnlyDelta(data);
+			if (text === undefined) return false;
+			if (text !== "") appendContent(text);
+			return true;
+		},
 		onEvent(chunk: any) {
 			if (chunk?.error) {
 				const error = chunk.error;
@@ -385,16 +404,7 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			const text =
 				(typeof delta.content === "string" ? delta.content : "") +
 				(typeof delta.refusal === "string" ? delta.refusal : "");
-			if (text !== "") {
-				if (textIndex < 0 || !out.isOpen(textIndex)) {
-					if (thinkingIndex >= 0) {
-						out.endBlock(thinkingIndex);
-						thinkingIndex = -1;
-					}
-					textIndex = out.startText();
-				}
-				out.appendText(textIndex, text);
-			}
+			if (text !== "") appendContent(text);
 
 			if (Array.isArray(delta.tool_calls)) {
 				for (const call of delta.tool_calls) {
@@ -434,6 +444,40 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			if (reason !== "aborted") out.setStopReason(reason);
 		},
 	};
+}
+
+const CONTENT_MARK = '"choices":[{"index":0,"delta":{"content":"';
+const CONTENT_MARK_BRACE = CONTENT_MARK.indexOf("{");
+const CONTENT_TAILS = ['"},"logprobs":null,"finish_reason":null}]', '"},"finish_reason":null}]'];
+
+/**
+ * The text of a chunk whose only meaning is one content delta of choice 0 — the shape of nearly
+ * every chunk of a long answer — found without `JSON.parse`; undefined for any other chunk (a
+ * role, reasoning or tool-call delta, a finish reason, usage, an error, several choices, escapes
+ * in the text), which then takes the full path.
+ */
+export function contentOnlyDelta(data: string): string | undefined {
+	// A chunk object (an error payload starts differently) that is not cut short.
+	if (!data.startsWith('{"id":"') || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
+	const mark = data.indexOf(CONTENT_MARK);
+	// Before the choices: plain fields only (id, model, ...), never an object such as usage.
+	if (mark < 0 || data.indexOf("{", 1) !== mark + CONTENT_MARK_BRACE) return undefined;
+	const from = mark + CONTENT_MARK.length;
+	const end = data.indexOf('"', from);
+	if (end < 0) return undefined;
+	const text = data.slice(from, end);
+	if (text.indexOf("\\") >= 0) return undefined;
+	let after = -1;
+	for (const tail of CONTENT_TAILS) {
+		if (data.startsWith(tail, end)) {
+			after = end + tail.length;
+			break;
+		}
+	}
+	if (after < 0) return undefined;
+	// After the choices: only fields we ignore (usage null, obfuscation, fingerprints), never an object.
+	if (data.indexOf("{", after) >= 0) return undefined;
+	return text;
 }
 
 /** Chat Completions usage → our usage: `input` excludes cached prompt tokens (`cacheRead`). */

@@ -123,6 +123,13 @@ export interface WireHandler {
 	onEvent(data: any, event: string | undefined): boolean | undefined | void;
 	/** The stream ended (body end, `[DONE]`, or `onEvent` returned true); throw if it ended too early. */
 	onEnd?(): void;
+	/**
+	 * Optional shortcut for the most frequent payload shape: given the raw `data` text, handle it
+	 * without `JSON.parse` and return true, or return false to have it parsed and passed to
+	 * `onEvent` as usual. Must accept only text it fully understands (JSON.parse dominates the cost
+	 * of a stream of small deltas).
+	 */
+	fastPath?(data: string, event: string | undefined): boolean;
 }
 
 /** The provider's own error, as parsed from a body or an error event. */
@@ -368,6 +375,7 @@ async function attemptOnce(
 		const handler = call.createHandler(out);
 		let ended = false;
 		let handlerError: unknown;
+		const fastPath = handler.fastPath?.bind(handler);
 		const onMessage = (message: EventSourceMessage) => {
 			if (ended || handlerError !== undefined) return;
 			const data = message.data;
@@ -377,6 +385,7 @@ async function attemptOnce(
 				return;
 			}
 			try {
+				if (fastPath?.(data, message.event)) return;
 				let json: unknown;
 				try {
 					json = JSON.parse(data);
@@ -399,7 +408,7 @@ async function attemptOnce(
 			if (next.done) break;
 			const chunk = next.value;
 			armTimer();
-			parser.feed(decoder.decode(chunk, { stream: true }));
+			parser.feed(decoder.decode(chunk, STREAM_DECODE));
 			if (handlerError !== undefined) throw handlerError;
 			if (ended) break;
 		}
@@ -426,6 +435,8 @@ async function attemptOnce(
 		}
 	}
 }
+
+const STREAM_DECODE = { stream: true };
 
 /** Reads what is left of a body after the end marker, so the keep-alive connection can be reused. */
 async function drain(body: { destroy(err?: Error): void }, iterator: AsyncIterator<Buffer>): Promise<void> {
