@@ -8,9 +8,16 @@
  * background, its state is in `GET /v1/tools/mcp-servers`, and its tools appear once it lists them.
  */
 import { Type } from "@sinclair/typebox";
-import { Value } from "@sinclair/typebox/value";
+import { Value, type ValueError } from "@sinclair/typebox/value";
 import type { FastifyInstance } from "fastify";
-import { MissingEnvError, ServerTools, type ToolsConfig, ToolsConfigSchema } from "../tools/index.js";
+import {
+	McpHttpServerSchema,
+	McpStdioServerSchema,
+	MissingEnvError,
+	ServerTools,
+	type ToolsConfig,
+	ToolsConfigSchema,
+} from "../tools/index.js";
 import { ConfigError, type ServerConfig } from "./config.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { toolResultRoutes } from "./routes/tool-results.js";
@@ -25,12 +32,24 @@ export interface ToolsPluginOptions {
 export function toolsConfigFrom(config: ServerConfig): ToolsConfig {
 	const section = config.tools;
 	if (section === undefined) return {};
-	const first = Value.Errors(ToolsConfigSchema, section).First();
-	if (first) {
-		const at = `tools${first.path.replaceAll("/", ".")}`;
-		throw new ConfigError(at, `${first.message.toLowerCase()} (got ${JSON.stringify(first.value)?.slice(0, 200)})`);
+	// An MCP entry is one of two shapes: report the error of the shape it meant (url → HTTP), not "expected union".
+	const servers = (section as { mcpServers?: unknown }).mcpServers;
+	if (servers && typeof servers === "object" && !Array.isArray(servers)) {
+		for (const [name, entry] of Object.entries(servers)) {
+			const schema = entry && typeof entry === "object" && "url" in entry ? McpHttpServerSchema : McpStdioServerSchema;
+			fail(`tools.mcpServers.${name}`, Value.Errors(schema, entry).First());
+		}
 	}
+	fail("tools", Value.Errors(ToolsConfigSchema, section).First());
 	return section as ToolsConfig;
+}
+
+function fail(prefix: string, error: ValueError | undefined): void {
+	if (!error) return;
+	throw new ConfigError(
+		`${prefix}${error.path.replaceAll("/", ".")}`,
+		`${error.message.toLowerCase()} (got ${JSON.stringify(error.value)?.slice(0, 200)})`,
+	);
 }
 
 const McpServerList = Type.Object({

@@ -113,5 +113,14 @@ describe("tools from the config file", () => {
 				},
 			}),
 		).rejects.toThrow('"calculate" is already a built-in or library tool');
+		await expect(
+			buildApp({
+				env: {},
+				config: { logLevel: "silent", tools: { mcpServers: { m: { url: "http://x/mcp", args: [] } } } },
+			}),
+		).rejects.toThrow(/Invalid configuration: tools\.mcpServers\.m(\.args)?: /);
+		await expect(
+			buildApp({ env: {}, config: { logLevel: "silent", tools: { mcpServers: { m: { command: 42 } } } } }),
+		).rejects.toThrow("Invalid configuration: tools.mcpServers.m.command: expected string (got 42)");
 	});
 });
