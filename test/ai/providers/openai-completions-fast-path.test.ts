@@ -53,7 +53,7 @@ describe("contentOnlyDelta", () => {
 				],
 			},
 			{ ...base, usage: { prompt_tokens: 1, completion_tokens: 1 } },
-			{ usage: { prompt_tokens: 1 }, ...base },
+			{ id: "chatcmpl-1", usage: { prompt_tokens: 1 }, choices: base.choices }, // usage before the choices
 			{ error: { message: "boom" } },
 		];
 		for (const chunk of refuse) expect(contentOnlyDelta(json(chunk)), json(chunk)).toBeUndefined();
