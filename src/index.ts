@@ -98,6 +98,8 @@ export { type AgentEventSink, agentLoop, agentLoopContinue, runAgentLoop, runAge
 export { PendingMessageQueue, type QueueMode } from "./agent/queue.js";
 
 // ── Providers (wire APIs) ──────────────────────────────────────────────────────────────────────────
+// Model registry, keys, the shared provider driver, OpenAI wire APIs (src/ai/index.ts).
+export * from "./ai/index.js";
 
 // ── Store ──────────────────────────────────────────────────────────────────────────────────────────
 
