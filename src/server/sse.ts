@@ -6,8 +6,9 @@
  * line (split on CRLF, CR and LF); `id` and `event` must not contain CR or LF (a caller passing
  * one is a bug, so it throws); a comment line starts with `:`.
  *
- * Backpressure: a connection never holds more than `maxBufferBytes` of unsent output (its own
- * pending frames plus what the socket has not flushed). Past that the subscriber is dropped: it
+ * Backpressure: while the socket has not drained its last write, new frames wait here; when more
+ * than `maxBufferBytes` wait, the subscriber is dropped (memory per subscriber is bounded by that
+ * plus the one batch the socket holds). The dropped subscriber
  * gets a final `stream_dropped` event naming the reason and the last id it was sent, the
  * response ends, and the socket is destroyed if the peer still does not read. The client
  * resumes with `Last-Event-ID`; the run is never affected.
@@ -85,8 +86,9 @@ export class SseConnection {
 	private heartbeat: NodeJS.Timeout | undefined;
 	private closed = false;
 	private ending = false;
-	/** The id of the last frame handed to the socket (for the drop notice). */
+	/** The id of the last frame written to the socket (the drop notice tells the client to resume from it). */
 	lastSentId: number | undefined;
+	private pendingLastId: number | undefined;
 
 	constructor(
 		private readonly res: ServerResponse,
@@ -124,7 +126,7 @@ export class SseConnection {
 	/** Queues an event frame (built with {@link formatFrame}); `id` is remembered for the drop notice. */
 	send(frame: string, id?: number): void {
 		if (this.isClosed) return;
-		if (id !== undefined) this.lastSentId = id;
+		if (id !== undefined) this.pendingLastId = id;
 		this.sendRaw(frame);
 	}
 
@@ -150,7 +152,10 @@ export class SseConnection {
 		if (this.isClosed) return;
 		this.pending.push(chunk);
 		this.pendingBytes += chunk.length;
-		if (this.bufferedBytes > this.options.maxBufferBytes) {
+		// Frames pile up here only while the socket has not drained its last write: that backlog is
+		// what a slow reader costs, so that is what the limit bounds (the socket itself holds at most
+		// one flushed batch).
+		if (this.waitingForDrain && this.pendingBytes > this.options.maxBufferBytes) {
 			this.drop();
 			return;
 		}
@@ -166,6 +171,7 @@ export class SseConnection {
 		const chunk = this.pending.length === 1 ? this.pending[0] : this.pending.join("");
 		this.pending = [];
 		this.pendingBytes = 0;
+		this.lastSentId = this.pendingLastId;
 		if (!this.res.write(chunk)) this.waitingForDrain = true;
 	}
 
@@ -201,6 +207,7 @@ export class SseConnection {
 	end(finalChunk = ""): void {
 		if (this.isClosed) return;
 		const rest = this.pending.join("") + finalChunk;
+		this.lastSentId = this.pendingLastId;
 		this.pending = [];
 		this.pendingBytes = 0;
 		this.finish(rest, "ended");
@@ -209,11 +216,17 @@ export class SseConnection {
 	private finish(chunk: string, reason: SseCloseReason): void {
 		this.ending = true;
 		this.stopTimers();
-		if (!this.res.writableEnded) this.res.end(chunk);
+		const res = this.res;
+		// A dropped subscriber's connection is closed once its last bytes are flushed (it must
+		// reconnect anyway); a normally ended stream keeps its keep-alive connection.
+		const onFinished = () => {
+			clearTimeout(linger);
+			if (reason === "overflow") res.socket?.end();
+		};
+		if (!res.writableEnded) res.end(chunk, onFinished);
 		// A peer that never reads would keep the socket (and its buffer) forever.
-		const linger = setTimeout(() => this.res.destroy(), LINGER_MS);
+		const linger = setTimeout(() => res.destroy(), LINGER_MS);
 		linger.unref();
-		this.res.once("close", () => clearTimeout(linger));
 		this.cleanup(reason);
 	}
 
