@@ -30,7 +30,8 @@ export const ERRORS = {
 	},
 	TOOL_CALL_NOT_FOUND: {
 		status: 404,
-		description: "No tool call with this id waits for a result or approval in this session (never requested, or another kind).",
+		description:
+			"No tool call with this id waits for a result or approval in this session (never requested, or another kind).",
 	},
 	TOOL_CALL_FINISHED: {
 		status: 409,
