@@ -388,15 +388,21 @@ export class SqliteSessionStore implements SessionStore {
 	private log(sessionId: string): LogState | undefined {
 		let log = this.logs.get(sessionId);
 		if (log) return log;
+		const ids = this.idsOnDisk(sessionId);
+		if (!ids) return undefined;
+		log = { sessionId, ...ids, reserved: ids.last, trimmedThrough: 0, pending: "", pendingFirst: 0 };
+		this.logs.set(sessionId, log);
+		return log;
+	}
+
+	/** `written`: the highest id on disk; `last`: the highest id that may have been handed out (reservations included). */
+	private idsOnDisk(sessionId: string): { written: number; last: number } | undefined {
 		const row = this.s.getLogState.get(sessionId) as
 			| { last_event_id: number; event_id_reserved: number; batch_last: number | null }
 			| undefined;
 		if (!row) return undefined;
 		const written = Math.max(row.batch_last ?? 0, row.last_event_id);
-		const last = Math.max(written, row.event_id_reserved);
-		log = { sessionId, last, reserved: last, written, trimmedThrough: 0, pending: "", pendingFirst: 0 };
-		this.logs.set(sessionId, log);
-		return log;
+		return { written, last: Math.max(written, row.event_id_reserved) };
 	}
 
 	private toRecord(row: SessionRow): SessionRecord {
@@ -413,7 +419,8 @@ export class SqliteSessionStore implements SessionStore {
 			currentRunId: row.current_run_id,
 			usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
 			messageCount: row.message_count,
-			lastEventId: this.log(row.id)?.last ?? 0,
+			// Listing many sessions must not load (and keep) the log state of each: read it without caching.
+			lastEventId: this.logs.get(row.id)?.last ?? this.idsOnDisk(row.id)?.last ?? 0,
 		};
 	}
 

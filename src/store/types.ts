@@ -261,16 +261,22 @@ export interface SessionStore {
 
 	/**
 	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000).
-	 * `[]` for an unknown session.
+	 * `[]` for an unknown session. On SQLite this first flushes the buffer (a commit): it is for
+	 * resuming a stream, not for the per-event path.
 	 */
 	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[];
 
-	/** Highest id assigned (0 if none yet); undefined for an unknown session. */
+	/**
+	 * Highest id assigned (0 if none yet); undefined for an unknown session. Cheap (no I/O once the
+	 * session's log state is loaded). After a crash it may exceed the last id on disk: ids handed
+	 * out before the crash are skipped, never reused.
+	 */
 	lastEventId(sessionId: string): number | undefined;
 
 	/**
 	 * Lowest retained id, or undefined when none is retained (or unknown session). A client whose
 	 * `Last-Event-ID` is below `oldestEventId - 1` has missed trimmed events (send a reset snapshot).
+	 * Flushes first on SQLite, like `readEvents`.
 	 */
 	oldestEventId(sessionId: string): number | undefined;
 
