@@ -16,6 +16,8 @@ export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, str
 export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
 export { type ReceivedEvent, type StreamEventsOptions, streamEvents, WheelhouseHttpError } from "./stream-events.js";
 export {
+	type ApprovalRequestedEvent,
+	type ApprovalResolvedEvent,
 	encodeWireData,
 	type QueueUpdateEvent,
 	type ServerEvent,

@@ -95,8 +95,39 @@ export interface StreamDroppedEvent {
 	lastEventId: number | null;
 }
 
+/**
+ * A tool call waits for a human decision: answer with `POST /v1/sessions/:id/approvals/:toolCallId`
+ * `{ approve, reason? }` before `expiresAt` (epoch ms). Pending ones are also in the snapshot's
+ * `state.pendingApprovals`.
+ */
+export interface ApprovalRequestedEvent {
+	type: "approval_requested";
+	toolCallId: string;
+	toolName: string;
+	args: unknown;
+	createdAt: number;
+	expiresAt: number;
+}
+
+/** The wait for a decision ended; a call that was not approved ends with an error result. */
+export interface ApprovalResolvedEvent {
+	type: "approval_resolved";
+	toolCallId: string;
+	toolName: string;
+	outcome:
+		| { kind: "approved"; reason?: string }
+		| { kind: "denied"; reason?: string }
+		| { kind: "timeout"; timeoutMs: number }
+		| { kind: "aborted" };
+}
+
 /** Server-level events; their names never collide with AgentEvent types. */
-export type ServerEvent = SessionSnapshotEvent | QueueUpdateEvent | StreamDroppedEvent;
+export type ServerEvent =
+	| SessionSnapshotEvent
+	| QueueUpdateEvent
+	| StreamDroppedEvent
+	| ApprovalRequestedEvent
+	| ApprovalResolvedEvent;
 
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
