@@ -21,8 +21,12 @@ export interface ReplayResponse {
 	/** Default `content-type: text/event-stream` for 2xx, `application/json` otherwise. */
 	headers?: Record<string, string>;
 	body?: string | Buffer;
-	/** How the body is cut into writes (default `whole`). */
-	split?: "whole" | "bytes" | "random" | number[];
+	/**
+	 * How the body is cut into writes (default `whole`): `bytes` one byte per write, `random`
+	 * seeded sizes of 1–64 bytes, `utf8` inside every multi-byte UTF-8 character (after its first
+	 * byte), or at the given offsets.
+	 */
+	split?: "whole" | "bytes" | "random" | "utf8" | number[];
 	/** Seed for `random` splitting (default 1). */
 	seed?: number;
 	/** Destroy the socket after writing this many body bytes (0 = before any header). */
@@ -169,7 +173,7 @@ export class ReplayServer {
 	}
 }
 
-/** Cuts `body` into pieces: whole, single bytes, seeded random sizes (1–64 bytes), or at given offsets. */
+/** Cuts `body` into pieces: whole, single bytes, seeded random sizes (1–64 bytes), inside multi-byte characters, or at given offsets. */
 export function splitBody(body: Buffer, split: ReplayResponse["split"], seed = 1): Buffer[] {
 	if (body.length === 0) return [];
 	if (split === undefined || split === "whole") return [body];
@@ -177,6 +181,14 @@ export function splitBody(body: Buffer, split: ReplayResponse["split"], seed = 1
 	if (split === "bytes") {
 		for (let i = 0; i < body.length; i++) pieces.push(body.subarray(i, i + 1));
 		return pieces;
+	}
+	if (split === "utf8") {
+		const offsets: number[] = [];
+		for (let i = 0; i < body.length; i++) {
+			// A lead byte of a multi-byte sequence (11xxxxxx): cut right after it.
+			if ((body[i]! & 0xc0) === 0xc0) offsets.push(i + 1);
+		}
+		return splitBody(body, offsets);
 	}
 	if (Array.isArray(split)) {
 		let start = 0;

@@ -7,7 +7,8 @@ import { checkProtocol, drain, testModel, trace } from "./openai-protocol.js";
 /**
  * Replays every recorded Chat Completions stream in ../shared/fixtures/providers/openai-completions
  * through the provider, served by a real local HTTP server whole, one byte at a time (files up to
- * 4 kB: a byte per event-loop turn is slow) and split at random offsets, and checks the final message against manifest.json and the
+ * 4 kB: a byte per write is slow on loopback TCP), cut inside every multi-byte UTF-8 character, and
+ * split at random offsets, and checks the final message against manifest.json and the
  * event sequence against the protocol — the same at every split.
  */
 const entries = loadFixtureManifest("openai-completions");
@@ -35,6 +36,7 @@ describe.skipIf(!entries)("openai-completions: recorded streams", () => {
 			const splits = [
 				{ split: "whole" as const },
 				...(body.length <= 4096 ? [{ split: "bytes" as const }] : []),
+				{ split: "utf8" as const },
 				{ split: "random" as const, seed: 1 },
 				{ split: "random" as const, seed: 99 },
 			];

@@ -6,7 +6,7 @@ import { checkProtocol, drain, testModel, trace } from "./openai-protocol.js";
 
 /**
  * Replays every recorded Responses stream in ../shared/fixtures/providers/openai-responses through
- * the provider (whole, one byte at a time for files up to 4 kB, random splits), and checks the final
+ * the provider (whole, one byte at a time for files up to 4 kB, cut inside every multi-byte character, random splits), and checks the final
  * message against manifest.json, the event sequence against the protocol, and that every split
  * gives the same events.
  */
@@ -34,6 +34,7 @@ describe.skipIf(!entries)("openai-responses: recorded streams", () => {
 			const splits = [
 				{ split: "whole" as const },
 				...(body.length <= 4096 ? [{ split: "bytes" as const }] : []),
+				{ split: "utf8" as const },
 				{ split: "random" as const, seed: 3 },
 				{ split: "random" as const, seed: 42 },
 			];
