@@ -34,9 +34,12 @@ const SHORT = 200;
 
 // --- child processes -------------------------------------------------------------------------
 
-function forkTs(file: string): ChildProcess {
+/** BENCH_SSE_CPU_PROF=<dir>: write a V8 CPU profile of each server child there (for finding hot spots). */
+const CPU_PROF = process.env.BENCH_SSE_CPU_PROF;
+
+function forkTs(file: string, profile = false): ChildProcess {
 	return fork(path.join(here, file), [], {
-		execArgv: ["--import", "tsx"],
+		execArgv: ["--import", "tsx", ...(profile && CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [])],
 		stdio: ["ignore", "inherit", "inherit", "ipc"],
 	});
 }
@@ -48,7 +51,7 @@ class ServerChild {
 	) {}
 
 	static async start(start: ServerStart): Promise<ServerChild> {
-		const child = forkTs("server-process.ts");
+		const child = forkTs("server-process.ts", true);
 		child.send(start);
 		const [reply] = (await once(child, "message")) as [ServerReply];
 		if (reply.type !== "ready") throw new Error(`server child failed: ${JSON.stringify(reply)}`);
@@ -83,11 +86,17 @@ class ServerChild {
 	}
 }
 
+/** One client process for the whole run, so its code is warm (JIT) for every measured job. */
+let clientChild: ChildProcess | undefined;
+
 async function runClient(job: ClientJob): Promise<ClientResult> {
-	const child = forkTs("client.ts");
-	child.send(job);
-	const [result] = (await once(child, "message")) as [ClientResult];
-	child.kill();
+	if (!clientChild) {
+		clientChild = forkTs("client.ts");
+		clientChild.unref();
+		(clientChild as unknown as { channel?: { unref(): void } }).channel?.unref();
+	}
+	clientChild.send(job);
+	const [result] = (await once(clientChild, "message")) as [ClientResult];
 	if (result.error) throw new Error(`client: ${result.error}`);
 	for (const s of result.streams) if (s.status !== 200) throw new Error(`client: HTTP ${s.status}`);
 	return result;
@@ -161,6 +170,7 @@ type Jobs = (repeat: number) => Promise<ClientJob>;
 
 async function measure(jobs: Jobs): Promise<Figures> {
 	const runs: Figures[] = [];
+	await runClient(await jobs(-1)); // warm-up: JIT of server and client, connection setup paths
 	for (let r = 0; r < REPEATS; r++) runs.push(figures(await runClient(await jobs(r))));
 	return median(runs);
 }
@@ -421,6 +431,7 @@ export async function main(): Promise<void> {
 		console.log("\nGoals (memory store):");
 		for (const [name, ok] of goals) console.log(`  ${ok ? "met    " : "NOT met"}  ${name}`);
 	} finally {
+		clientChild?.kill();
 		rmSync(dbDir, { recursive: true, force: true });
 	}
 }
