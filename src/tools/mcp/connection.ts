@@ -255,9 +255,14 @@ export class McpServerConnection {
 		clearInterval(this.pingTimer);
 		if (this.options.pingIntervalMs <= 0) return;
 		this.pingTimer = setInterval(() => {
-			client
-				.ping({ timeout: Math.min(this.options.pingIntervalMs, 10_000) })
-				.catch((error) => this.handleDisconnect(generation, `ping failed: ${messageOf(error)}`));
+			client.ping({ timeout: Math.min(this.options.pingIntervalMs, 10_000) }).catch((error) => {
+				// A server that answers with a protocol error (e.g. no ping support) is alive.
+				const alive =
+					error instanceof McpError &&
+					error.code !== ErrorCode.RequestTimeout &&
+					error.code !== ErrorCode.ConnectionClosed;
+				if (!alive) this.handleDisconnect(generation, `ping failed: ${messageOf(error)}`);
+			});
 		}, this.options.pingIntervalMs);
 		this.pingTimer.unref();
 	}

@@ -114,9 +114,13 @@ export class McpManager {
 	/** The current tools of every server (including ones whose server is reconnecting: calls then fail clearly). */
 	tools(): McpAgentTool[] {
 		const out: McpAgentTool[] = [];
+		const seen = new Set<string>();
 		for (const connection of this.connections.values()) {
 			for (const remote of connection.tools()) {
 				const name = qualifiedToolName(connection.name, remote.name);
+				// Two remote names can sanitize to one (`a.b`, `a_b`): the first keeps it.
+				if (seen.has(name)) continue;
+				seen.add(name);
 				const cached = this.toolCache.get(name);
 				if (cached && cached.remote === remote) {
 					out.push(cached.tool);

@@ -80,4 +80,21 @@ describe("MCP over Streamable HTTP", () => {
 		await waitForStatus(manager, "remote", (s) => s.state === "connected");
 		expect(text(await echo.execute("h9", { text: "again" }))).toBe("again");
 	});
+
+	it("notices a dead server by ping, without a call", { timeout: 45_000 }, async () => {
+		const own = await startHttpFixture();
+		const pinged = new McpManager({
+			p: { url: own.url, pingIntervalMs: 100, reconnect: { initialDelayMs: 50, maxDelayMs: 100 } },
+		});
+		try {
+			await pinged.start();
+			expect(pinged.status()[0]!.state).toBe("connected");
+			await killChild(own.child);
+			const down = await waitForStatus(pinged, "p", (s) => s.state === "connecting");
+			expect(down.lastError).toMatch(/ping failed|connection closed|fetch failed/);
+		} finally {
+			await pinged.stop();
+			await killChild(own.child);
+		}
+	});
 });
