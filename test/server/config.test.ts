@@ -1,0 +1,83 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { CONFIG_VARS, ConfigError, loadConfig, redactConfig } from "../../src/server/config.js";
+
+function configError(fn: () => unknown): ConfigError {
+	try {
+		fn();
+	} catch (err) {
+		if (err instanceof ConfigError) return err;
+		throw err;
+	}
+	throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+	it("has documented defaults", () => {
+		const config = loadConfig({});
+		expect(config).toMatchObject({
+			port: 3000,
+			host: "127.0.0.1",
+			logLevel: "info",
+			apiKeys: [],
+			fauxDelayMs: 30,
+			heartbeatMs: 15000,
+			store: "sqlite",
+			dbPath: "./data/wheelhouse.db",
+		});
+		for (const v of CONFIG_VARS) expect(v.description.length, v.env).toBeGreaterThan(10);
+	});
+
+	it("reads env vars, lists and provider keys", () => {
+		const config = loadConfig({
+			PORT: "8080",
+			WHEELHOUSE_API_KEYS: "key-one-123456, key-two-123456",
+			WHEELHOUSE_CORS_ORIGINS: "https://a.example,https://b.example",
+			WHEELHOUSE_STORE: "memory",
+			OPENAI_API_KEY: "sk-test",
+		});
+		expect(config.port).toBe(8080);
+		expect(config.apiKeys).toEqual(["key-one-123456", "key-two-123456"]);
+		expect(config.corsOrigins).toEqual(["https://a.example", "https://b.example"]);
+		expect(config.store).toBe("memory");
+		expect(config.providerKeys.openai).toBe("sk-test");
+		const redacted = JSON.stringify(redactConfig(config));
+		expect(redacted).not.toContain("sk-test");
+		expect(redacted).not.toContain("key-one");
+	});
+
+	it("a bad value stops startup naming the variable and the reason", () => {
+		const notInt = configError(() => loadConfig({ PORT: "eighty" }));
+		expect(notInt.field).toBe("PORT");
+		expect(notInt.message).toMatch(/PORT: must be an integer/);
+		const range = configError(() => loadConfig({ PORT: "70000" }));
+		expect(range.field).toBe("PORT");
+		const store = configError(() => loadConfig({ WHEELHOUSE_STORE: "postgres" }));
+		expect(store.field).toBe("WHEELHOUSE_STORE");
+		const model = configError(() => loadConfig({ WHEELHOUSE_DEFAULT_MODEL: "no-slash" }));
+		expect(model.field).toBe("WHEELHOUSE_DEFAULT_MODEL");
+		const shortKey = configError(() => loadConfig({ WHEELHOUSE_API_KEYS: "short" }));
+		expect(shortKey.field).toBe("WHEELHOUSE_API_KEYS");
+	});
+
+	it("reads a JSON config file, env wins over it, unknown fields are rejected", () => {
+		const dir = mkdtempSync(join(tmpdir(), "wh-config-"));
+		const file = join(dir, "config.json");
+		writeFileSync(file, JSON.stringify({ port: 9000, maxQueuedMessages: 7, providerKeys: { anthropic: "a-key" } }));
+		const config = loadConfig({ WHEELHOUSE_CONFIG: file, PORT: "9001" });
+		expect(config.port).toBe(9001);
+		expect(config.maxQueuedMessages).toBe(7);
+		expect(config.providerKeys.anthropic).toBe("a-key");
+
+		writeFileSync(file, JSON.stringify({ prot: 1 }));
+		const unknown = configError(() => loadConfig({ WHEELHOUSE_CONFIG: file }));
+		expect(unknown.message).toContain("prot");
+		writeFileSync(file, JSON.stringify({ maxSessions: 0 }));
+		const bad = configError(() => loadConfig({ WHEELHOUSE_CONFIG: file }));
+		expect(bad.field).toBe(`${file}: maxSessions`);
+		writeFileSync(file, "{ nope");
+		expect(configError(() => loadConfig({ WHEELHOUSE_CONFIG: file })).field).toBe("WHEELHOUSE_CONFIG");
+	});
+});
