@@ -339,6 +339,7 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 	/** wire tool-call index → content index */
 	const toolIndex = new Map<number, number>();
 	let finishReason: string | null | undefined;
+	let chunks = 0;
 
 	const closeTextAndThinking = () => {
 		if (textIndex >= 0) out.endBlock(textIndex);
@@ -368,6 +369,7 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			return true;
 		},
 		onEvent(chunk: any) {
+			chunks++;
 			if (chunk?.error) {
 				const error = chunk.error;
 				const type =
@@ -437,6 +439,11 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			if (choice.finish_reason) finishReason = choice.finish_reason;
 		},
 		onEnd() {
+			// Fast-path chunks are content: any output counts as a response.
+			if (chunks === 0 && !out.hasOutput) {
+				// Nothing at all (a proxy closing early): safe to retry, nothing was shown.
+				throw new ProviderError("The server ended the stream without sending any chunk", { retryable: true });
+			}
 			const reason = mapStopReason(finishReason);
 			if (reason === "error") {
 				throw new ProviderError(`The provider stopped the response: finish_reason "${finishReason}"`);

@@ -33,6 +33,7 @@ import { OutputBuilder } from "./output-builder.js";
  * 4. Calls `options.onResponse({status, headers}, model)` for every response.
  * 5. Status ≥ 400: reads the body and fails with `HTTP <status>: <the provider's own message>`
  *    (parsed from the JSON error shapes of OpenAI, Anthropic and Gemini by {@link parseErrorBody}).
+ *    A 2xx with a JSON content type (a server that ignored `stream: true`) fails too.
  * 6. 2xx: emits `start`, then decodes the body with a streaming `TextDecoder` (chunks may split
  *    anywhere, even inside a multi-byte character), parses SSE with eventsource-parser (LF, CR and
  *    CRLF framing), `JSON.parse`s each event's data (invalid JSON is an error; empty data is
@@ -367,6 +368,17 @@ async function attemptOnce(
 				type: parsed.type,
 				retryable: isRetryableStatus(status) || !!parsed.retryable,
 				retryAfterMs: parseRetryAfter(response.headers) ?? parsed.retryAfterMs,
+			});
+		}
+
+		// A 2xx JSON body instead of a stream: a server that ignored `stream: true`, or an error in disguise.
+		if (/^application\/(problem\+)?json/i.test(headers["content-type"] ?? "")) {
+			armTimer();
+			const text = await body!.text();
+			const parsed = (call.parseErrorBody ?? parseErrorBody)(response.statusCode, text);
+			throw new ProviderError(`Expected an event stream, got a JSON body: ${parsed.message.slice(0, 500)}`, {
+				type: parsed.type,
+				retryable: !!parsed.retryable,
 			});
 		}
 

@@ -283,3 +283,26 @@ describe("nothing ever throws out of streamSimple", () => {
 		}
 	});
 });
+
+describe("openai-completions: responses that are not a stream", () => {
+	it("a 200 JSON body (stream ignored) is an error naming it", async () => {
+		server.enqueue({
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({
+				id: "chatcmpl-1",
+				choices: [{ index: 0, message: { role: "assistant", content: "hi" } }],
+			}),
+		});
+		const { message } = await drain(streamSimple(completions(), context, fast));
+		expect(message.stopReason).toBe("error");
+		expect(message.errorMessage).toMatch(/^Expected an event stream, got a JSON body/);
+	});
+
+	it("an empty stream is retried, then reported", async () => {
+		server.enqueue({ body: "" }, { body: "" });
+		const { message } = await drain(streamSimple(completions(), context, { ...fast, maxRetries: 1 }));
+		expect(server.requests).toHaveLength(2);
+		expect(message.stopReason).toBe("error");
+		expect(message.errorMessage).toBe("The server ended the stream without sending any chunk");
+	});
+});
