@@ -37,7 +37,8 @@ import type {
 	BeforeToolCallContext,
 	BeforeToolCallResult,
 } from "../agent/types.js";
-import type { AssistantMessage, Model, Usage } from "../ai/types.js";
+import { streamSimple } from "../ai/stream.js";
+import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
 import { encodeWireData } from "../client/wire.js";
 import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
 import { apiError } from "./errors.js";
@@ -185,6 +186,7 @@ export class LiveSession {
 			toolExecution: record.toolExecution,
 			sessionId: record.id,
 			getApiKey: (provider) => deps.getApiKey(provider),
+			streamFn: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
 			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
 			afterToolCall: (context, signal) => this.runAfterToolCall(context, signal),
 		});
@@ -221,6 +223,22 @@ export class LiveSession {
 
 	get lastEventId(): number {
 		return this.deps.store.lastEventId(this.id) ?? 0;
+	}
+
+	/**
+	 * The Agent fixes model, system prompt and reasoning level when a run starts; a PATCH must
+	 * apply from the next model call, so each call reads them from the live state instead.
+	 */
+	private streamWithCurrentConfig(model: Model<any>, context: Context, options?: SimpleStreamOptions) {
+		const state = this.agent.state;
+		const current = state.model;
+		const apiKey =
+			current.provider === model.provider ? options?.apiKey : (this.deps.getApiKey(current.provider) ?? undefined);
+		return streamSimple(
+			current,
+			{ ...context, systemPrompt: state.systemPrompt },
+			{ ...options, apiKey, reasoning: state.thinkingLevel === "off" ? undefined : state.thinkingLevel },
+		);
 	}
 
 	// --- tools & hooks ----------------------------------------------------------------------
