@@ -144,7 +144,7 @@ export class MemorySessionStore implements SessionStore {
 	touchSession(sessionId: string, at: number): boolean {
 		const s = this.get(sessionId);
 		if (!s) return false;
-		s.record.lastActiveAt = at;
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, at);
 		return true;
 	}
 

@@ -25,7 +25,6 @@ export function prepareStatements(db: Database.Database) {
 			 event_id_reserved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		),
 		updateConfig: prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
-		touch: prepare("UPDATE sessions SET last_active_at = ? WHERE id = ?"),
 		bumpActivity: prepare("UPDATE sessions SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
 		listAll: prepare(`SELECT * FROM sessions ORDER BY created_at, id LIMIT ?`),
 		listAllAfter: prepare(

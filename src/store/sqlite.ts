@@ -225,6 +225,8 @@ export class SqliteSessionStore implements SessionStore {
 	/** Sessions with buffered events, and how many events are buffered in all. */
 	private readonly dirty = new Set<LogState>();
 	private buffered = 0;
+	/** `touchSession` times not yet written (activity is advisory: it rides along with the next flush). */
+	private readonly touches = new Map<string, number>();
 	private readonly logs = new Map<string, LogState>();
 	private timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private timerIsImmediate = false;
@@ -255,6 +257,7 @@ export class SqliteSessionStore implements SessionStore {
 		this.s = prepareStatements(this.db);
 		this.tx = this.db.transaction((batches: EventBatch[], fn: () => unknown) => {
 			this.writeBatches(batches);
+			for (const [sessionId, at] of this.touches) this.s.bumpActivity.run(at, sessionId);
 			return fn();
 		});
 		this.threadWrites = options.eventWriter === "thread";
@@ -297,6 +300,7 @@ export class SqliteSessionStore implements SessionStore {
 		const batches = this.takeBatches();
 		const result = this.tx(batches, fn) as T;
 		if (batches.length > 0) this.markWritten();
+		this.touches.clear();
 		return result;
 	}
 
@@ -367,11 +371,11 @@ export class SqliteSessionStore implements SessionStore {
 			if (this.closed) return;
 			try {
 				this.writerHealth();
-				if (this.writer && this.threadWrites) {
+				if (this.writer && this.threadWrites && this.touches.size === 0) {
 					this.sendBuffered();
 					const error = this.writer.takeError();
 					if (error) throw new Error(`session store: writing the event log failed: ${error}`);
-				} else if (this.buffered > 0) {
+				} else if (this.buffered > 0 || this.touches.size > 0) {
 					this.durable(() => undefined);
 				}
 			} catch (error) {
@@ -413,7 +417,7 @@ export class SqliteSessionStore implements SessionStore {
 			...pickConfig(config),
 			createdAt: row.created_at,
 			updatedAt: row.updated_at,
-			lastActiveAt: row.last_active_at,
+			lastActiveAt: Math.max(row.last_active_at, this.touches.get(row.id) ?? 0),
 			status: row.status,
 			interruptedAt: row.interrupted_at,
 			currentRunId: row.current_run_id,
@@ -482,7 +486,11 @@ export class SqliteSessionStore implements SessionStore {
 	}
 
 	touchSession(sessionId: string, at: number): boolean {
-		return this.durable(() => this.s.touch.run(at, sessionId).changes > 0);
+		this.open();
+		if (!this.log(sessionId)) return false;
+		this.touches.set(sessionId, Math.max(at, this.touches.get(sessionId) ?? at));
+		this.scheduleFlush();
+		return true;
 	}
 
 	listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): SessionPage {
@@ -750,13 +758,15 @@ export class SqliteSessionStore implements SessionStore {
 
 	listIdleSessions(cutoff: number, limit?: number): string[] {
 		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
-		this.open();
+		this.flush(); // pending touches count
 		return this.s.listIdle.pluck().all(cutoff, max) as string[];
 	}
 
 	flush(): void {
 		this.open();
-		if (this.buffered > 0 || (this.writer?.outstanding ?? 0) > 0) this.durable(() => undefined);
+		if (this.buffered > 0 || this.touches.size > 0 || (this.writer?.outstanding ?? 0) > 0) {
+			this.durable(() => undefined);
+		}
 	}
 
 	close(): void {

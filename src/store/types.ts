@@ -14,17 +14,18 @@
  * (with the default `synchronous: "normal"`, an OS crash or power loss may lose the last commits;
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
- * - Durable on return: `createSession`, `updateSession`, `touchSession`, `deleteSession`,
+ * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
  *   `deleteSessions`, `appendMessages`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`,
  *   `endRun`, `putPending`, `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
  *   Each of them first writes every buffered event (of all sessions), in the same transaction, so
  *   the event log on disk is never behind a message, run or queue change the server acknowledged.
- * - Buffered: `appendEvent` only. The id is assigned (and visible to `readEvents`/`lastEventId`)
+ * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along).
+ *   An event's id is assigned (and visible to `readEvents`/`lastEventId`)
  *   at once, but the event is written by the next flush: after at most `flushIntervalMs` (SQLite
  *   default 50 ms), when the buffer reaches `maxBatchEvents`, at any durable write above, or at
  *   `flush()` / `close()`. A crash can therefore lose the last few milliseconds of events (typically
- *   `message_update` deltas of a message still streaming); ids stay monotonic anyway because the
- *   ids a restarted store hands out start after the last id on disk, and a lost id is never
+ *   `message_update` deltas of a message still streaming); ids stay monotonic anyway: ids are reserved on disk
+ *   ahead of use, a restarted store continues after the last reserved id, and a lost id is never
  *   referenced by anything durable.
  *
  * The memory implementation keeps everything in the process and loses it with the process; it
@@ -216,7 +217,10 @@ export interface SessionStore {
 	 */
 	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined;
 
-	/** Sets `lastActiveAt = at` (e.g. on every request or SSE subscribe). Returns false if unknown. Durable on return. */
+	/**
+	 * Moves `lastActiveAt` forward to `at` (never back), e.g. on every request or SSE subscribe.
+	 * Returns false if unknown. Buffered (cheap enough per request); visible to reads at once.
+	 */
 	touchSession(sessionId: string, at: number): boolean;
 
 	/**

@@ -135,11 +135,15 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.updateSession("nope", { model: "x/y" }, 1)).toBeUndefined();
 			});
 
-			it("touchSession moves lastActiveAt", () => {
+			it("touchSession moves lastActiveAt forward, and retention sees it", () => {
 				const store = open();
 				store.createSession(newSession("s1"));
 				expect(store.touchSession("s1", 5000)).toBe(true);
 				expect(store.getSession("s1")?.lastActiveAt).toBe(5000);
+				expect(store.touchSession("s1", 4000)).toBe(true);
+				expect(store.getSession("s1")?.lastActiveAt).toBe(5000);
+				expect(store.listIdleSessions(5001)).toEqual(["s1"]);
+				expect(store.listIdleSessions(5000)).toEqual([]);
 				expect(store.touchSession("nope", 5000)).toBe(false);
 			});
 		});

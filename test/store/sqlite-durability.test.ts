@@ -48,7 +48,9 @@ describe("SQLite store durability", () => {
 		a.enqueue("s1", "followUp", user("later"), 2200);
 		a.putPending({ sessionId: "s1", toolCallId: "c1", kind: "client_tool", payload: '{"x":1}', createdAt: 2300 });
 		for (let i = 0; i < 5; i++) a.appendEvent("s1", "message_update", `{"i":${i}}`, 3000 + i);
+		a.touchSession("s1", 9000);
 		const before = a.getSession("s1");
+		expect(before?.lastActiveAt).toBe(9000);
 		a.close();
 
 		const b = store(path);
