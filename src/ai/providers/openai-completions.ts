@@ -48,6 +48,32 @@ export type ResolvedOpenAICompletionsCompat = Required<OpenAICompletionsCompat>;
 const REASONING_FIELDS = ["reasoning_content", "reasoning", "reasoning_text"] as const;
 
 /**
+ * What a Chat Completions thinking block keeps in `thinkingSignature` for replay: the name of the
+ * field its text came in (a plain string such as `"reasoning_content"`), or, when the server also
+ * sent OpenRouter `reasoning_details`, JSON `{"v":1,"field":…,"details":[…]}`.
+ */
+export function encodeReasoningSignature(field: string | undefined, details: Record<string, any>[]): string {
+	return JSON.stringify({ v: 1, ...(field ? { field } : {}), details });
+}
+
+export function decodeReasoningSignature(
+	signature: string | undefined,
+): { field?: string; details?: Record<string, any>[] } | undefined {
+	if (!signature) return undefined;
+	if ((REASONING_FIELDS as readonly string[]).includes(signature)) return { field: signature };
+	if (!signature.startsWith("{")) return undefined;
+	try {
+		const parsed = JSON.parse(signature);
+		const field = (REASONING_FIELDS as readonly string[]).includes(parsed?.field)
+			? (parsed.field as string)
+			: undefined;
+		return { field, details: Array.isArray(parsed?.details) ? parsed.details : undefined };
+	} catch {
+		return undefined;
+	}
+}
+
+/**
  * The compat record for `model`: its own `compat` fields win; the rest is detected.
  *
  * Detection: `api.openai.com` (and Azure) is full OpenAI (developer role for reasoning models,
@@ -257,15 +283,19 @@ function convertAssistant(
 	const thinking = message.content.filter((block) => block.type === "thinking" && block.thinking.trim() !== "");
 	const toolCalls = message.content.filter((block) => block.type === "toolCall");
 	const converted: Record<string, unknown> = { role: "assistant", content: text || null };
+	const signed = message.content.find((block) => block.type === "thinking" && block.thinkingSignature);
+	const signature = signed?.type === "thinking" ? decodeReasoningSignature(signed.thinkingSignature) : undefined;
 	if (thinking.length > 0) {
 		const thinkingText = thinking.map((block) => (block.type === "thinking" ? block.thinking : "")).join("\n\n");
-		const field = thinking[0]!.type === "thinking" ? thinking[0]!.thinkingSignature : undefined;
 		if (compat.requiresThinkingAsText) {
 			converted.content = text ? `${thinkingText}\n\n${text}` : thinkingText;
-		} else if (field && (REASONING_FIELDS as readonly string[]).includes(field) && isSameModel(message, model)) {
+		} else if (signature?.field && isSameModel(message, model)) {
 			// Replay reasoning in the field the server sent it in (DeepSeek, llama.cpp, vLLM need it back with tools).
-			converted[field] = thinkingText;
+			converted[signature.field] = thinkingText;
 		}
+	}
+	if (signature?.details && !compat.requiresThinkingAsText && isSameModel(message, model)) {
+		converted.reasoning_details = signature.details;
 	}
 	if (toolCalls.length > 0) {
 		converted.tool_calls = toolCalls.map((call) =>
@@ -340,23 +370,60 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 	const toolIndex = new Map<number, number>();
 	let finishReason: string | null | undefined;
 	let chunks = 0;
+	/** The field reasoning text came in, and OpenRouter's `reasoning_details`, merged by index. */
+	let reasoningField: string | undefined;
+	const details: Record<string, any>[] = [];
+
+	const openThinking = (field?: string) => {
+		if (field) reasoningField ??= field;
+		if (thinkingIndex >= 0 && out.isOpen(thinkingIndex)) return;
+		if (textIndex >= 0) {
+			out.endBlock(textIndex);
+			textIndex = -1;
+		}
+		thinkingIndex = out.startThinking(field ? { signature: field } : {});
+	};
+
+	const closeThinking = () => {
+		if (thinkingIndex < 0) return;
+		if (details.length > 0 && out.isOpen(thinkingIndex)) {
+			out.setThinkingSignature(thinkingIndex, encodeReasoningSignature(reasoningField, details));
+		}
+		out.endBlock(thinkingIndex);
+		thinkingIndex = -1;
+	};
 
 	const closeTextAndThinking = () => {
 		if (textIndex >= 0) out.endBlock(textIndex);
-		if (thinkingIndex >= 0) out.endBlock(thinkingIndex);
+		closeThinking();
 		textIndex = -1;
-		thinkingIndex = -1;
 	};
 
 	const appendContent = (text: string) => {
 		if (textIndex < 0 || !out.isOpen(textIndex)) {
-			if (thinkingIndex >= 0) {
-				out.endBlock(thinkingIndex);
-				thinkingIndex = -1;
-			}
+			closeThinking();
 			textIndex = out.startText();
 		}
 		out.appendText(textIndex, text);
+	};
+
+	const mergeDetails = (incoming: unknown[]) => {
+		for (const item of incoming) {
+			if (!item || typeof item !== "object") continue;
+			const detail = item as Record<string, any>;
+			const existing = typeof detail.index === "number" ? details.find((d) => d.index === detail.index) : undefined;
+			if (!existing) {
+				details.push({ ...detail });
+				continue;
+			}
+			for (const key of ["text", "summary", "data"] as const) {
+				if (typeof detail[key] === "string") existing[key] = (existing[key] ?? "") + detail[key];
+			}
+			for (const [key, value] of Object.entries(detail)) {
+				if (key !== "text" && key !== "summary" && key !== "data" && value !== undefined && value !== null)
+					existing[key] = value;
+			}
+		}
 	};
 
 	return {
@@ -391,16 +458,15 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			for (const field of REASONING_FIELDS) {
 				const value = delta[field];
 				if (typeof value === "string" && value !== "") {
-					if (thinkingIndex < 0 || !out.isOpen(thinkingIndex)) {
-						if (textIndex >= 0) {
-							out.endBlock(textIndex);
-							textIndex = -1;
-						}
-						thinkingIndex = out.startThinking({ signature: field });
-					}
+					openThinking(field);
 					out.appendThinking(thinkingIndex, value);
 					break;
 				}
+			}
+			if (Array.isArray(delta.reasoning_details) && delta.reasoning_details.length > 0) {
+				// OpenRouter: opaque reasoning (signatures, encrypted data) to send back with the next call.
+				openThinking();
+				mergeDetails(delta.reasoning_details);
 			}
 
 			const text =
@@ -439,6 +505,7 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			if (choice.finish_reason) finishReason = choice.finish_reason;
 		},
 		onEnd() {
+			closeThinking();
 			// Fast-path chunks are content: any output counts as a response.
 			if (chunks === 0 && !out.hasOutput) {
 				// Nothing at all (a proxy closing early): safe to retry, nothing was shown.

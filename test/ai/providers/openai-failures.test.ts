@@ -306,3 +306,63 @@ describe("openai-completions: responses that are not a stream", () => {
 		expect(message.errorMessage).toBe("The server ended the stream without sending any chunk");
 	});
 });
+
+describe("openai-completions: OpenRouter reasoning_details", () => {
+	it("merges streamed reasoning_details by index and replays them with the reasoning text", async () => {
+		const model = testModel("openai-completions", `${server.url}/v1`, { provider: "openrouter", reasoning: true });
+		server.enqueue({
+			body: [
+				chunk({
+					role: "assistant",
+					reasoning: "Think",
+					reasoning_details: [{ type: "reasoning.text", text: "Think", index: 0, format: "anthropic-claude-v1" }],
+				}),
+				chunk({ reasoning: "ing.", reasoning_details: [{ type: "reasoning.text", text: "ing.", index: 0 }] }),
+				chunk({ reasoning_details: [{ type: "reasoning.text", signature: "sig-123", index: 0 }] }),
+				chunk({ reasoning_details: [{ type: "reasoning.encrypted", data: "ENC", index: 1 }] }),
+				chunk(
+					{ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }] },
+					"tool_calls",
+				),
+				"data: [DONE]\n\n",
+			].join(""),
+		});
+		const { message, events } = await drain(streamSimple(model, context, fast));
+		checkProtocol(events, message);
+		const thinking = message.content[0]!;
+		expect(thinking.type).toBe("thinking");
+		if (thinking.type !== "thinking") return;
+		expect(thinking.thinking).toBe("Thinking.");
+		const details = [
+			{ type: "reasoning.text", text: "Thinking.", index: 0, format: "anthropic-claude-v1", signature: "sig-123" },
+			{ type: "reasoning.encrypted", data: "ENC", index: 1 },
+		];
+		expect(JSON.parse(thinking.thinkingSignature!)).toEqual({ v: 1, field: "reasoning", details });
+
+		// Next call: the details go back on the assistant message, with the reasoning text.
+		server.enqueue({ body: `${chunk({ content: "done" }, "stop")}data: [DONE]\n\n` });
+		const next: Context = {
+			messages: [
+				...context.messages,
+				message,
+				{
+					role: "toolResult",
+					toolCallId: "call_1",
+					toolName: "f",
+					content: [{ type: "text", text: "ok" }],
+					isError: false,
+					timestamp: 1,
+				},
+			],
+		};
+		await drain(streamSimple(model, next, fast));
+		const assistant = server.requests[1]!.json.messages[1];
+		expect(assistant).toEqual({
+			role: "assistant",
+			content: null,
+			reasoning: "Thinking.",
+			reasoning_details: details,
+			tool_calls: [{ id: "call_1", type: "function", function: { name: "f", arguments: "{}" } }],
+		});
+	});
+});
