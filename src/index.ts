@@ -101,6 +101,9 @@ export { PendingMessageQueue, type QueueMode } from "./agent/queue.js";
 // Model registry, keys, the shared provider driver, OpenAI wire APIs (src/ai/index.ts).
 export * from "./ai/index.js";
 
+// ── Tools: built-ins, MCP servers, HTTP tools, client-side tools, approvals (src/tools/index.ts) ──
+export * from "./tools/index.js";
+
 // ── Store ──────────────────────────────────────────────────────────────────────────────────────────
 
 // ── Server ─────────────────────────────────────────────────────────────────────────────────────────
