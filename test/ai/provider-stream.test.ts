@@ -198,6 +198,13 @@ describe("streamProvider: parsing", () => {
 		expect(message.content).toEqual([{ type: "text", text: "hi" }]);
 	});
 
+	it("runs many concurrent calls to one origin through the pool", async () => {
+		for (let i = 0; i < 20; i++) server.enqueue({ body: sse({ t: "text", v: "same" }), split: "random", seed: i + 1 });
+		const results = await Promise.all(Array.from({ length: 20 }, () => run()));
+		for (const { message } of results) expect(message.content).toEqual([{ type: "text", text: "same" }]);
+		expect(server.requests).toHaveLength(20);
+	});
+
 	it("reuses one keep-alive connection for sequential calls", async () => {
 		const before = server.connections;
 		for (let i = 0; i < 3; i++) {
