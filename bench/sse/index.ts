@@ -81,8 +81,10 @@ class ServerChild {
 	}
 
 	async stop(): Promise<void> {
+		if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+		const exited = once(this.child, "exit");
 		this.child.kill("SIGTERM");
-		if (this.child.exitCode === null) await once(this.child, "exit");
+		await exited;
 	}
 }
 
@@ -180,7 +182,24 @@ interface ServerRun {
 	concurrent: Figures;
 	sizes: Map<number, number>;
 	rssMb: number;
+	rssIdleMb: number;
 	recorded: Map<string, string>;
+}
+
+/**
+ * RSS of a fresh server process: idle after start, and after serving exactly one round of
+ * SESSIONS concurrent sessions (the sessions stay in memory, as on a real server).
+ */
+async function measureRss(start: ServerStart, requests: (url: string) => Promise<StreamRequest[]>) {
+	const server = await ServerChild.start(start);
+	try {
+		const idle = await server.ask({ type: "rss" }, "rss");
+		await runClient({ requests: await requests(server.url) });
+		const after = await server.ask({ type: "rss" }, "rss");
+		return { rssIdleMb: idle.rss / 1024 / 1024, rssMb: after.rss / 1024 / 1024 };
+	} finally {
+		await server.stop();
+	}
 }
 
 async function benchWheelhouse(store: "memory" | "sqlite", dbDir: string): Promise<ServerRun> {
@@ -208,8 +227,12 @@ async function benchWheelhouse(store: "memory" | "sqlite", dbDir: string): Promi
 			const ids = await createSessions(url, SESSIONS);
 			return { requests: ids.map((id) => promptRequest(url, id, words(SHORT))) };
 		});
-		const { rss } = await server.ask({ type: "rss" }, "rss");
-		return { single, concurrent, sizes, rssMb: rss / 1024 / 1024, recorded };
+		await server.stop();
+		const rss = await measureRss(
+			{ kind: "wheelhouse", store, dbPath: path.join(dbDir, `${store}-rss.db`) },
+			async (url) => (await createSessions(url, SESSIONS)).map((id) => promptRequest(url, id, words(SHORT))),
+		);
+		return { single, concurrent, sizes, ...rss, recorded };
 	} finally {
 		await server.stop();
 	}
@@ -229,8 +252,11 @@ async function benchRaw(recorded: Map<string, string>): Promise<ServerRun> {
 		const concurrent = await measure(async () => ({
 			requests: Array.from({ length: SESSIONS }, () => get(`tokens-${SHORT}`)),
 		}));
-		const { rss } = await server.ask({ type: "rss" }, "rss");
-		return { single, concurrent, sizes, rssMb: rss / 1024 / 1024, recorded };
+		await server.stop();
+		const rss = await measureRss({ kind: "raw", streams: Object.fromEntries(recorded) }, async (rawUrl) =>
+			Array.from({ length: SESSIONS }, () => ({ method: "GET" as const, url: `${rawUrl}/raw/tokens-${SHORT}` })),
+		);
+		return { single, concurrent, sizes, ...rss, recorded };
 	} finally {
 		await server.stop();
 	}
@@ -361,7 +387,7 @@ export async function main(): Promise<void> {
 				"wall ms",
 				"slowest 1st delta ms",
 				"1st delta / wall",
-				"RSS MB",
+				"RSS idle → after MB",
 			],
 			runs.map(([name, r]) => [
 				name,
@@ -372,7 +398,7 @@ export async function main(): Promise<void> {
 				fmt(r.concurrent.wallMs, 1),
 				fmt(r.concurrent.slowestFirstDeltaMs!, 1),
 				pct(r.concurrent.slowestFirstDeltaMs!, r.concurrent.wallMs),
-				fmt(r.rssMb, 1),
+				`${fmt(r.rssIdleMb, 1)} → ${fmt(r.rssMb, 1)}`,
 			]),
 		);
 		printTable(
