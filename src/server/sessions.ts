@@ -9,7 +9,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../agent/types.js";
-import type { Model } from "../ai/types.js";
+import type { AssistantMessage, Model, ToolCall, ToolResultMessage } from "../ai/types.js";
 import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
 import { apiError } from "./errors.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
@@ -31,6 +31,25 @@ export interface SessionManagerOptions {
 export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage[] };
 
 const MAX_PAGE = 1000;
+
+/** Error results for the tool calls of the last assistant message that have none yet. */
+export function interruptedToolResults(messages: AgentMessage[]): ToolResultMessage[] {
+	let index = messages.length - 1;
+	while (index >= 0 && (messages[index] as { role?: string }).role === "toolResult") index--;
+	const assistant = messages[index] as AssistantMessage | undefined;
+	if (!assistant || assistant.role !== "assistant") return [];
+	const answered = new Set(messages.slice(index + 1).map((m) => (m as ToolResultMessage).toolCallId));
+	return assistant.content
+		.filter((block): block is ToolCall => block.type === "toolCall" && !answered.has(block.id))
+		.map((call) => ({
+			role: "toolResult",
+			toolCallId: call.id,
+			toolName: call.name,
+			content: [{ type: "text", text: "The tool call was interrupted by a server restart and did not complete." }],
+			isError: true,
+			timestamp: Date.now(),
+		}));
+}
 
 export class SessionManager {
 	private readonly live = new Map<string, LiveSession>();
@@ -148,6 +167,15 @@ export class SessionManager {
 		const record = store.getSession(id);
 		if (!record) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
 		const transcript = messages ?? this.loadTranscript(id);
+		if (record.status === "interrupted") {
+			// A restart cut a tool batch short: its calls have no results, so the transcript could
+			// not be continued. Record them as failed, as the loop does for an aborted tool.
+			const missing = interruptedToolResults(transcript);
+			if (missing.length > 0) {
+				store.appendMessages(id, missing);
+				transcript.push(...missing);
+			}
+		}
 		const session = new LiveSession(record, transcript, store.listQueued(id), {
 			store,
 			logger: this.options.logger,
