@@ -37,7 +37,7 @@ export function interruptedToolResults(messages: AgentMessage[]): ToolResultMess
 	let index = messages.length - 1;
 	while (index >= 0 && (messages[index] as { role?: string }).role === "toolResult") index--;
 	const assistant = messages[index] as AssistantMessage | undefined;
-	if (!assistant || assistant.role !== "assistant") return [];
+	if (assistant?.role !== "assistant") return [];
 	const answered = new Set(messages.slice(index + 1).map((m) => (m as ToolResultMessage).toolCallId));
 	return assistant.content
 		.filter((block): block is ToolCall => block.type === "toolCall" && !answered.has(block.id))
