@@ -120,9 +120,18 @@ export class ToolInteractions implements SessionExtension {
 
 	/** Gives a new session its declared client tools and approval policies. */
 	onCreate(session: LiveSession, input: ToolDeclarations): void {
+		this.redeclare(session, { clientTools: input.clientTools ?? [], toolApprovals: input.toolApprovals ?? {} });
+	}
+
+	/**
+	 * Replaces the session's client tools and/or approval policies (fields left out stay as they
+	 * are); e.g. after a server restart, which keeps neither. Validate first with `beforeCreate`.
+	 * Applies from the session's next model call.
+	 */
+	redeclare(session: LiveSession, input: ToolDeclarations): void {
 		const entry = this.entry(session);
-		entry.specs = input.clientTools ?? [];
-		entry.rules = input.toolApprovals ?? {};
+		if (input.clientTools) entry.specs = input.clientTools;
+		if (input.toolApprovals) entry.rules = input.toolApprovals;
 		entry.clientTools = entry.specs.map((spec) =>
 			createClientTool(spec, { pending: entry.pending, timeoutMs: this.options.clientToolTimeoutMs }),
 		);

@@ -21,8 +21,8 @@ import {
 import { ConfigError, type ServerConfig } from "./config.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { toolResultRoutes } from "./routes/tool-results.js";
-import { responses } from "./schemas.js";
-import { ToolInteractions } from "./tool-interactions.js";
+import { responses, SessionParams, SessionView } from "./schemas.js";
+import { CreateSessionToolFields, type ToolDeclarations, ToolInteractions } from "./tool-interactions.js";
 
 export interface ToolsPluginOptions {
 	env?: NodeJS.ProcessEnv;
@@ -138,6 +138,26 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 	sessions.addExtension(interactions);
 	await app.register(toolResultRoutes, { interactions });
 	await app.register(approvalRoutes, { interactions });
+
+	app.put(
+		"/v1/sessions/:id/tool-declarations",
+		{
+			schema: {
+				summary:
+					"Replace the session's client-side tools and/or per-session approval policies (e.g. after a server restart, which keeps neither)",
+				params: SessionParams,
+				body: Type.Object(CreateSessionToolFields, { additionalProperties: false }),
+				response: responses({ 200: SessionView }),
+			},
+		},
+		async function putToolDeclarations(request) {
+			const session = sessions.get((request.params as { id: string }).id, request.ownerId);
+			const body = request.body as ToolDeclarations;
+			interactions.beforeCreate(body);
+			interactions.redeclare(session, body);
+			return session.view();
+		},
+	);
 
 	app.get(
 		"/v1/tools/mcp-servers",

@@ -147,6 +147,36 @@ describe("client-side tools over HTTP", () => {
 		await late.waitForType("agent_end");
 	});
 
+	it("PUT tool-declarations replaces client tools and approval policies of a live session", async () => {
+		await start();
+		const id = await session({});
+		const put = await server.request("PUT", `/v1/sessions/${id}/tool-declarations`, {
+			body: { clientTools: [pickColor], toolApprovals: { pick_color: "always" } },
+		});
+		expect(put.status).toBe(200);
+		expect([put.body.clientTools, put.body.toolApprovals]).toEqual([[pickColor], { pick_color: "always" }]);
+
+		const stream = await prompt(id, '/tool pick_color {"question": "q"}');
+		const { toolCallId } = (await stream.waitForType("approval_requested")).data;
+		await server.request("POST", `/v1/sessions/${id}/approvals/${toolCallId}`, { body: { approve: true } });
+		await expect
+			.poll(async () => (await server.request("GET", `/v1/sessions/${id}`)).body.pendingClientToolCalls.length)
+			.toBe(1);
+		await post(id, toolCallId, { content: "green" });
+		expect(resultText(await stream.waitForType("tool_execution_end"))).toBe("green");
+		await stream.waitForEnd();
+
+		// Only the given field changes; a clash with a server tool is refused.
+		const rules = await server.request("PUT", `/v1/sessions/${id}/tool-declarations`, { body: { toolApprovals: {} } });
+		expect([rules.body.clientTools, rules.body.toolApprovals]).toEqual([[pickColor], {}]);
+		const clash = await server.request("PUT", `/v1/sessions/${id}/tool-declarations`, {
+			body: { clientTools: [{ name: "get_current_time", description: "d" }] },
+		});
+		expect([clash.status, clash.body.error.code]).toEqual([400, "VALIDATION_FAILED"]);
+		const missing = await server.request("PUT", "/v1/sessions/ses_nope/tool-declarations", { body: {} });
+		expect(missing.status).toBe(404);
+	});
+
 	it("validates declarations and result bodies", async () => {
 		await start();
 		const clash = await server.request("POST", "/v1/sessions", {
