@@ -53,6 +53,8 @@ export interface BuildAppOptions {
 	extensions?: SessionExtension[];
 	/** Where each tool came from, by name (for `GET /v1/tools`); library tools default to `library`. */
 	toolOrigins?: Record<string, string>;
+	/** Where logs go (default stdout); tests pass a stream to inspect them. */
+	logStream?: NodeJS.WritableStream;
 	/** Environment to read config and provider keys from (default `process.env`). */
 	env?: Record<string, string | undefined>;
 }
@@ -72,7 +74,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const env = options.env ?? process.env;
 	const config = loadConfig(env, options.config);
 	const app = Fastify({
-		logger: { level: config.logLevel, redact: { paths: REDACT, censor: "[redacted]" } },
+		logger: {
+			level: config.logLevel,
+			redact: { paths: REDACT, censor: "[redacted]" },
+			...(options.logStream ? { stream: options.logStream } : {}),
+		},
 		bodyLimit: config.bodyLimit,
 		genReqId: () => randomUUID(),
 		requestIdHeader: "x-request-id",
@@ -134,6 +140,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 
 	installErrorHandling(app);
 	installValidation(app);
+	app.addHook("onRequest", async function exposeRequestId(request, reply) {
+		reply.header("x-request-id", request.id);
+	});
 	installAuth(app, config.apiKeys);
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
