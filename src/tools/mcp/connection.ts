@@ -112,6 +112,14 @@ export class McpServerConnection {
 		clearInterval(this.pingTimer);
 		const client = this.client;
 		this.client = undefined;
+		// Streamable HTTP: end the server-side session (DELETE), as the spec asks, but never wait long for it.
+		const transport = client?.transport;
+		if (transport instanceof StreamableHTTPClientTransport) {
+			await Promise.race([
+				transport.terminateSession().catch(() => {}),
+				new Promise((resolve) => setTimeout(resolve, 2000).unref()),
+			]);
+		}
 		await client?.close().catch(() => {});
 		this.options.onChange();
 	}

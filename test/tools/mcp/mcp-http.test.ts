@@ -97,4 +97,13 @@ describe("MCP over Streamable HTTP", () => {
 			await killChild(own.child);
 		}
 	});
+
+	it("ends its server-side session (DELETE) when stopped", async () => {
+		const other = new McpManager({ other: { url, pingIntervalMs: 0 } });
+		await other.start();
+		const count = async () => text(await tool(manager, "remote__sessions").execute("s", {}));
+		const before = Number(await count());
+		await other.stop();
+		expect(Number(await count())).toBe(before - 1);
+	});
 });
