@@ -1,4 +1,5 @@
 import type { AgentEvent } from "../../src/agent/types.js";
+import { parseStreamingJson } from "../../src/ai/partial-json.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../../src/ai/types.js";
 
 /** One content block a scripted provider streams: text, thinking, or a tool call whose argument JSON arrives in pieces. */
@@ -69,7 +70,7 @@ export function emitScriptedMessage(blocks: ScriptedBlock[], onEvent: (event: Ag
 			update({ type: "toolcall_start", contentIndex, partial });
 			for (const delta of spec.jsonDeltas) {
 				raw += delta;
-				block.arguments = parseLikeProviders(raw);
+				block.arguments = parseStreamingJson(raw);
 				if (spec.keepPartialJson) block.partialJson = raw;
 				update({ type: "toolcall_delta", contentIndex, delta, partial });
 			}
@@ -83,20 +84,6 @@ export function emitScriptedMessage(blocks: ScriptedBlock[], onEvent: (event: Ag
 	partial.responseId = "resp_1";
 	onEvent({ type: "message_end", message: partial });
 	return partial;
-}
-
-import { parse } from "partial-json";
-
-function parseLikeProviders(raw: string): Record<string, any> {
-	try {
-		return JSON.parse(raw);
-	} catch {
-		try {
-			return parse(raw) ?? {};
-		} catch {
-			return {};
-		}
-	}
 }
 
 /** Splits `text` into pieces of `size` characters. */
