@@ -2,8 +2,8 @@
  * Provider stream-parsing benchmark: `npx tsx bench/providers/index.ts`
  *
  * Serves a 20,000-chunk Chat Completions stream and a 20,000-delta Anthropic Messages stream from a
- * local HTTP server running in a worker thread (its own event loop, so it does not steal the
- * parser's), and measures in the same run:
+ * local HTTP server running in a child process (its own CPU time and event loop), and measures in
+ * the same run, as wall time and as this process's CPU time (steadier on a loaded machine):
  *   - raw:  a plain undici read of the same bytes (the limit: socket + HTTP, no parsing);
  *   - ours: the provider (SSE + JSON + OutputBuilder events + final message), draining every event;
  *   - sdk:  the official `openai` SDK's streaming parse of the same Chat Completions stream, when
@@ -14,9 +14,11 @@
  *
  * Env: BENCH_RUNS (default 15; the median and the fastest run are reported), BENCH_CHUNKS (default 20000).
  */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
 import { request } from "undici";
 import type { AssistantMessageEventStream } from "../../src/ai/event-stream.js";
 import { closeHttpPools, getHttpPool } from "../../src/ai/http.js";
@@ -99,12 +101,17 @@ function anthropicBody(deltas: number): string {
 	return parts.join("");
 }
 
-/** The server, in a worker thread: GET/POST /<name> answers with the body registered under that name. */
-async function startServer(bodies: Record<string, string>): Promise<{ url: string; stop: () => Promise<number> }> {
+/**
+ * The server, in a child process (so `process.cpuUsage()` here counts the client alone): POST
+ * /<name>/... answers with the body registered under that name.
+ */
+async function startServer(bodies: Record<string, string>): Promise<{ url: string; stop: () => Promise<void> }> {
+	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-"));
+	for (const [name, body] of Object.entries(bodies)) writeFileSync(path.join(dir, name), body);
 	const code = `
-		const { parentPort, workerData } = require("node:worker_threads");
-		const http = require("node:http");
-		const bodies = Object.fromEntries(Object.entries(workerData).map(([k, v]) => [k, Buffer.from(v, "utf8")]));
+		const fs = require("node:fs"), path = require("node:path"), http = require("node:http");
+		const dir = process.argv[1];
+		const bodies = Object.fromEntries(fs.readdirSync(dir).map((name) => [name, fs.readFileSync(path.join(dir, name))]));
 		const server = http.createServer((req, res) => {
 			req.resume();
 			req.on("end", () => {
@@ -118,16 +125,22 @@ async function startServer(bodies: Record<string, string>): Promise<{ url: strin
 		});
 		server.keepAliveTimeout = 60000;
 		server.on("connection", (socket) => socket.setNoDelay(true));
-		server.listen(0, "127.0.0.1", () => parentPort.postMessage(server.address().port));
-		parentPort.on("message", () => server.close(() => process.exit(0)));
+		server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\\n"));
+		process.stdin.on("end", () => process.exit(0));
+		process.stdin.resume();
 	`;
-	const worker = new Worker(code, { eval: true, workerData: bodies });
-	const port = await new Promise<number>((resolve) => worker.once("message", resolve));
+	const child = spawn(process.execPath, ["-e", code, dir], { stdio: ["pipe", "pipe", "inherit"] });
+	const port = await new Promise<number>((resolve, reject) => {
+		child.once("error", reject);
+		child.stdout!.once("data", (data: Buffer) => resolve(Number(data.toString().trim())));
+	});
 	return {
 		url: `http://127.0.0.1:${port}`,
-		stop: () => {
-			worker.postMessage("stop");
-			return new Promise((resolve) => worker.once("exit", resolve));
+		stop: async () => {
+			const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+			child.stdin!.end();
+			await exited;
+			rmSync(dir, { recursive: true, force: true });
 		},
 	};
 }
@@ -138,6 +151,8 @@ interface Result {
 	ms: number;
 	/** Fastest run (least disturbed by other load on the machine). */
 	minMs: number;
+	/** Median CPU time (user + system) this process spent on one stream. */
+	cpuMs: number;
 	chunks: number;
 	bytes: number;
 }
@@ -156,12 +171,16 @@ interface Variant {
 async function measure(variants: Variant[]): Promise<Result[]> {
 	for (const variant of variants) await variant.run(); // warm-up (JIT, connection)
 	const times = variants.map(() => [] as number[]);
+	const cpu = variants.map(() => [] as number[]);
 	for (let round = 0; round < RUNS; round++) {
 		for (let k = 0; k < variants.length; k++) {
 			const index = (round + k) % variants.length;
 			const start = process.hrtime.bigint();
+			const cpuStart = process.cpuUsage();
 			await variants[index]!.run();
+			const used = process.cpuUsage(cpuStart);
 			times[index]!.push(Number(process.hrtime.bigint() - start) / 1e6);
+			cpu[index]!.push((used.user + used.system) / 1000);
 		}
 	}
 	return variants.map((variant, index) => {
@@ -172,6 +191,7 @@ async function measure(variants: Variant[]): Promise<Result[]> {
 			bytes: variant.bytes,
 			ms: sorted[Math.floor(sorted.length / 2)]!,
 			minMs: sorted[0]!,
+			cpuMs: cpu[index]!.sort((a, b) => a - b)[Math.floor(sorted.length / 2)]!,
 		};
 	});
 }
@@ -210,13 +230,15 @@ function model(api: string, baseUrl: string): Model<any> {
 }
 
 function print(results: Result[], raw: Result): void {
+	console.log(
+		`  ${"".padEnd(32)} ${"wall median".padStart(11)} ${"(fastest)".padStart(10)} ${"chunks/s".padStart(10)} ${"MB/s".padStart(7)} ${"CPU ms".padStart(8)}  vs raw (wall / CPU)`,
+	);
 	for (const r of results) {
 		const chunksPerSec = r.chunks / (r.ms / 1000);
 		const mbPerSec = r.bytes / 1e6 / (r.ms / 1000);
-		const vsRaw =
-			r === raw ? "" : `  (${(r.ms / raw.ms).toFixed(2)}x raw; fastest runs ${(r.minMs / raw.minMs).toFixed(2)}x)`;
+		const vsRaw = r === raw ? "" : `${(r.ms / raw.ms).toFixed(2)}x / ${(r.cpuMs / raw.cpuMs).toFixed(2)}x`;
 		console.log(
-			`  ${r.label.padEnd(32)} ${r.ms.toFixed(1).padStart(7)} ms (min ${r.minMs.toFixed(1).padStart(6)})  ${Math.round(chunksPerSec).toLocaleString("en-US").padStart(10)} chunks/s  ${mbPerSec.toFixed(1).padStart(6)} MB/s${vsRaw}`,
+			`  ${r.label.padEnd(32)} ${`${r.ms.toFixed(1)} ms`.padStart(11)} ${`(${r.minMs.toFixed(1)})`.padStart(10)} ${Math.round(chunksPerSec).toLocaleString("en-US").padStart(10)} ${mbPerSec.toFixed(1).padStart(7)} ${r.cpuMs.toFixed(1).padStart(8)}  ${vsRaw}`,
 		);
 	}
 }
@@ -274,11 +296,12 @@ async function main(): Promise<void> {
 	print(chatResults, chatRaw);
 	if (sdk) {
 		console.log(
-			`  → wheelhouse vs SDK: ${(sdk.ms / ours.ms).toFixed(2)}x the SDK's chunks/s (fastest runs ${(sdk.minMs / ours.minMs).toFixed(2)}x; goal ≥ 2x)`,
+			`  → wheelhouse vs SDK: ${(sdk.ms / ours.ms).toFixed(2)}x the SDK's chunks/s (CPU: ${(sdk.cpuMs / ours.cpuMs).toFixed(2)}x; goal ≥ 2x)`,
 		);
 	} else console.log("  → openai SDK: skipped (set OPENAI_SDK_PATH to an installed `openai` package directory)");
 	console.log(
-		`  → wheelhouse vs raw read: ${(ours.ms / chatRaw.ms).toFixed(2)}x the raw time (fastest runs ${(ours.minMs / chatRaw.minMs).toFixed(2)}x; goal ≤ 3x)\n`,
+		`  → wheelhouse vs raw read: ${(ours.ms / chatRaw.ms).toFixed(2)}x the raw time (CPU: ${(ours.cpuMs / chatRaw.cpuMs).toFixed(2)}x; goal ≤ 3x)
+`,
 	);
 
 	// ---- Anthropic Messages ----
@@ -313,7 +336,7 @@ async function main(): Promise<void> {
 	print(anthropicResults, anthropicResults[0]!);
 	if (anthropicResults[1]) {
 		console.log(
-			`  → wheelhouse vs raw read: ${(anthropicResults[1].ms / anthropicResults[0]!.ms).toFixed(2)}x the raw time (goal ≤ 3x)`,
+			`  → wheelhouse vs raw read: ${(anthropicResults[1].ms / anthropicResults[0]!.ms).toFixed(2)}x the raw time (CPU: ${(anthropicResults[1].cpuMs / anthropicResults[0]!.cpuMs).toFixed(2)}x; goal ≤ 3x)`,
 		);
 	} else {
 		console.log(
