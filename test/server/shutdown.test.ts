@@ -1,7 +1,7 @@
 // Each test starts a server process through tsx's loader: seconds on a busy 2-core machine.
 /**
  * Graceful shutdown of the real entry (src/main.ts, run by node with tsx's loader, one process):
- * SIGTERM while a prompt streams → the stream still receives its `agent_end` (the run finishes
+ * SIGTERM (or SIGINT) while a prompt streams → the stream still receives its `agent_end` (the run finishes
  * within the grace period, or is aborted after it) and the process exits 0.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -73,8 +73,8 @@ async function createSession(url: string): Promise<string> {
 	return ((await res.json()) as { id: string }).id;
 }
 
-/** Streams a prompt, sends SIGTERM at its first text delta, and returns what the stream saw and the exit. */
-async function sigtermMidStream(words: number, env: Record<string, string>) {
+/** Streams a prompt, sends `stopSignal` at its first text delta, and returns what the stream saw and the exit. */
+async function signalMidStream(stopSignal: NodeJS.Signals, words: number, env: Record<string, string>) {
 	const server = await startServer(env);
 	const exited = once(server.child, "exit");
 	const id = await createSession(server.url);
@@ -88,7 +88,7 @@ async function sigtermMidStream(words: number, env: Record<string, string>) {
 		const expanded = assembler.apply(event.data);
 		if (!signalled && expanded.type === "message_update" && expanded.assistantMessageEvent.type === "text_delta") {
 			signalled = true;
-			server.child.kill("SIGTERM");
+			server.child.kill(stopSignal);
 		}
 		if (expanded.type === "agent_end") agentEnd = expanded;
 	}
@@ -96,9 +96,12 @@ async function sigtermMidStream(words: number, env: Record<string, string>) {
 	return { types, agentEnd, assembler, code, signal, output: server.output() };
 }
 
-describe("graceful shutdown (SIGTERM)", () => {
+describe("graceful shutdown (SIGTERM / SIGINT)", () => {
 	it("aborts a run that outlasts the grace period: the stream gets agent_end, the process exits 0", async () => {
-		const result = await sigtermMidStream(400, { WHEELHOUSE_FAUX_DELAY_MS: "25", WHEELHOUSE_SHUTDOWN_GRACE_MS: "300" });
+		const result = await signalMidStream("SIGTERM", 400, {
+			WHEELHOUSE_FAUX_DELAY_MS: "25",
+			WHEELHOUSE_SHUTDOWN_GRACE_MS: "300",
+		});
 		expect(result.types.at(-1)).toBe("agent_end");
 		const last = result.agentEnd.messages.at(-1);
 		expect(last.role).toBe("assistant");
@@ -109,8 +112,11 @@ describe("graceful shutdown (SIGTERM)", () => {
 		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
 	}, 60_000);
 
-	it("lets a run that ends within the grace period finish normally, then exits 0", async () => {
-		const result = await sigtermMidStream(8, { WHEELHOUSE_FAUX_DELAY_MS: "20", WHEELHOUSE_SHUTDOWN_GRACE_MS: "10000" });
+	it("on SIGINT, lets a run that ends within the grace period finish normally, then exits 0", async () => {
+		const result = await signalMidStream("SIGINT", 8, {
+			WHEELHOUSE_FAUX_DELAY_MS: "20",
+			WHEELHOUSE_SHUTDOWN_GRACE_MS: "10000",
+		});
 		expect(result.types.at(-1)).toBe("agent_end");
 		const last = result.agentEnd.messages.at(-1);
 		expect(last.stopReason).toBe("stop");
