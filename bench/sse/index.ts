@@ -1,7 +1,7 @@
 /**
  * bench/sse: Wheelhouse's SSE fan-out against a raw node:http SSE writer, in one run.
  *
- *   npx tsx bench/sse/index.ts            (BENCH_SSE_REPEATS=3, BENCH_SSE_SESSIONS=100)
+ *   npx tsx bench/sse/index.ts [--quick]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -26,7 +26,7 @@ import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const REPEATS = Number(process.env.BENCH_SSE_REPEATS ?? 3);
+const REPEATS = Number(process.env.BENCH_SSE_REPEATS ?? (process.argv.includes("--quick") ? 1 : 3));
 const SESSIONS = Number(process.env.BENCH_SSE_SESSIONS ?? 100);
 const SIZES = [200, 2_000, 10_000];
 const LONG = 10_000;
