@@ -1,19 +1,44 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import ts from "typescript";
 import type { McpManager, McpServerStatus } from "../../src/tools/mcp.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const fixtureServer = path.join(repoRoot, "test/tools/fixtures/mcp-server.ts");
 
-/** The stdio command that runs the fixture MCP server (node with the tsx loader). */
+let compiled: string | undefined;
+
+/**
+ * The fixture as plain JavaScript, transpiled once per test process with the TypeScript compiler
+ * into node_modules/.cache (so its SDK imports resolve): a child started with plain `node` is up
+ * in about half the time of `node --import tsx`, which adds up over the many restarts the MCP
+ * tests make. Written to a temporary name and renamed, so parallel workers never read half a file.
+ */
+function compiledFixture(): string {
+	if (compiled) return compiled;
+	const dir = path.join(repoRoot, "node_modules/.cache/wheelhouse-test");
+	mkdirSync(dir, { recursive: true });
+	const out = ts.transpileModule(readFileSync(fixtureServer, "utf8"), {
+		compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+	}).outputText;
+	const file = path.join(dir, "mcp-server.mjs");
+	const temp = `${file}.${process.pid}.${Date.now()}`;
+	writeFileSync(temp, out);
+	renameSync(temp, file);
+	compiled = file;
+	return file;
+}
+
+/** The stdio command that runs the fixture MCP server (a real child process). */
 export function fixtureCommand(): { command: string; args: string[] } {
-	return { command: process.execPath, args: ["--import", "tsx", fixtureServer] };
+	return { command: process.execPath, args: [compiledFixture()] };
 }
 
 /** Starts the fixture over Streamable HTTP in a child process; resolves with its port once it listens. */
 export async function startHttpFixture(port = 0): Promise<{ child: ChildProcess; port: number; url: string }> {
-	const child = spawn(process.execPath, ["--import", "tsx", fixtureServer, "--http", String(port)], {
+	const child = spawn(process.execPath, [compiledFixture(), "--http", String(port)], {
 		cwd: repoRoot,
 		stdio: ["ignore", "pipe", "pipe"],
 	});
