@@ -18,7 +18,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
@@ -347,7 +347,10 @@ function naiveBytes(tokens: number): number {
 export async function main(): Promise<void> {
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
 	try {
-		console.log(`bench/sse — node ${process.version}, ${REPEATS} repeats (median), ${SESSIONS} sessions`);
+		console.log(
+			`bench/sse — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}, ` +
+				`${REPEATS} repeats (median), ${SESSIONS} sessions`,
+		);
 		const memory = await benchWheelhouse("memory", dbDir);
 		const raw = await benchRaw(memory.recorded);
 		let sqlite: ServerRun | undefined;
@@ -454,6 +457,7 @@ export async function main(): Promise<void> {
 				sqlite.concurrent.eventsPerSec >= 0.9 * memory.concurrent.eventsPerSec,
 			]);
 		}
+		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)} (figures on a loaded machine vary run to run)`);
 		console.log("\nGoals (memory store):");
 		for (const [name, ok] of goals) console.log(`  ${ok ? "met    " : "NOT met"}  ${name}`);
 	} finally {
