@@ -50,6 +50,11 @@ export interface StreamEventsOptions {
 	signal?: AbortSignal;
 	/** Default: `globalThis.fetch`. */
 	fetch?: typeof fetch;
+	/**
+	 * Called for each malformed SSE line (unknown field, bad `retry:`); the stream goes on.
+	 * Default: `console.warn`, since a Wheelhouse server never sends one.
+	 */
+	onParseError?: (error: Error) => void;
 	/** Observes each reconnect (after a disconnect, before the new request). */
 	onReconnect?: (info: { attempt: number; lastEventId: number | undefined; error?: unknown }) => void;
 }
@@ -102,7 +107,13 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
 					error.body,
 				);
 			} else {
-				for await (const message of readSse(response.body, { onRetry: (ms) => (serverRetryMs = ms) })) {
+				const sse = readSse(response.body, {
+					onRetry: (ms) => {
+						serverRetryMs = ms;
+					},
+					onError: options.onParseError ?? warnParseError,
+				});
+				for await (const message of sse) {
 					const id = message.id === undefined || message.id === "" ? undefined : Number(message.id);
 					if (id !== undefined && lastEventId !== undefined && id <= lastEventId) continue;
 					if (id !== undefined && Number.isSafeInteger(id)) lastEventId = id;
@@ -133,6 +144,10 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
 		options.onReconnect?.({ attempt: failures, lastEventId, error: failure });
 		await delay(options.retryDelayMs ?? serverRetryMs ?? 1000, options.signal);
 	}
+}
+
+function warnParseError(error: Error): void {
+	console.warn(`wheelhouse/client: malformed SSE line ignored: ${error.message}`);
 }
 
 function parseData(data: string, event: string): any {

@@ -80,6 +80,18 @@ describe("streamEvents", () => {
 		]);
 	});
 
+	it("reports a malformed line and goes on", async () => {
+		const url = await serve((_req, res) => {
+			startSse(res);
+			res.end(`${frame(1)}bogus: field\nretry: soon\n\n${frame(2, "end")}`);
+		});
+		const errors: string[] = [];
+		const events = await collect(streamEvents({ url, reconnect: false, onParseError: (e) => errors.push(e.message) }));
+		expect(events.map((e) => e.id)).toEqual([1, 2]);
+		expect(errors).toHaveLength(2);
+		expect(errors.join(" ")).toMatch(/bogus/);
+	});
+
 	it("never repeats the POST of a prompt: it resumes on the session's /events", async () => {
 		const requests: string[] = [];
 		let open: ServerResponse | undefined;
