@@ -17,8 +17,10 @@
  * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
  *   `deleteSessions`, `appendMessages`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`,
  *   `endRun`, `putPending`, `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
- *   Each of them first writes every buffered event (of all sessions), in the same transaction, so
- *   the event log on disk is never behind a message, run or queue change the server acknowledged.
+ *   Each of them writes the buffered events of its session in the same transaction, so a
+ *   session's event log on disk is never behind a message, run or queue change the server
+ *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
+ *   `recoverInterrupted` write all of them).
  * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along).
  *   An event's id is assigned (and visible to `readEvents`/`lastEventId`)
  *   at once, but the event is written by the next flush: after at most `flushIntervalMs` (SQLite

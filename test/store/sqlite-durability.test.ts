@@ -120,6 +120,24 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
 	});
 
+	it("a durable write carries its own session's buffered events, not the other sessions'", () => {
+		const path = join(dir, "scope.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		s.createSession(newSession("a"));
+		s.createSession(newSession("b"));
+		for (let i = 0; i < 3; i++) s.appendEvent("a", "e", String(i));
+		for (let i = 0; i < 5; i++) s.appendEvent("b", "e", String(i));
+		s.appendMessages("a", [user("turn done")]);
+		expect(eventsOnDisk(path)).toBe(3);
+		// Deleting b drops its buffered events; flush() then has nothing left to write for it.
+		s.deleteSession("b");
+		s.flush();
+		expect(eventsOnDisk(path)).toBe(3);
+		s.appendEvent("a", "e", "3");
+		s.flush();
+		expect(eventsOnDisk(path)).toBe(4);
+	});
+
 	it("writes a full batch at maxBatchEvents without waiting for the timer (inline: before appendEvent returns)", async () => {
 		const inlinePath = join(dir, "full-inline.db");
 		const inline = store(inlinePath, { flushIntervalMs: 60_000, maxBatchEvents: 4, eventWriter: "inline" });

@@ -29,7 +29,6 @@ describe("SQLite store files", () => {
 		expect(existsSync(path)).toBe(true);
 		const db = new Database(path, { readonly: true });
 		expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-		expect(db.pragma("page_size", { simple: true })).toBe(16_384);
 		expect(db.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual(
 			Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1),
 		);
