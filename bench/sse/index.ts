@@ -142,6 +142,7 @@ interface Figures {
 	deltas: number;
 	wallMs: number;
 	slowestFirstDeltaMs?: number;
+	medianFirstDeltaMs?: number;
 }
 
 function figures(result: ClientResult): Figures {
@@ -160,6 +161,7 @@ function figures(result: ClientResult): Figures {
 		deltas,
 		wallMs: result.wallMs,
 		slowestFirstDeltaMs: Math.max(...result.streams.map((s) => s.firstDeltaMs)),
+		medianFirstDeltaMs: med(result.streams.map((s) => s.firstDeltaMs)),
 	};
 }
 
@@ -388,6 +390,7 @@ export async function main(): Promise<void> {
 				"bytes/delta",
 				"vs raw",
 				"wall ms",
+				"median 1st delta ms",
 				"slowest 1st delta ms",
 				"1st delta / wall",
 				"RSS idle → after MB",
@@ -399,6 +402,7 @@ export async function main(): Promise<void> {
 				fmt(r.concurrent.bytesPerDelta, 1),
 				`${fmt(r.concurrent.bytesPerDelta / raw.concurrent.bytesPerDelta, 2)}x`,
 				fmt(r.concurrent.wallMs, 1),
+				fmt(r.concurrent.medianFirstDeltaMs!, 1),
 				fmt(r.concurrent.slowestFirstDeltaMs!, 1),
 				pct(r.concurrent.slowestFirstDeltaMs!, r.concurrent.wallMs),
 				`${fmt(r.rssIdleMb, 1)} → ${fmt(r.rssMb, 1)}`,

@@ -32,7 +32,8 @@ it("a stalled reader is dropped, resumes with Last-Event-ID, and loses and dupli
 		body: JSON.stringify({ model: "faux/echo" }),
 	});
 	const { id } = (await res.json()) as { id: string };
-	// Big enough to fill the loopback socket buffers and then the server's 64 KiB allowance.
+	// ~7 MB of SSE: more than a stalled reader's socket buffers hold here (the receive window of a
+	// reader that stops reading does not auto-tune up), and so past the server's 64 KiB allowance.
 	const words = Array.from({ length: 40_000 }, (_, i) => `w${i}`);
 	const reconnects: (number | undefined)[] = [];
 	const slow = streamPrompt({
