@@ -8,8 +8,10 @@
  * its URL and marks every `/v1` operation as needing the bearer key.
  */
 import { readFileSync } from "node:fs";
+import { STATUS_CODES } from "node:http";
 import fastifySwagger from "@fastify/swagger";
 import type { FastifyInstance } from "fastify";
+import { stringify } from "yaml";
 
 /** Operation tags, in the order the document lists them. */
 export const OPENAPI_TAGS = [
@@ -28,6 +30,16 @@ function tagFor(url: string): string {
 	if (url.endsWith("/messages")) return "messages";
 	if (/\/(prompt|continue|steer|follow-up|abort|queue)$/.test(url)) return "runs";
 	return "sessions";
+}
+
+/** Gives each response without a description its HTTP status text (instead of swagger's "Default Response"). */
+function describeResponses(responses: object): Record<string, unknown> {
+	const out: Record<string, unknown> = {};
+	for (const [code, schema] of Object.entries(responses)) {
+		const described = schema && typeof schema === "object" && "description" in schema;
+		out[code] = described ? schema : { ...schema, description: STATUS_CODES[code] ?? `HTTP ${code}` };
+	}
+	return out;
 }
 
 /** `POST /v1/sessions/:id/steer` → `postSessionByIdSteer`: stable and unique per method and path. */
@@ -87,14 +99,23 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 			const method = Array.isArray(route.method) ? route.method[0] : route.method;
 			if (!out.operationId) out.operationId = operationIdFor(method, url);
 			if (url.startsWith("/v1/") && !out.security) out.security = [{ bearerAuth: [] }];
+			if (out.response && typeof out.response === "object") out.response = describeResponses(out.response);
 			return { schema: out as typeof schema, url };
 		},
 	});
 	app.get(
 		"/openapi.json",
-		{ schema: { summary: "This OpenAPI document (JSON)." } },
+		{
+			schema: {
+				summary: "This OpenAPI document (JSON).",
+				response: {
+					200: { description: "The OpenAPI 3.1 document.", type: "object", additionalProperties: true },
+				},
+			},
+		},
 		function serveOpenApi(_request, reply) {
-			reply.type("application/json").send(app.swagger());
+			// Sent pre-serialised: the response schema above is for the document, not for the serializer.
+			reply.type("application/json; charset=utf-8").send(JSON.stringify(app.swagger()));
 		},
 	);
 }
@@ -103,5 +124,6 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 
 /** The document as YAML, exactly as `openapi.yaml` holds it (the app must be `ready()`). */
 export function openApiYaml(app: FastifyInstance): string {
-	return app.swagger({ yaml: true });
+	// Without YAML anchors/aliases for shared schema objects: some OpenAPI tools do not resolve them.
+	return stringify(app.swagger(), { aliasDuplicateObjects: false, lineWidth: 0 });
 }

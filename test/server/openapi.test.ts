@@ -22,8 +22,11 @@ describe("openapi.yaml", () => {
 		expect(validator.version).toBe("3.1");
 	});
 
-	it("documents every /v1 route with a tag, an operationId and bearer security", () => {
-		const doc = parse(readFileSync(OPENAPI_FILE, "utf8"));
+	it("documents every route with a tag, an operationId, response descriptions and (for /v1) bearer security", () => {
+		const text = readFileSync(OPENAPI_FILE, "utf8");
+		// No YAML anchors or aliases: not every OpenAPI tool resolves them.
+		expect(text).not.toMatch(/(^|\s)[&*]a\d+\b/m);
+		const doc = parse(text);
 		expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
 		const operationIds = new Set<string>();
 		for (const [url, methods] of Object.entries<Record<string, any>>(doc.paths)) {
@@ -32,6 +35,9 @@ describe("openapi.yaml", () => {
 				expect(operationIds.has(operation.operationId), `duplicate operationId ${operation.operationId}`).toBe(false);
 				operationIds.add(operation.operationId);
 				if (url.startsWith("/v1/")) expect(operation.security, url).toEqual([{ bearerAuth: [] }]);
+				for (const [code, response] of Object.entries<any>(operation.responses)) {
+					expect(response.description, `${url} ${code}`).not.toBe("Default Response");
+				}
 			}
 		}
 		for (const route of [
