@@ -22,12 +22,12 @@
  *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
  *   `recoverInterrupted` write all of them).
  * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along).
- *   An event's id is assigned (and visible to `readEvents`/`lastEventId`)
- *   at once, but the event is written by the next flush: after at most `flushIntervalMs` (SQLite
- *   default 50 ms), when the buffer reaches `maxBatchEvents`, at any durable write above, or at
- *   `flush()` / `close()`. A crash can therefore lose the last few milliseconds of events (typically
- *   `message_update` deltas of a message still streaming); ids stay monotonic anyway: ids are reserved on disk
- *   ahead of use, a restarted store continues after the last reserved id, and a lost id is never
+ *   An event's id is assigned, and visible to `readEvents`/`lastEventId`, at once; the event is
+ *   written by the next flush: after at most `flushIntervalMs` (SQLite default 50 ms), when the
+ *   buffer reaches `maxBatchEvents`, at a durable write of its session, or at `flush()`/`close()`.
+ *   A crash can therefore lose up to the last 50 ms of events (typically `message_update` deltas
+ *   of a message still streaming). Ids stay monotonic anyway: they are reserved on disk ahead of
+ *   use, a restarted store continues after the last reserved id, and a lost id is never
  *   referenced by anything durable.
  *
  * The memory implementation keeps everything in the process and loses it with the process; it
