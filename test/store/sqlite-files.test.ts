@@ -125,4 +125,40 @@ describe("SQLite store files", () => {
 		expect(check.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual([1, 2]);
 		check.close();
 	});
+
+	it("opens a version-2 database (immutable fixture): batches decode, ids continue, nothing is lost", () => {
+		const path = join(dir, "v2.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v2.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getSession("v2-session")).toMatchObject({
+			ownerId: "key-2",
+			systemPrompt: "v2 prompt",
+			thinkingLevel: "medium",
+			followUpMode: "all",
+			metadata: { from: "v2" },
+			status: "running",
+			currentRunId: "v2-run",
+			messageCount: 1,
+			lastEventId: 3,
+		});
+		expect(store.readEvents("v2-session", 0)).toEqual([
+			{ id: 1, type: "agent_start", data: '{"type":"agent_start"}', createdAt: 1_750_000_000_101 },
+			{
+				id: 2,
+				type: "message_update",
+				data: '{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"héllo\\n😀"}}',
+				createdAt: 1_750_000_000_102,
+			},
+			{ id: 3, type: "message_end", data: '{"type":"message_end"}', createdAt: 1_750_000_000_103 },
+		]);
+		expect(store.listQueued("v2-session").map((q) => q.kind)).toEqual(["steer"]);
+		expect(store.listPending("v2-session").map((p) => p.toolCallId)).toEqual(["call-1"]);
+		expect(store.appendEvent("v2-session", "agent_end", "{}")).toBe(4);
+		expect(store.enqueue("v2-session", "followUp", { role: "user", content: "x", timestamp: 3 }, 1)?.id).toBe(2);
+		expect(store.recoverInterrupted(1_750_000_009_000)).toEqual(["v2-session"]);
+		store.close();
+	});
 });
