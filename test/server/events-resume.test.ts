@@ -94,7 +94,8 @@ describe("GET /events", () => {
 		const snap = await late.waitForType("session_snapshot");
 		expect(snap.data.streamingMessage.role).toBe("assistant");
 		const assembler = new MessageAssembler();
-		for (const e of (await late.waitForType("agent_end"), late.events)) assembler.apply(e.data);
+		await late.waitForType("agent_end");
+		for (const e of late.events) assembler.apply(e.data);
 		expect(assembler.incomplete).toBe(false);
 		expect((assembler.message as any).content[0].text).toBe("alpha beta gamma delta epsilon zeta eta theta");
 		await run.waitForEnd();

@@ -9,14 +9,6 @@ afterEach(async () => {
 	await server?.close();
 });
 
-async function until(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-	const deadline = Date.now() + timeoutMs;
-	while (!condition()) {
-		if (Date.now() > deadline) throw new Error("condition not reached in time");
-		await new Promise((resolve) => setTimeout(resolve, 2));
-	}
-}
-
 describe("a slow subscriber", () => {
 	it("is dropped with a stream_dropped notice once its backlog passes the limit; runs go on; it can resume", async () => {
 		const limit = 64 * 1024;
