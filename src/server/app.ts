@@ -124,6 +124,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		maxSessions: config.maxSessions,
 		maxQueuedMessages: config.maxQueuedMessages,
 		sessionTtlMs: config.sessionTtlMs,
+		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
 	});
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 

@@ -153,6 +153,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		description: "Idle sessions are evicted from memory after this long (reloaded from the store on access).",
 	},
 	{
+		env: "WHEELHOUSE_SESSION_DELETE_AFTER_MS",
+		key: "sessionDeleteAfterMs",
+		kind: "int",
+		default: "0",
+		description:
+			"Sessions idle this long (no request, run or queued message; no subscriber) are deleted with everything stored; 0 = never.",
+	},
+	{
 		env: "WHEELHOUSE_TOOL_MODULES",
 		key: "toolModules",
 		kind: "list",
@@ -191,6 +199,7 @@ export const ServerConfigSchema = Type.Object(
 		sseBufferBytes: Int(1024),
 		shutdownGraceMs: Int(0),
 		sessionTtlMs: Int(1000),
+		sessionDeleteAfterMs: Int(0),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */

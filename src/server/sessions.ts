@@ -25,6 +25,8 @@ export interface SessionManagerOptions {
 	maxQueuedMessages: number;
 	/** Idle sessions without subscribers are dropped from memory after this long (reloaded on access). */
 	sessionTtlMs: number;
+	/** Sessions idle this long (per the store's `lastActiveAt`) are deleted; 0 or absent: never. */
+	sessionDeleteAfterMs?: number;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
@@ -60,8 +62,10 @@ export class SessionManager {
 
 	constructor(private readonly options: SessionManagerOptions) {
 		for (const tool of options.tools) this.addTool(tool);
-		if (options.sessionTtlMs > 0) {
-			this.evictTimer = setInterval(() => this.evictIdle(), Math.min(options.sessionTtlMs, 60_000));
+		const deleteAfter = options.sessionDeleteAfterMs ?? 0;
+		if (options.sessionTtlMs > 0 || deleteAfter > 0) {
+			const every = Math.min(...[options.sessionTtlMs, deleteAfter].filter((ms) => ms > 0), 60_000);
+			this.evictTimer = setInterval(() => this.retentionTick(), every);
 			this.evictTimer.unref();
 		}
 	}
@@ -224,6 +228,7 @@ export class SessionManager {
 			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
 		}
 		session.lastActiveAt = Date.now();
+		this.options.store.touchSession(id, session.lastActiveAt); // buffered: cheap per request; drives deletion
 		return session;
 	}
 
@@ -255,6 +260,39 @@ export class SessionManager {
 		}
 		this.live.delete(session.id);
 		this.options.store.deleteSession(session.id);
+	}
+
+	private retentionTick(): void {
+		if (this.options.sessionTtlMs > 0) this.evictIdle();
+		this.deleteExpired().catch((err: unknown) =>
+			this.options.logger.error({ err }, "deleting expired sessions failed"),
+		);
+	}
+
+	/**
+	 * Deletes sessions last active before `cutoff` (default: now - `sessionDeleteAfterMs`; nothing when
+	 * that is 0), with everything stored for them. A session with a run or a subscriber is kept.
+	 * Returns how many were deleted.
+	 */
+	async deleteExpired(cutoff?: number): Promise<number> {
+		const deleteAfter = this.options.sessionDeleteAfterMs ?? 0;
+		if (cutoff === undefined) {
+			if (deleteAfter <= 0) return 0;
+			cutoff = Date.now() - deleteAfter;
+		}
+		if (this.shuttingDown) return 0;
+		let deleted = 0;
+		for (const id of this.options.store.listIdleSessions(cutoff)) {
+			const session = this.live.get(id);
+			if (!session) {
+				if (this.options.store.deleteSession(id)) deleted++;
+				continue;
+			}
+			if (session.isBusy || session.subscriberCount > 0 || session.lastActiveAt >= cutoff) continue;
+			await this.delete(session);
+			deleted++;
+		}
+		return deleted;
 	}
 
 	/** Drops idle sessions without subscribers, unused for `ttlMs`, from memory (they reload on access). */
