@@ -173,6 +173,24 @@ describe("Dockerfile", () => {
 		expect(dockerfile.healthcheck[0]).toBe("node");
 	});
 
+	it("resolves every package.json export to a built module with the API the README names", async () => {
+		const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
+			exports: Record<string, { import: string; types: string }>;
+		};
+		const expected: Record<string, string[]> = {
+			".": ["Agent", "agentLoop", "agentLoopContinue", "runAgentLoop", "streamSimple", "getModel"],
+			"./server": ["buildApp", "loadConfig", "openStore", "createMemoryStore", "openSqliteStore"],
+			"./client": ["streamEvents", "streamPrompt", "MessageAssembler"],
+		};
+		expect(Object.keys(pkg.exports).sort()).toEqual(Object.keys(expected).sort());
+		for (const [entry, names] of Object.entries(expected)) {
+			const target = pkg.exports[entry]!;
+			expect(target.types.replace(/\.d\.ts$/, ".js"), `${entry}: types next to the module`).toBe(target.import);
+			const mod = (await import(path.join(appDir, target.import))) as Record<string, unknown>;
+			for (const name of names) expect(typeof mod[name], `${entry} exports ${name}`).toBe("function");
+		}
+	});
+
 	it("copies only files that exist and that .dockerignore lets through", () => {
 		const ignored = readFileSync(path.join(repoRoot, ".dockerignore"), "utf8")
 			.split("\n")

@@ -1,0 +1,24 @@
+/**
+ * `wheelhouse/server`: the HTTP/SSE server as a library. `buildApp` returns a Fastify instance
+ * that is not listening yet (call `app.listen`, or `app.inject` in tests); `loadConfig` reads the
+ * same environment and config file as `npm start`; `openStore` opens the session store.
+ */
+
+export {
+	createMemoryStore,
+	type OpenStoreOptions,
+	openSqliteStore,
+	openStore,
+	type SessionStore,
+	type SqliteStoreOptions,
+} from "../store/index.js";
+export { type BuildAppOptions, buildApp } from "./app.js";
+export {
+	CONFIG_VARS,
+	ConfigError,
+	type ConfigVar,
+	loadConfig,
+	redactConfig,
+	type ServerConfig,
+} from "./config.js";
+export { ApiError, ERROR_CODES, type ErrorCode, type ErrorEnvelope } from "./errors.js";
