@@ -68,6 +68,8 @@ interface ActiveRun {
 	promise: Promise<void>;
 	resolve: () => void;
 	abortController: AbortController;
+	/** `abortController.signal`, read once (the getter is not free and runs per event). */
+	signal: AbortSignal;
 }
 
 const EMPTY_USAGE: AssistantMessage["usage"] = {
@@ -383,7 +385,7 @@ export class Agent {
 		const promise = new Promise<void>((r) => {
 			resolve = r;
 		});
-		this.activeRun = { promise, resolve, abortController };
+		this.activeRun = { promise, resolve, abortController, signal: abortController.signal };
 		this._state.isStreaming = true;
 		this._state.streamingMessage = undefined;
 		this._state.errorMessage = undefined;
@@ -453,7 +455,7 @@ export class Agent {
 				this._state.streamingMessage = undefined;
 				break;
 		}
-		const signal = this.activeRun?.abortController.signal;
+		const signal = this.activeRun?.signal;
 		if (!signal) throw new Error("Agent listener invoked outside active run");
 		for (const listener of this.listeners) await listener(event, signal);
 	}

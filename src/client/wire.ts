@@ -177,7 +177,19 @@ export function toWireEvent(event: AgentEvent): WireEvent {
 	return { type: "message_update", assistantMessageEvent: compactAssistantEvent(event.assistantMessageEvent) };
 }
 
-/** `JSON.stringify(toWireEvent(event))`: the `data:` line of the event's frame. */
+/**
+ * `JSON.stringify(toWireEvent(event))`: the `data:` line of the event's frame. Deltas, most of a
+ * stream, are written directly (the same bytes, without building the compact object first).
+ */
 export function encodeWireData(event: AgentEvent | ServerEvent): string {
-	return JSON.stringify(event.type === "message_update" ? toWireEvent(event as AgentEvent) : event);
+	if (event.type !== "message_update") return JSON.stringify(event);
+	const inner = (event as Extract<AgentEvent, { type: "message_update" }>).assistantMessageEvent;
+	if (
+		(inner.type === "text_delta" || inner.type === "thinking_delta" || inner.type === "toolcall_delta") &&
+		Number.isSafeInteger(inner.contentIndex) &&
+		typeof inner.delta === "string"
+	) {
+		return `{"type":"message_update","assistantMessageEvent":{"type":"${inner.type}","contentIndex":${inner.contentIndex},"delta":${JSON.stringify(inner.delta)}}}`;
+	}
+	return JSON.stringify(toWireEvent(event as AgentEvent));
 }

@@ -11,7 +11,13 @@
  * - any other user message → the same text, streamed back one word per text delta,
  *   `delayMs` apart (0 still yields to the event loop between deltas).
  * It honours abort (the turn ends with `stopReason: "aborted"`).
+ *
+ * Text answers (the common case, and what bench/sse measures) are streamed by {@link streamEchoText},
+ * a lean version of the scripted model's streamer: like a real provider it grows one partial
+ * message in place instead of copying it per delta, and it yields with a bare `setImmediate` (no
+ * promise) at 0 ms. Tool calls go through `streamScriptedTurn`.
  */
+import { AssistantMessageEventStream } from "../ai/event-stream.js";
 import { streamScriptedTurn } from "../ai/providers/faux.js";
 import { registerApiProvider } from "../ai/registry.js";
 import { errorStream } from "../ai/stream.js";
@@ -21,8 +27,10 @@ import type {
 	Message,
 	Model,
 	SimpleStreamOptions,
+	TextContent,
 	ToolCall,
 	ToolResultMessage,
+	Usage,
 } from "../ai/types.js";
 
 export const ECHO_API = "faux-echo";
@@ -115,6 +123,119 @@ export function echoTurn(context: Context): Turn {
 	return { content: textOf(last as AssistantMessage) || "(nothing to echo)" };
 }
 
+const ABORTED_MESSAGE = "Request was aborted";
+
+const ZERO_USAGE: Usage = {
+	input: 0,
+	output: 0,
+	cacheRead: 0,
+	cacheWrite: 0,
+	totalTokens: 0,
+	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
+
+const estimateTokens = (text: string) => Math.ceil(text.length / 4);
+
+/**
+ * Streams `text` as one text block, one word per `text_delta` (whitespace kept with the word), with
+ * the scripted model's protocol and usage estimate: `start`, `text_start`, the deltas, `text_end`,
+ * `done`. Before each delta it waits `delayMs`, and at 0 it still yields to the event loop
+ * (`setImmediate`), so a long answer never monopolises it and concurrent sessions interleave.
+ * Abort ends the stream with an `error` event whose message has `stopReason: "aborted"` and the
+ * text streamed so far.
+ *
+ * The partial message (and its text block) is updated in place, as real providers do; consumers
+ * copy what they keep (the agent loop hands out a shallow copy per `message_update`, and the
+ * server serialises each event synchronously).
+ */
+export function streamEchoText(
+	model: Model<any>,
+	text: string,
+	options: { signal?: AbortSignal; delayMs: number; context?: Context },
+): AssistantMessageEventStream {
+	const stream = new AssistantMessageEventStream();
+	const { signal, delayMs, context } = options;
+	const words = text.match(/\s*\S+\s*/g) ?? [text];
+	const block: TextContent = { type: "text", text: "" };
+	const partial: AssistantMessage = {
+		role: "assistant",
+		content: [],
+		api: model.api,
+		provider: model.provider,
+		model: model.id,
+		usage: ZERO_USAGE,
+		stopReason: "stop",
+		timestamp: Date.now(),
+	};
+	let next = 0;
+	let timer: NodeJS.Timeout | undefined;
+
+	const abort = () => {
+		if (timer) clearTimeout(timer);
+		timer = undefined;
+		signal?.removeEventListener("abort", onAbort);
+		const aborted: AssistantMessage = {
+			...partial,
+			content: partial.content.map((b) => ({ ...b })),
+			stopReason: "aborted",
+			errorMessage: ABORTED_MESSAGE,
+		};
+		stream.push({ type: "error", reason: "aborted", error: aborted });
+	};
+	// Wakes a pending delayed step at once (the scripted model's pause does the same).
+	const onAbort = () => {
+		if (timer) {
+			clearTimeout(timer);
+			timer = undefined;
+			step();
+		}
+	};
+	const finish = () => {
+		signal?.removeEventListener("abort", onAbort);
+		const final = { type: "text" as const, text };
+		partial.content[0] = final;
+		stream.push({ type: "text_end", contentIndex: 0, content: text, partial });
+		const output = estimateTokens(JSON.stringify([final]));
+		const input = context ? estimateTokens(JSON.stringify(context.messages)) : 0;
+		const message: AssistantMessage = {
+			...partial,
+			content: [final],
+			usage: { ...ZERO_USAGE, input, output, totalTokens: input + output },
+			stopReason: "stop",
+			timestamp: Date.now(),
+		};
+		stream.push({ type: "done", reason: "stop", message });
+	};
+	const schedule = () => {
+		if (delayMs <= 0 || signal?.aborted) setImmediate(step);
+		else timer = setTimeout(step, delayMs);
+	};
+	function step(): void {
+		timer = undefined;
+		if (signal?.aborted) {
+			abort();
+			return;
+		}
+		const delta = words[next++];
+		block.text += delta;
+		stream.push({ type: "text_delta", contentIndex: 0, delta, partial });
+		if (next < words.length) schedule();
+		else finish();
+	}
+
+	if (signal?.aborted) {
+		abort();
+		return stream;
+	}
+	// The stream queues events until its consumer reads them, so the first two go in at once.
+	stream.push({ type: "start", partial });
+	partial.content.push(block);
+	stream.push({ type: "text_start", contentIndex: 0, partial });
+	signal?.addEventListener("abort", onAbort, { once: true });
+	schedule();
+	return stream;
+}
+
 /**
  * Registers the echo model's wire API. `delayMs` is read on every call, so tests and config can
  * change it. Returns the model.
@@ -123,7 +244,11 @@ export function registerEchoModel(options: { delayMs: () => number }): Model<typ
 	const model = createEchoModel();
 	registerApiProvider(ECHO_API, (m: Model<any>, context: Context, streamOptions?: SimpleStreamOptions) => {
 		try {
-			return streamScriptedTurn(m, echoTurn(context), {
+			const turn = echoTurn(context);
+			if (typeof turn.content === "string" && turn.content !== "") {
+				return streamEchoText(m, turn.content, { signal: streamOptions?.signal, delayMs: options.delayMs(), context });
+			}
+			return streamScriptedTurn(m, turn, {
 				signal: streamOptions?.signal,
 				context,
 				chunk: "word",

@@ -42,7 +42,7 @@ import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } fro
 import { encodeWireData } from "../client/wire.js";
 import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
 import { apiError } from "./errors.js";
-import { formatFrame } from "./sse.js";
+import { formatEventFrame } from "./sse.js";
 
 /** Receives every event of a session, in id order, as a prebuilt SSE frame. */
 export interface SessionSubscriber {
@@ -83,6 +83,8 @@ export interface SessionExtension {
 	beforeCreate?(input: Record<string, unknown>): void;
 	/** A session was created from `input` (the `POST /v1/sessions` body). */
 	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
+	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError to reject it. */
+	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
 }
 
 /** What a session needs from its manager. */
@@ -305,7 +307,7 @@ export class LiveSession {
 	private append(type: string, data: string): number | undefined {
 		const id = this.deps.store.appendEvent(this.id, type, data);
 		if (id === undefined) return undefined;
-		const frame = formatFrame({ id, event: type, data });
+		const frame = formatEventFrame(id, type, data);
 		const runSeq = this.currentRunSeq;
 		for (const subscriber of this.subscribers) {
 			try {

@@ -98,8 +98,12 @@ export const CreateSessionBody = Type.Object(
 );
 
 export const PatchSessionBody = Type.Object(
-	{ ...configFields, metadata: Type.Optional(Type.Record(Type.String(), Type.String())) },
-	{ additionalProperties: false, description: "Fields to change; they apply from the next run." },
+	{ ...configFields, metadata: Type.Optional(Type.Record(Type.String(), Type.String())), ...CreateSessionToolFields },
+	{
+		additionalProperties: false,
+		description:
+			"Fields to change (a field left out stays as it is). Model, system prompt and thinking level apply from the next model call, `toolApprovals` from the next tool call, the rest (`tools`, `clientTools`, modes) from the next run at the latest.",
+	},
 );
 
 const Usage = Open(

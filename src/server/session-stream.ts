@@ -10,7 +10,7 @@
 import type { FastifyReply } from "fastify";
 import type { SessionStore } from "../store/types.js";
 import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
-import { formatComment, formatFrame, SseConnection } from "./sse.js";
+import { formatComment, formatEventFrame, formatFrame, SseConnection } from "./sse.js";
 
 export interface StreamSettings {
 	heartbeatMs: number;
@@ -113,7 +113,7 @@ export function streamSessionEvents(
 				return;
 			}
 			for (const event of events) {
-				sse.send(formatFrame({ id: event.id, event: event.type, data: event.data }), event.id);
+				sse.send(formatEventFrame(event.id, event.type, event.data), event.id);
 				cursor = event.id;
 			}
 			if (events.length < REPLAY_PAGE) {

@@ -152,6 +152,8 @@ export class SessionManager {
 			steeringMode: input.steeringMode ?? "one-at-a-time",
 			followUpMode: input.followUpMode ?? "one-at-a-time",
 			metadata: input.metadata ?? {},
+			clientTools: input.clientTools ?? [],
+			toolApprovals: input.toolApprovals ?? {},
 		};
 		this.checkModel(config.model);
 		this.checkTools(config.tools);
@@ -241,11 +243,17 @@ export class SessionManager {
 		}
 	}
 
-	/** Validates and applies a config patch. */
+	/**
+	 * Validates a config patch (extensions too), then stores and applies it. Model, system prompt
+	 * and thinking level apply from the next model call, `toolApprovals` from the next tool call,
+	 * the rest (`tools`, `clientTools`, modes) from the next run at the latest.
+	 */
 	update(session: LiveSession, patch: Partial<SessionConfig>): void {
 		if (patch.model !== undefined) this.checkModel(patch.model);
 		if (patch.tools !== undefined) this.checkTools(patch.tools);
+		for (const ext of this.extensionList) ext.beforeUpdate?.(session, patch);
 		session.applyConfig(patch);
+		if (patch.clientTools !== undefined) session.refreshTools();
 	}
 
 	/** Aborts the session's run, closes its streams, deletes it from memory and the store. */

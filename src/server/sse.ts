@@ -47,6 +47,22 @@ export function formatFrame(frame: { id?: string | number; event?: string; data:
 	return `${out}\n`;
 }
 
+/** Event names already checked by {@link formatEventFrame} (a handful: the event types). */
+const checkedEvents = new Set<string>();
+
+/**
+ * {@link formatFrame} for the hot path: an event with an integer id and a `data` that is one line
+ * of JSON (JSON.stringify output never contains a raw CR or LF). Same bytes as `formatFrame`.
+ */
+export function formatEventFrame(id: number, event: string, data: string): string {
+	if (!checkedEvents.has(event)) {
+		assertField("event", event);
+		if (checkedEvents.size < 1024) checkedEvents.add(event);
+	}
+	if (!Number.isSafeInteger(id) || data.includes("\n") || data.includes("\r")) return formatFrame({ id, event, data });
+	return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
+}
+
 /** A comment frame (ignored by clients; keeps proxies from closing an idle stream). */
 export function formatComment(text: string): string {
 	return text
@@ -71,8 +87,55 @@ export interface SseConnectionOptions {
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
 
-/** Minimum spacing of writes while events stream continuously (bounds added latency to 1 ms). */
-const COALESCE_MS = 1;
+/**
+ * Write scheduling, shared by every connection of the process. Per-write cost (a syscall that also
+ * wakes the reader), not JSON, is what limits SSE throughput: a write costs as much as producing
+ * a few dozen events. So writes go out in *passes*: one pass writes every connection that has
+ * frames waiting, one `write()` each. A connection whose frames arrive after a quiet spell is
+ * written at the end of the current event-loop turn (no added latency); while events keep coming,
+ * passes are spaced so that writing takes at most about a quarter of the time: the gap after a
+ * pass is WRITE_SPACING times the pass's own duration, at least MIN_GAP_MS and at most MAX_GAP_MS.
+ * One stream then gets a write per millisecond, as before; a hundred busy streams get one write
+ * each per few milliseconds instead of one per event, and the added latency stays below MAX_GAP_MS.
+ */
+const MIN_GAP_MS = 1;
+const MAX_GAP_MS = 16;
+const WRITE_SPACING = 3;
+
+class WritePasses {
+	private readonly waiting = new Set<SseConnection>();
+	private scheduled = false;
+	private lastPassAt = Number.NEGATIVE_INFINITY;
+	private gapMs = MIN_GAP_MS;
+
+	constructor() {
+		this.run = this.run.bind(this);
+	}
+
+	/** Queues `connection` for the next pass (scheduling one if needed). */
+	add(connection: SseConnection): void {
+		this.waiting.add(connection);
+		if (this.scheduled) return;
+		this.scheduled = true;
+		const since = performance.now() - this.lastPassAt;
+		if (since >= this.gapMs) setImmediate(this.run);
+		else setTimeout(this.run, this.gapMs - since);
+	}
+
+	private run(): void {
+		this.scheduled = false;
+		const start = performance.now();
+		// Connections queued by a write's side effects (a close handler) go to the next pass.
+		const batch = [...this.waiting];
+		this.waiting.clear();
+		for (const connection of batch) connection.flush();
+		const took = performance.now() - start;
+		this.lastPassAt = start;
+		this.gapMs = Math.min(MAX_GAP_MS, Math.max(MIN_GAP_MS, took * (1 + WRITE_SPACING)));
+	}
+}
+
+const passes = new WritePasses();
 
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
 const LINGER_MS = 5_000;
@@ -82,8 +145,8 @@ const LINGER_MS = 5_000;
  * `write()` (per-write cost, not JSON, is what limits SSE throughput).
  */
 export class SseConnection {
-	private pending: string[] = [];
-	private pendingBytes = 0;
+	/** Frames not yet handed to the socket, concatenated. */
+	private pending = "";
 	private scheduled = false;
 	private waitingForDrain = false;
 	private heartbeat: NodeJS.Timeout | undefined;
@@ -92,14 +155,12 @@ export class SseConnection {
 	/** The id of the last frame written to the socket (the drop notice tells the client to resume from it). */
 	lastSentId: number | undefined;
 	private pendingLastId: number | undefined;
-	private lastWriteAt = Number.NEGATIVE_INFINITY;
 
 	constructor(
 		private readonly res: ServerResponse,
 		private readonly options: SseConnectionOptions,
 	) {
 		this.onResClose = this.onResClose.bind(this);
-		this.flush = this.flush.bind(this);
 		this.onDrain = this.onDrain.bind(this);
 	}
 
@@ -137,7 +198,7 @@ export class SseConnection {
 
 	/** Bytes queued here or in the socket and not yet sent. */
 	get bufferedBytes(): number {
-		return this.pendingBytes + this.res.writableLength;
+		return this.pending.length + this.res.writableLength;
 	}
 
 	/** True when the socket is behind (a replay reader should wait for {@link whenDrained}). */
@@ -155,40 +216,39 @@ export class SseConnection {
 
 	private sendRaw(chunk: string): void {
 		if (this.isClosed) return;
-		this.pending.push(chunk);
-		this.pendingBytes += chunk.length;
+		this.pending += chunk;
 		// Frames pile up here only while the socket has not drained its last write: that backlog is
 		// what a slow reader costs, so that is what the limit bounds (the socket itself holds at most
 		// one flushed batch).
-		if (this.waitingForDrain && this.pendingBytes > this.options.maxBufferBytes) {
+		if (this.waitingForDrain && this.pending.length > this.options.maxBufferBytes) {
 			this.drop();
 			return;
 		}
 		if (!this.scheduled && !this.waitingForDrain) {
 			this.scheduled = true;
-			// Per-write cost (a syscall that wakes the reader), not JSON, limits SSE throughput. A
-			// sparse event goes out at the end of this turn; while events keep coming, writes are
-			// spaced COALESCE_MS apart so each one carries everything that arrived meanwhile.
-			const sinceWrite = performance.now() - this.lastWriteAt;
-			if (sinceWrite >= COALESCE_MS) setImmediate(this.flush);
-			else setTimeout(this.flush, COALESCE_MS - sinceWrite);
+			passes.add(this);
 		}
 	}
 
-	private flush(): void {
+	/** Writes what is pending in one `write()` (called by the write passes, and on `drain`). */
+	flush(): void {
 		this.scheduled = false;
-		if (this.closed || this.pending.length === 0) return;
-		const chunk = this.pending.length === 1 ? this.pending[0] : this.pending.join("");
-		this.pending = [];
-		this.pendingBytes = 0;
+		if (this.closed || this.pending === "") return;
+		const chunk = this.pending;
+		this.pending = "";
 		this.lastSentId = this.pendingLastId;
-		this.lastWriteAt = performance.now();
-		if (!this.res.write(chunk)) this.waitingForDrain = true;
+		// Corked around the write, so the syscall happens here rather than in a nextTick (which is
+		// what node:http does on its own): a write pass then knows how long its writes took.
+		const socket = this.res.socket;
+		socket?.cork();
+		const ok = this.res.write(chunk);
+		socket?.uncork();
+		if (!ok) this.waitingForDrain = true;
 	}
 
 	private onDrain(): void {
 		this.waitingForDrain = false;
-		if (this.pending.length > 0) this.flush();
+		if (this.pending !== "") this.flush();
 		if (!this.isBackedUp) {
 			for (const resolve of this.drainWaiters.splice(0)) resolve();
 		}
@@ -200,8 +260,7 @@ export class SseConnection {
 	 */
 	private drop(): void {
 		if (this.isClosed) return;
-		this.pending = [];
-		this.pendingBytes = 0;
+		this.pending = "";
 		const notice = JSON.stringify({
 			type: "stream_dropped",
 			reason: "slow_consumer",
@@ -217,10 +276,9 @@ export class SseConnection {
 	/** Sends what is pending plus `finalChunk`, ends the response, and cleans up. Idempotent. */
 	end(finalChunk = ""): void {
 		if (this.isClosed) return;
-		const rest = this.pending.join("") + finalChunk;
+		const rest = this.pending + finalChunk;
 		this.lastSentId = this.pendingLastId;
-		this.pending = [];
-		this.pendingBytes = 0;
+		this.pending = "";
 		this.finish(rest, "ended");
 	}
 
@@ -254,8 +312,7 @@ export class SseConnection {
 		if (this.closed) return;
 		this.closed = true;
 		this.stopTimers();
-		this.pending = [];
-		this.pendingBytes = 0;
+		this.pending = "";
 		this.res.off("drain", this.onDrain);
 		for (const resolve of this.drainWaiters.splice(0)) resolve();
 		this.options.onClose?.(reason);

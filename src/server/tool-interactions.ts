@@ -9,13 +9,17 @@
  * approvals and client tool calls are in the session state (`pendingApprovals`,
  * `pendingClientToolCalls`), so `GET /v1/sessions/:id` and every new subscriber's
  * `session_snapshot` show them; resuming with `Last-Event-ID` replays the events themselves.
+ *
+ * A session's declarations (`clientTools`, `toolApprovals`) are part of its stored config: `POST`,
+ * `PATCH` and `PUT .../tool-declarations` write them to the store, and this extension reads them
+ * from the session's record, so they survive eviction and restarts.
  */
 import { Type } from "@sinclair/typebox";
 import type { AgentEvent } from "../agent/types.js";
 import type { SessionStore } from "../store/types.js";
 import {
 	type ApprovalDecision,
-	ApprovalPolicySchema,
+	ApprovalPolicyEnum,
 	type ApprovalRules,
 	type BeforeToolCallHook,
 	type ClientAgentTool,
@@ -43,7 +47,7 @@ export const CreateSessionToolFields = {
 		}),
 	),
 	toolApprovals: Type.Optional(
-		Type.Record(Type.String(), ApprovalPolicySchema, {
+		Type.Record(Type.String(), ApprovalPolicyEnum, {
 			description:
 				'Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId',
 		}),
@@ -68,15 +72,21 @@ export const SessionToolStateFields = {
 		Type.Array(PendingView, { description: "Client tool calls waiting for a result" }),
 	),
 	clientTools: Type.Optional(Type.Array(ClientToolSpecSchema)),
-	toolApprovals: Type.Optional(Type.Record(Type.String(), ApprovalPolicySchema)),
+	toolApprovals: Type.Optional(Type.Record(Type.String(), ApprovalPolicyEnum)),
 };
 
-/** What `POST /v1/sessions` may declare for tools (besides `tools`). */
+/** What `POST /v1/sessions` and `PATCH` may declare for tools (besides `tools`). */
 export interface ToolDeclarations {
 	clientTools?: ClientToolSpec[];
 	/** Per-session approval policies; they win over the server's. */
 	toolApprovals?: ApprovalRules;
 }
+
+/** Fields of `PUT /v1/sessions/:id/tool-declarations` (the same as in `PATCH`; a field left out stays as it is). */
+export const ToolDeclarationsBody = Type.Object(CreateSessionToolFields, {
+	additionalProperties: false,
+	description: "Fields to change; a field left out stays as it is.",
+});
 
 export interface ToolInteractionsOptions {
 	serverTools: ServerTools;
@@ -91,9 +101,9 @@ interface SessionEntry {
 	/** The live object of the session (a session evicted from memory and reloaded is a new object). */
 	session: LiveSession;
 	pending: PendingInteractions;
-	specs: ClientToolSpec[];
+	/** The declarations `clientTools` was built from (the record's array; a new one after each config change). */
+	builtFrom: ClientToolSpec[] | undefined;
 	clientTools: ClientAgentTool[];
-	rules: ApprovalRules;
 	hook: BeforeToolCallHook;
 }
 
@@ -112,30 +122,18 @@ export class ToolInteractions implements SessionExtension {
 
 	constructor(private readonly options: ToolInteractionsOptions) {}
 
-	/** Throws 400 (naming the field) for bad declarations; call before the session is created. */
-	beforeCreate(input: ToolDeclarations): void {
+	/** Throws 400 `VALIDATION_FAILED` (naming the field) for bad declarations. */
+	validate(input: ToolDeclarations): void {
 		const problems = validateClientToolSpecs(input.clientTools ?? [], this.options.serverToolNames());
 		if (problems.length > 0) throw apiError("VALIDATION_FAILED", `body.${problems[0]}`, { problems });
 	}
 
-	/** Gives a new session its declared client tools and approval policies. */
-	onCreate(session: LiveSession, input: ToolDeclarations): void {
-		this.redeclare(session, { clientTools: input.clientTools ?? [], toolApprovals: input.toolApprovals ?? {} });
+	beforeCreate(input: ToolDeclarations): void {
+		this.validate(input);
 	}
 
-	/**
-	 * Replaces the session's client tools and/or approval policies (fields left out stay as they
-	 * are); e.g. after a server restart, which keeps neither. Validate first with `beforeCreate`.
-	 * Applies from the session's next model call.
-	 */
-	redeclare(session: LiveSession, input: ToolDeclarations): void {
-		const entry = this.entry(session);
-		if (input.clientTools) entry.specs = input.clientTools;
-		if (input.toolApprovals) entry.rules = input.toolApprovals;
-		entry.clientTools = entry.specs.map((spec) =>
-			createClientTool(spec, { pending: entry.pending, timeoutMs: this.options.clientToolTimeoutMs }),
-		);
-		session.refreshTools();
+	beforeUpdate(_session: LiveSession, patch: ToolDeclarations): void {
+		this.validate(patch);
 	}
 
 	/** Delivers a client tool's result. */
@@ -155,8 +153,22 @@ export class ToolInteractions implements SessionExtension {
 
 	// --- SessionExtension -------------------------------------------------------------------
 
+	/**
+	 * The session's client tools, built from its stored declarations. A declaration whose name a
+	 * server tool took since it was validated (e.g. an MCP server listed a new tool) is left out:
+	 * the server tool wins, and the model never sees two tools of one name.
+	 */
 	tools(session: LiveSession): ClientAgentTool[] {
-		return this.entry(session).clientTools;
+		const entry = this.entry(session);
+		const specs = session.config.clientTools;
+		if (entry.builtFrom !== specs) {
+			const server = new Set(this.options.serverToolNames());
+			entry.clientTools = specs
+				.filter((spec) => !server.has(spec.name))
+				.map((spec) => createClientTool(spec, { pending: entry.pending, timeoutMs: this.options.clientToolTimeoutMs }));
+			entry.builtFrom = specs;
+		}
+		return entry.clientTools;
 	}
 
 	beforeToolCall: NonNullable<SessionExtension["beforeToolCall"]> = (session, context, signal) =>
@@ -167,8 +179,8 @@ export class ToolInteractions implements SessionExtension {
 		return {
 			pendingApprovals: entry.pending.list("approval").map(publicRequest),
 			pendingClientToolCalls: entry.pending.list("client_tool").map(publicRequest),
-			clientTools: entry.specs,
-			toolApprovals: entry.rules,
+			clientTools: session.config.clientTools,
+			toolApprovals: session.config.toolApprovals,
 		};
 	}
 
@@ -192,16 +204,17 @@ export class ToolInteractions implements SessionExtension {
 		const created: SessionEntry = {
 			session,
 			pending,
-			specs: [],
+			builtFrom: undefined,
 			clientTools: [],
-			rules: {},
 			hook: createApprovalHook({
 				pending,
 				timeoutMs: this.options.approvalTimeoutMs,
+				// Read at each call: a PATCH of the policies applies from the next tool call.
 				policy: (toolName) => {
+					const { clientTools, toolApprovals } = created.session.config;
 					const clientRules: ApprovalRules = {};
-					for (const spec of created.specs) if (spec.approval) clientRules[spec.name] = spec.approval;
-					return this.options.serverTools.approvalPolicy(toolName, { ...clientRules, ...created.rules });
+					for (const spec of clientTools) if (spec.approval) clientRules[spec.name] = spec.approval;
+					return this.options.serverTools.approvalPolicy(toolName, { ...clientRules, ...toolApprovals });
 				},
 				onRequested: (request) => {
 					created.session.publish("approval_requested", publicRequest(request));

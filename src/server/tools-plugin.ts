@@ -22,7 +22,7 @@ import { ConfigError, type ServerConfig } from "./config.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { toolResultRoutes } from "./routes/tool-results.js";
 import { responses, SessionParams, SessionView } from "./schemas.js";
-import { CreateSessionToolFields, type ToolDeclarations, ToolInteractions } from "./tool-interactions.js";
+import { type ToolDeclarations, ToolDeclarationsBody, ToolInteractions } from "./tool-interactions.js";
 
 export interface ToolsPluginOptions {
 	env?: NodeJS.ProcessEnv;
@@ -144,17 +144,15 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 		{
 			schema: {
 				summary:
-					"Replace the session's client-side tools and/or per-session approval policies (e.g. after a server restart, which keeps neither)",
+					"Replace the session's client-side tools and/or per-session approval policies (stored; the same as these fields of PATCH /v1/sessions/:id)",
 				params: SessionParams,
-				body: Type.Object(CreateSessionToolFields, { additionalProperties: false }),
+				body: ToolDeclarationsBody,
 				response: responses({ 200: SessionView }),
 			},
 		},
 		async function putToolDeclarations(request) {
 			const session = sessions.get((request.params as { id: string }).id, request.ownerId);
-			const body = request.body as ToolDeclarations;
-			interactions.beforeCreate(body);
-			interactions.redeclare(session, body);
+			sessions.update(session, request.body as ToolDeclarations);
 			return session.view();
 		},
 	);

@@ -98,6 +98,8 @@ export class MemorySessionStore implements SessionStore {
 			steeringMode: session.steeringMode,
 			followUpMode: session.followUpMode,
 			metadata: { ...session.metadata },
+			clientTools: structuredClone(session.clientTools ?? []),
+			toolApprovals: { ...session.toolApprovals },
 			createdAt: session.createdAt,
 			updatedAt: session.createdAt,
 			lastActiveAt: session.createdAt,
@@ -137,6 +139,8 @@ export class MemorySessionStore implements SessionStore {
 		if (patch.steeringMode !== undefined) r.steeringMode = patch.steeringMode;
 		if (patch.followUpMode !== undefined) r.followUpMode = patch.followUpMode;
 		if (patch.metadata !== undefined) r.metadata = { ...patch.metadata };
+		if (patch.clientTools !== undefined) r.clientTools = structuredClone(patch.clientTools);
+		if (patch.toolApprovals !== undefined) r.toolApprovals = { ...patch.toolApprovals };
 		r.updatedAt = at;
 		return copyRecord(r);
 	}

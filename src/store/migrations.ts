@@ -103,6 +103,17 @@ export const MIGRATIONS: readonly Migration[] = [
 		`,
 		up: convertEventsToBatches,
 	},
+	{
+		version: 3,
+		description:
+			"a session's config holds its client-side tool declarations and tool approval policies (clientTools, " +
+			"toolApprovals), so they survive restarts; older builds would drop them on the next config change, so " +
+			"they must refuse this version",
+		// The config column is JSON: existing sessions get the two fields, empty (json_insert keeps a present value).
+		sql: `
+			UPDATE sessions SET config = json_insert(config, '$.clientTools', json('[]'), '$.toolApprovals', json('{}'));
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -156,9 +156,11 @@ const CONFIG_KEYS = [
 	"steeringMode",
 	"followUpMode",
 	"metadata",
+	"clientTools",
+	"toolApprovals",
 ] as const satisfies readonly (keyof SessionConfig)[];
 
-function pickConfig(c: SessionConfig): SessionConfig {
+function pickConfig(c: SessionConfig | NewSession): SessionConfig {
 	return {
 		model: c.model,
 		systemPrompt: c.systemPrompt,
@@ -168,6 +170,8 @@ function pickConfig(c: SessionConfig): SessionConfig {
 		steeringMode: c.steeringMode,
 		followUpMode: c.followUpMode,
 		metadata: { ...c.metadata },
+		clientTools: structuredClone(c.clientTools ?? []),
+		toolApprovals: { ...c.toolApprovals },
 	};
 }
 

@@ -59,6 +59,22 @@ export type QueueMode = "all" | "one-at-a-time";
  */
 export type SessionRunStatus = "idle" | "running" | "interrupted";
 
+/** A tool's approval policy: `"always"` waits for a human decision before each call; `"never"` does not. */
+export type ToolApprovalPolicy = "always" | "never";
+
+/**
+ * A tool the session's client executes (a browser, a desktop app): declared with the session,
+ * called by the model like any tool, answered by the client (issue 6). Stored as given.
+ */
+export interface ClientToolDeclaration {
+	name: string;
+	description: string;
+	/** JSON Schema of the arguments (an object schema); absent: no arguments. */
+	parameters?: Record<string, unknown>;
+	/** This tool's approval policy (the session's `toolApprovals` win over it). */
+	approval?: ToolApprovalPolicy;
+}
+
 /** The configurable part of a session: what `POST /v1/sessions` and `PATCH` set. */
 export interface SessionConfig {
 	/** `"provider/id"`, e.g. `"faux/echo"`. */
@@ -72,13 +88,22 @@ export interface SessionConfig {
 	followUpMode: QueueMode;
 	/** Free-form string map from the client. */
 	metadata: Record<string, string>;
+	/** Tools the session's client executes; `[]` when none. */
+	clientTools: ClientToolDeclaration[];
+	/** Approval policy per tool name or `prefix*` pattern for this session; `{}` when none. */
+	toolApprovals: Record<string, ToolApprovalPolicy>;
 }
+
+/** Config fields a new session may leave out (they default to none). */
+export type OptionalConfigKey = "clientTools" | "toolApprovals";
 
 /** Accumulated token usage and cost (USD) of a session or a run; same shape as a message's `Usage`. */
 export type UsageTotals = Usage;
 
-/** What `createSession` takes. */
-export interface NewSession extends SessionConfig {
+/** What `createSession` takes; `clientTools` and `toolApprovals` default to none. */
+export interface NewSession
+	extends Omit<SessionConfig, OptionalConfigKey>,
+		Partial<Pick<SessionConfig, OptionalConfigKey>> {
 	/** Unique, chosen by the caller (the server generates it). */
 	id: string;
 	/** Who owns the session: an id or hash of the API key that created it; `null` when auth is off. */

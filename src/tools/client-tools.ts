@@ -9,7 +9,7 @@
 import { type Static, type TSchema, Type } from "@sinclair/typebox";
 import type { AgentTool, AgentToolResult } from "../agent/types.js";
 import type { ImageContent, TextContent } from "../ai/types.js";
-import { TOOL_NAME_PATTERN } from "./config.js";
+import { ApprovalPolicyEnum, TOOL_NAME_PATTERN } from "./config.js";
 import { type ClientToolResult, formatDuration, type PendingInteractions, type PendingRequest } from "./pending.js";
 
 /** What a session declares per client-side tool (part of the `POST /v1/sessions` body). */
@@ -19,7 +19,7 @@ export const ClientToolSpecSchema = Type.Object(
 		description: Type.String(),
 		/** JSON Schema of the arguments (an object schema). */
 		parameters: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-		approval: Type.Optional(Type.Union([Type.Literal("always"), Type.Literal("never")])),
+		approval: Type.Optional(ApprovalPolicyEnum),
 	},
 	{ additionalProperties: false, title: "ClientToolSpec" },
 );
@@ -121,10 +121,10 @@ export function validateClientToolSpecs(specs: ClientToolSpec[], serverToolNames
 	const server = new Set(serverToolNames);
 	const seen = new Set<string>();
 	specs.forEach((spec, i) => {
-		if (seen.has(spec.name)) problems.push(`clientTools[${i}].name: duplicate tool name "${spec.name}"`);
-		if (server.has(spec.name)) problems.push(`clientTools[${i}].name: "${spec.name}" is already a server tool`);
+		if (seen.has(spec.name)) problems.push(`clientTools.${i}.name: duplicate tool name "${spec.name}"`);
+		if (server.has(spec.name)) problems.push(`clientTools.${i}.name: "${spec.name}" is already a server tool`);
 		if (spec.parameters && spec.parameters.type !== "object") {
-			problems.push(`clientTools[${i}].parameters: must be a JSON Schema with "type": "object"`);
+			problems.push(`clientTools.${i}.parameters: must be a JSON Schema with "type": "object"`);
 		}
 		seen.add(spec.name);
 	});

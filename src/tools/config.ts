@@ -34,6 +34,17 @@ export const ApprovalPolicySchema = Type.Union([Type.Literal("always"), Type.Lit
 });
 export type ApprovalPolicy = Static<typeof ApprovalPolicySchema>;
 
+/**
+ * The same policy as a string enum, for request bodies validated by Ajv: a bad value is reported
+ * as `must be one of: always, never` instead of two `anyOf` messages. (TypeBox's `Value` cannot
+ * check it, so the config file keeps {@link ApprovalPolicySchema}.)
+ */
+export const ApprovalPolicyEnum = Type.Unsafe<ApprovalPolicy>({
+	type: "string",
+	enum: ["always", "never"],
+	description: ApprovalPolicySchema.description,
+});
+
 const ReconnectSchema = Type.Object(
 	{
 		initialDelayMs: Type.Optional(Type.Integer({ minimum: 1, default: 500 })),

@@ -26,6 +26,18 @@ export function newSession(id: string, over: Partial<NewSession> = {}): NewSessi
 	};
 }
 
+/** A client-side tool declaration as a client sends it (nested schema: stored and returned whole). */
+export const pickColor = {
+	name: "pick_color",
+	description: "Ask the user to pick a color",
+	parameters: {
+		type: "object",
+		properties: { question: { type: "string" }, palette: { type: "array", items: { type: "string" } } },
+		required: ["question"],
+	},
+	approval: "never" as const,
+};
+
 export function user(text: string, timestamp = 1): UserMessage {
 	return { role: "user", content: text, timestamp };
 }
@@ -133,6 +145,44 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				});
 				expect(store.getSession("s1")).toEqual(rec);
 				expect(store.updateSession("nope", { model: "x/y" }, 1)).toBeUndefined();
+			});
+
+			it("keeps client tool declarations and approval policies with the config; none by default", () => {
+				const store = open();
+				expect(store.createSession(newSession("plain"))).toMatchObject({ clientTools: [], toolApprovals: {} });
+				const rec = store.createSession(
+					newSession("s1", { clientTools: [pickColor], toolApprovals: { pick_color: "always", "files__*": "never" } }),
+				);
+				expect([rec.clientTools, rec.toolApprovals]).toEqual([
+					[pickColor],
+					{ pick_color: "always", "files__*": "never" },
+				]);
+				expect(store.getSession("s1")).toEqual(rec);
+				expect(store.listSessions().sessions.find((s) => s.id === "s1")).toEqual(rec);
+			});
+
+			it("patches client tools and approval policies alone, and returns copies of them", () => {
+				const store = open();
+				store.createSession(newSession("s1", { clientTools: [pickColor], toolApprovals: { pick_color: "always" } }));
+				const other = { name: "open_file", description: "Open a file on the user's machine" };
+				const rules = store.updateSession("s1", { toolApprovals: { calculate: "always" } }, 2000);
+				expect(rules).toMatchObject({ clientTools: [pickColor], toolApprovals: { calculate: "always" } });
+				const tools = store.updateSession("s1", { clientTools: [other] }, 3000);
+				expect(tools).toMatchObject({
+					clientTools: [other],
+					toolApprovals: { calculate: "always" },
+					systemPrompt: "be brief",
+					updatedAt: 3000,
+				});
+				tools!.clientTools[0]!.description = "changed";
+				(tools!.clientTools[0] as { parameters?: unknown }).parameters = { type: "object" };
+				tools!.toolApprovals.calculate = "never";
+				const again = store.getSession("s1");
+				expect([again?.clientTools, again?.toolApprovals]).toEqual([[other], { calculate: "always" }]);
+				expect(store.updateSession("s1", { clientTools: [], toolApprovals: {} }, 4000)).toMatchObject({
+					clientTools: [],
+					toolApprovals: {},
+				});
 			});
 
 			it("touchSession moves lastActiveAt forward, and retention sees it", () => {

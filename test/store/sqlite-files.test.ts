@@ -122,7 +122,9 @@ describe("SQLite store files", () => {
 		store.close();
 
 		const check = new Database(path, { readonly: true });
-		expect(check.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual([1, 2]);
+		expect(check.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual(
+			Array.from({ length: LATEST_SCHEMA_VERSION }, (_, i) => i + 1),
+		);
 		check.close();
 	});
 
@@ -159,6 +161,66 @@ describe("SQLite store files", () => {
 		expect(store.appendEvent("v2-session", "agent_end", "{}")).toBe(4);
 		expect(store.enqueue("v2-session", "followUp", { role: "user", content: "x", timestamp: 3 }, 1)?.id).toBe(2);
 		expect(store.recoverInterrupted(1_750_000_009_000)).toEqual(["v2-session"]);
+		store.close();
+	});
+
+	it("migrates a version-2 database to version 3: sessions get no client tools or policies and keep their config", () => {
+		const path = join(dir, "v2-to-v3.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v2.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getSession("v2-session")).toMatchObject({
+			systemPrompt: "v2 prompt",
+			tools: ["calculate"],
+			metadata: { from: "v2" },
+			clientTools: [],
+			toolApprovals: {},
+		});
+		// Declarations on a migrated session are stored like any config change.
+		const spec = { name: "pick_color", description: "Pick a color" };
+		store.updateSession("v2-session", { clientTools: [spec], toolApprovals: { calculate: "always" } }, 1);
+		store.close();
+
+		const check = new Database(path, { readonly: true });
+		expect(check.prepare("SELECT max(version) FROM schema_version").pluck().get()).toBe(3);
+		const config = JSON.parse(check.prepare("SELECT config FROM sessions").pluck().get() as string);
+		expect(config).toMatchObject({
+			followUpMode: "all",
+			metadata: { from: "v2" },
+			clientTools: [spec],
+			toolApprovals: { calculate: "always" },
+		});
+		check.close();
+	});
+
+	it("opens a version-3 database (immutable fixture): client tools and approval policies are there", () => {
+		const path = join(dir, "v3.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v3.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getSession("v3-session")).toMatchObject({
+			ownerId: "key-3",
+			systemPrompt: "v3 prompt",
+			metadata: { from: "v3" },
+			clientTools: [
+				{
+					name: "pick_color",
+					description: "Ask the user to pick a color",
+					parameters: { type: "object", properties: { question: { type: "string" } }, required: ["question"] },
+					approval: "always",
+				},
+			],
+			toolApprovals: { calculate: "always", "files__*": "never" },
+			status: "running",
+			lastEventId: 2,
+		});
+		expect(store.readEvents("v3-session", 0).map((e) => e.type)).toEqual(["agent_start", "tool_execution_start"]);
+		expect(store.listPending("v3-session").map((p) => p.toolCallId)).toEqual(["call-3"]);
+		expect(store.recoverInterrupted(1_760_000_009_000)).toEqual(["v3-session"]);
 		store.close();
 	});
 });

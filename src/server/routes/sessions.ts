@@ -81,7 +81,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		{
 			schema: {
 				tags,
-				summary: "Change a session's config (applies from the next run)",
+				summary:
+					"Change a session's config, client tools and approval policies (stored; applies from the next run at the latest)",
 				params: SessionParams,
 				body: PatchSessionBody,
 				response: responses({ 200: SessionView }),

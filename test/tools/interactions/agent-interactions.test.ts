@@ -244,9 +244,9 @@ describe("policies and declarations", () => {
 				["calculate"],
 			),
 		).toEqual([
-			'clientTools[1].name: duplicate tool name "a"',
-			'clientTools[2].name: "calculate" is already a server tool',
-			'clientTools[3].parameters: must be a JSON Schema with "type": "object"',
+			'clientTools.1.name: duplicate tool name "a"',
+			'clientTools.2.name: "calculate" is already a server tool',
+			'clientTools.3.parameters: must be a JSON Schema with "type": "object"',
 		]);
 	});
 });
