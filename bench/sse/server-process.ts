@@ -1,6 +1,7 @@
 /**
  * The server under test of bench/sse, in its own process (forked by index.ts): either the raw
- * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay, memory or
+ * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay unless
+ * `fauxDelayMs` says otherwise, memory or
  * SQLite store) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
@@ -11,7 +12,7 @@ import { splitFrames, startRawServer } from "./raw-server.js";
 
 export type ServerStart =
 	| { kind: "raw"; streams: Record<string, string> }
-	| { kind: "wheelhouse"; store: "memory" | "sqlite"; dbPath?: string };
+	| { kind: "wheelhouse"; store: "memory" | "sqlite"; dbPath?: string; fauxDelayMs?: number };
 
 export type ServerReply =
 	| { type: "ready"; url: string }
@@ -41,7 +42,7 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 	const app = await buildApp({
 		store,
 		tools: [benchWait],
-		config: { logLevel: "silent", fauxDelayMs: 0, heartbeatMs: 0 },
+		config: { logLevel: "silent", fauxDelayMs: start.fauxDelayMs ?? 0, heartbeatMs: 0 },
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
 	const address = app.server.address() as { port: number };
