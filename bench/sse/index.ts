@@ -478,7 +478,10 @@ export async function main(): Promise<void> {
 			],
 			["wire bytes ≤ 1.5x raw", memory.single.bytesPerDelta <= 1.5 * raw.single.bytesPerDelta],
 			["linear growth (10k/200 bytes ≤ 55x)", memory.sizes.get(10_000)! / memory.sizes.get(200)! <= 55],
-			["slowest first delta ≤ 10% of wall (0 ms pace)", memory.concurrent.slowestFirstDeltaMs! <= 0.1 * memory.concurrent.wallMs],
+			[
+				"slowest first delta ≤ 10% of wall (0 ms pace)",
+				memory.concurrent.slowestFirstDeltaMs! <= 0.1 * memory.concurrent.wallMs,
+			],
 			[
 				`slowest first delta ≤ 10% of wall (${PACED_DELAY_MS} ms pace)`,
 				paced.slowestFirstDeltaMs! <= 0.1 * paced.wallMs,
