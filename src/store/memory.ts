@@ -62,6 +62,8 @@ export class MemorySessionStore implements SessionStore {
 	readonly kind = "memory" as const;
 	readonly maxEventsPerSession: number;
 	private readonly sessions = new Map<string, MemorySession>();
+	/** Every run id of every stored session (run ids are unique store-wide; checked in O(1)). */
+	private readonly runIds = new Set<string>();
 	private nextQueueId = 1;
 	private closed = false;
 
@@ -171,6 +173,13 @@ export class MemorySessionStore implements SessionStore {
 
 	deleteSession(sessionId: string): boolean {
 		this.open();
+		return this.remove(sessionId);
+	}
+
+	private remove(sessionId: string): boolean {
+		const s = this.sessions.get(sessionId);
+		if (!s) return false;
+		for (const runId of s.runs.keys()) this.runIds.delete(runId);
 		return this.sessions.delete(sessionId);
 	}
 
@@ -275,7 +284,8 @@ export class MemorySessionStore implements SessionStore {
 	startRun(sessionId: string, runId: string, startedAt: number): boolean {
 		const s = this.get(sessionId);
 		if (!s) return false;
-		for (const other of this.sessions.values()) if (other.runs.has(runId)) throw duplicateRunError(runId);
+		if (this.runIds.has(runId)) throw duplicateRunError(runId);
+		this.runIds.add(runId);
 		s.runs.set(runId, {
 			id: runId,
 			sessionId,
@@ -389,7 +399,7 @@ export class MemorySessionStore implements SessionStore {
 	deleteSessions(sessionIds: string[]): number {
 		this.open();
 		let n = 0;
-		for (const id of sessionIds) if (this.sessions.delete(id)) n++;
+		for (const id of sessionIds) if (this.remove(id)) n++;
 		return n;
 	}
 

@@ -390,6 +390,17 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.endRun("s1", "nope", { status: "completed", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);
 			});
 
+			it("keeps run ids unique across sessions until their session is deleted", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				store.startRun("s1", "r1", 1);
+				expect(() => store.startRun("s2", "r1", 2)).toThrow(/already exists/);
+				expect(store.deleteSession("s1")).toBe(true);
+				expect(store.startRun("s2", "r1", 3)).toBe(true);
+				expect(store.listRuns("s2", 10).map((r) => r.id)).toEqual(["r1"]);
+			});
+
 			it("marks running sessions interrupted, with the usage of the run's persisted messages", () => {
 				const store = open();
 				store.createSession(newSession("busy"), [user("before")]);
