@@ -41,6 +41,7 @@ import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
 import { encodeWireData } from "../client/wire.js";
 import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
+import { selectTools } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { formatEventFrame } from "./sse.js";
 
@@ -245,14 +246,14 @@ export class LiveSession {
 
 	// --- tools & hooks ----------------------------------------------------------------------
 
-	/** The session's tools: its enabled server tools plus every extension's tools for it. */
+	/**
+	 * The session's tools: the server tools its `tools` selectors match (exact names and `prefix*`
+	 * patterns, matched now, so tools registered since creation count) plus every extension's tools.
+	 */
 	resolveTools(): AgentTool<any>[] {
 		const server = this.deps.serverTools();
 		const tools: AgentTool<any>[] = [];
-		for (const name of this.record.tools) {
-			const tool = server.get(name);
-			if (tool) tools.push(tool);
-		}
+		for (const name of selectTools(this.record.tools, server.keys())) tools.push(server.get(name) as AgentTool<any>);
 		for (const ext of this.deps.extensions()) {
 			try {
 				if (ext.tools) tools.push(...ext.tools(this));
@@ -669,6 +670,7 @@ export class LiveSession {
 			systemPrompt: r.systemPrompt,
 			thinkingLevel: r.thinkingLevel,
 			tools: r.tools,
+			activeTools: this.agent.state.tools.map((t) => t.name),
 			toolExecution: r.toolExecution,
 			steeringMode: r.steeringMode,
 			followUpMode: r.followUpMode,
@@ -729,6 +731,7 @@ export interface SessionView {
 	systemPrompt: string;
 	thinkingLevel: string;
 	tools: string[];
+	activeTools: string[];
 	toolExecution: string;
 	steeringMode: string;
 	followUpMode: string;

@@ -78,7 +78,8 @@ const configFields = {
 	thinkingLevel: Type.Optional(ThinkingLevel),
 	tools: Type.Optional(
 		Type.Array(Type.String({ minLength: 1 }), {
-			description: "Names of server tools to enable (GET /v1/tools); default all.",
+			description:
+				'Server tools to enable (GET /v1/tools): exact names and `prefix*` patterns, e.g. `"files__*"` for every tool of the MCP server `files`. Patterns also match tools registered later (an MCP server that connects or lists a new tool). Default `["*"]`: every server tool, current and future.',
 			maxItems: 1000,
 		}),
 	),
@@ -128,7 +129,11 @@ export const SessionView = Type.Object(
 		model: Type.String(),
 		systemPrompt: Type.String(),
 		thinkingLevel: Type.String(),
-		tools: Type.Array(Type.String()),
+		tools: Type.Array(Type.String(), { description: "The session's tool selectors, as configured" }),
+		activeTools: Type.Array(Type.String(), {
+			description:
+				"Names of the tools the model is offered from the next run: the server tools `tools` selects, then client-side tools",
+		}),
 		toolExecution: Type.String(),
 		steeringMode: Type.String(),
 		followUpMode: Type.String(),

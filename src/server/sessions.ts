@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../agent/types.js";
 import type { AssistantMessage, Model, ToolCall, ToolResultMessage } from "../ai/types.js";
 import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
+import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
@@ -121,8 +122,13 @@ export class SessionManager {
 		}
 	}
 
-	private checkTools(names: string[]): void {
-		const unknown = names.filter((name) => !this.toolsByName.has(name));
+	/** Exact names must be registered tools; a `prefix*` pattern may match none yet (its tools may come later). */
+	private checkTools(selectors: string[]): void {
+		const problems = selectors.map(selectorProblem).filter((p) => p !== undefined);
+		if (problems.length > 0) {
+			throw apiError("VALIDATION_FAILED", `body.tools: ${problems.join("; ")}`, { problems });
+		}
+		const unknown = selectors.filter((name) => !isToolPattern(name) && !this.toolsByName.has(name));
 		if (unknown.length > 0) {
 			throw apiError(
 				"UNKNOWN_TOOL",
@@ -147,7 +153,7 @@ export class SessionManager {
 			model: input.model ?? this.options.defaultModel,
 			systemPrompt: input.systemPrompt ?? "",
 			thinkingLevel: input.thinkingLevel ?? "off",
-			tools: input.tools ?? [...this.toolsByName.keys()],
+			tools: input.tools ?? [ALL_TOOLS],
 			toolExecution: input.toolExecution ?? "parallel",
 			steeringMode: input.steeringMode ?? "one-at-a-time",
 			followUpMode: input.followUpMode ?? "one-at-a-time",

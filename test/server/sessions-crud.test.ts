@@ -24,7 +24,8 @@ describe("health and sessions CRUD", () => {
 		const s = created.body;
 		expect(s.id).toMatch(/^ses_/);
 		expect(s.model).toBe("faux/echo");
-		expect(s.tools).toEqual(expect.arrayContaining(["get_current_time", "calculate"]));
+		expect(s.tools).toEqual(["*"]);
+		expect(s.activeTools).toEqual(expect.arrayContaining(["get_current_time", "calculate"]));
 		expect(s.status).toBe("idle");
 		expect(s.metadata).toEqual({ user: "u1" });
 		expect(s.queue).toEqual({ steering: [], followUp: [], steeringCount: 0, followUpCount: 0 });
@@ -51,6 +52,17 @@ describe("health and sessions CRUD", () => {
 		expect(patched.body.systemPrompt).toBe("be verbose");
 		expect(patched.body.steeringMode).toBe("all");
 		expect(patched.body.tools).toEqual(["calculate"]);
+		expect(patched.body.activeTools).toEqual(["calculate"]);
+
+		const bad = await server.request("PATCH", `/v1/sessions/${s.id}`, { body: { tools: ["calc*late"] } });
+		expect(bad.status).toBe(400);
+		expect(bad.body.error.code).toBe("VALIDATION_FAILED");
+		expect(bad.body.error.message).toContain('"*" may only end a pattern');
+		const pattern = await server.request("PATCH", `/v1/sessions/${s.id}`, {
+			body: { tools: ["get_*", "nothing_yet_*"] },
+		});
+		expect(pattern.status).toBe(200);
+		expect(pattern.body.activeTools).toEqual(["get_current_time"]);
 
 		const deleted = await server.request("DELETE", `/v1/sessions/${s.id}`);
 		expect(deleted.status).toBe(200);

@@ -81,6 +81,45 @@ describe("tools from the config file", () => {
 		await failing.waitForEnd();
 	});
 
+	it("enables a tool an MCP server lists later in sessions whose selectors match it, from their next run", {
+		timeout: 45_000,
+	}, async () => {
+		server = await startServer({
+			config: { tools: { mcpServers: { fx: { ...fixtureCommand(), pingIntervalMs: 0 } } } },
+		});
+		const create = async (body: object) => (await server!.request("POST", "/v1/sessions", { body })).body;
+		const everything = await create({});
+		const ofFx = await create({ tools: ["fx__*"] });
+		const fixed = await create({ tools: ["calculate", "fx__add_tool"] });
+		expect(everything.activeTools).toEqual(expect.arrayContaining(["calculate", "fx__echo"]));
+		expect(ofFx.activeTools).not.toContain("calculate");
+
+		const add = await promptSse(server.url, fixed.id, { message: '/tool fx__add_tool {"name": "late"}' });
+		readers.push(add);
+		expect(resultText(await add.waitForType("tool_execution_end"))).toBe("added");
+		await add.waitForEnd();
+		const listed = async () =>
+			((await server!.request("GET", "/v1/tools")).body.tools as { name: string }[]).map((t) => t.name);
+		for (let i = 0; i < 100 && !(await listed()).includes("fx__late"); i++) await new Promise((r) => setTimeout(r, 50));
+
+		const view = async (id: string) => (await server!.request("GET", `/v1/sessions/${id}`)).body;
+		expect((await view(everything.id)).activeTools).toContain("fx__late");
+		expect((await view(ofFx.id)).activeTools).toContain("fx__late");
+		expect((await view(fixed.id)).activeTools).toEqual(["calculate", "fx__add_tool"]);
+
+		const late = await promptSse(server.url, ofFx.id, { message: "/tool fx__late {}" });
+		readers.push(late);
+		const end = await late.waitForType("tool_execution_end");
+		expect([resultText(end), end.data.isError]).toEqual(["dynamic late", false]);
+		await late.waitForEnd();
+		const refused = await promptSse(server.url, fixed.id, { message: "/tool fx__late {}" });
+		readers.push(refused);
+		const refusedEnd = await refused.waitForType("tool_execution_end");
+		expect(refusedEnd.data.isError).toBe(true);
+		expect(resultText(refusedEnd)).toContain("fx__late");
+		await refused.waitForEnd();
+	});
+
 	it("stops startup with the field and the reason on a bad tools section", async () => {
 		await expect(
 			buildApp({

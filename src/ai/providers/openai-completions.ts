@@ -533,14 +533,18 @@ const CONTENT_TAILS = ['"},"logprobs":null,"finish_reason":null}]', '"},"finish_
 export function contentOnlyDelta(data: string): string | undefined {
 	// A chunk object (an error payload starts differently) that is not cut short.
 	if (!data.startsWith('{"id":"') || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
-	const mark = data.indexOf(CONTENT_MARK);
-	// Before the choices: plain fields only (id, model, ...), never an object such as usage.
-	if (mark < 0 || data.indexOf("{", 1) !== mark + CONTENT_MARK_BRACE) return undefined;
+	// Before the choices: plain fields only (id, model, ...), never an object such as usage; so the
+	// first brace after the chunk's own must be choice 0's. Checked from that brace (a one-character
+	// search) rather than by searching for the whole mark, which took a third of this function's time.
+	const mark = data.indexOf("{", 1) - CONTENT_MARK_BRACE;
+	if (mark < 0 || !data.startsWith(CONTENT_MARK, mark)) return undefined;
 	const from = mark + CONTENT_MARK.length;
 	const end = data.indexOf('"', from);
 	if (end < 0) return undefined;
 	const text = data.slice(from, end);
 	if (text.indexOf("\\") >= 0) return undefined;
+	// A raw control character makes the chunk invalid JSON: JSON.parse must be the one to say so.
+	for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return undefined;
 	let after = -1;
 	for (const tail of CONTENT_TAILS) {
 		if (data.startsWith(tail, end)) {
@@ -551,6 +555,8 @@ export function contentOnlyDelta(data: string): string | undefined {
 	if (after < 0) return undefined;
 	// After the choices: only fields we ignore (usage null, obfuscation, fingerprints), never an object.
 	if (data.indexOf("{", after) >= 0) return undefined;
+	// An `error` field, even a plain string one, is the full path's to report.
+	if (data.indexOf('"error"') >= 0) return undefined;
 	return text;
 }
 

@@ -463,7 +463,8 @@ const STREAM_DECODE = { stream: true };
  * two-byte string of ~128 KB, past its regular-object limit, and the parser's join of the partial
  * line before it with the new text makes another. Each such string is a fresh large-object page
  * (mmap, page faults on first touch, munmap): measured on a 20,000-chunk stream, decode + SSE took
- * ~10x longer with 64 KiB pieces than with 16 KiB ones (`bench/providers/floor.ts`).
+ * ~10x longer with 64 KiB pieces than with 16 KiB ones. The floor row of `bench/providers/index.ts`
+ * decodes in the same pieces.
  */
 const MAX_DECODE_BYTES = 16_384;
 

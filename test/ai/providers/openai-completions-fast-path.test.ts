@@ -55,9 +55,13 @@ describe("contentOnlyDelta", () => {
 			{ ...base, usage: { prompt_tokens: 1, completion_tokens: 1 } },
 			{ id: "chatcmpl-1", usage: { prompt_tokens: 1 }, choices: base.choices }, // usage before the choices
 			{ error: { message: "boom" } },
+			{ ...base, error: "rate limited" }, // a plain string error field
 		];
 		for (const chunk of refuse) expect(contentOnlyDelta(json(chunk)), json(chunk)).toBeUndefined();
 		expect(contentOnlyDelta(json(base).slice(0, -1))).toBeUndefined(); // cut short: JSON.parse must report it
+		const rawTab = json(base).replace('"content":"Hi"', '"content":"H\ti"');
+		expect(() => JSON.parse(rawTab)).toThrow();
+		expect(contentOnlyDelta(rawTab)).toBeUndefined(); // invalid JSON: JSON.parse must report it
 	});
 
 	const entries = loadFixtureManifest("openai-completions");
