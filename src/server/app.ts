@@ -23,6 +23,7 @@ import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
 import { loadConfig, type ServerConfig } from "./config.js";
+import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerEchoModel } from "./echo-model.js";
 import { installErrorHandling } from "./error-handler.js";
@@ -164,9 +165,14 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.
+	const connections = trackConnections(app.server);
 	app.addHook("preClose", async function drainSessions() {
 		shuttingDown = true;
 		await sessions.shutdown(config.shutdownGraceMs);
+		// Runs are settled and streams ended: a connection with no request in flight (keep-alive, or
+		// opened ahead by a client pool and never used, which node's closeIdleConnections leaves
+		// open) would only hold the close until the client times it out.
+		connections.destroyIdle();
 	});
 	if (!options.store)
 		app.addHook("onClose", async function closeOwnStore() {

@@ -7,12 +7,22 @@
  * Each event is framed as `<createdAt>,<type length>,<data length>:<type><data>`, lengths in
  * UTF-16 code units (JavaScript string length), so any `type` and `data` round-trip exactly,
  * line breaks included, with no escaping cost.
+ *
+ * Since schema v4 a batch may skip ids (the deltas of a streamed message are not written): a frame
+ * with an empty type is a *skip* whose data is the number of ids to skip before the next event.
+ * Event types are never empty, so no event frame reads as a skip.
  */
 import type { StoredEvent } from "./types.js";
 
 /** The frame of one event; batches are plain concatenations of frames. */
 export function encodeEvent(type: string, data: string, createdAt: number): string {
 	return `${createdAt},${type.length},${data.length}:${type}${data}`;
+}
+
+/** A skip frame: the next event's id is `count` higher than it would be. */
+export function encodeSkip(count: number, createdAt: number): string {
+	const n = String(count);
+	return `${createdAt},0,${n.length}:${n}`;
 }
 
 /**
@@ -35,6 +45,13 @@ export function decodeBatch(firstId: number, text: string, visit: (event: Stored
 		const end = dataStart + dataLength;
 		if (!Number.isFinite(createdAt) || !(typeLength >= 0) || !(dataLength >= 0) || end > text.length) {
 			throw new Error(`malformed event batch at id ${id}: bad frame header`);
+		}
+		if (typeLength === 0) {
+			const skip = Number(text.slice(dataStart, end));
+			if (!Number.isSafeInteger(skip) || skip < 1) throw new Error(`malformed event batch at id ${id}: bad skip frame`);
+			id += skip;
+			pos = end;
+			continue;
 		}
 		const keepGoing = visit({
 			id,

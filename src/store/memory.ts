@@ -207,7 +207,10 @@ export class MemorySessionStore implements SessionStore {
 		return this.get(sessionId)?.messages.length;
 	}
 
+	readonly deltaRetention = "all" as const;
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
+		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const s = this.get(sessionId);
 		if (!s) return undefined;
 		const id = ++s.record.lastEventId;

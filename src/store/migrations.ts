@@ -114,6 +114,14 @@ export const MIGRATIONS: readonly Migration[] = [
 			UPDATE sessions SET config = json_insert(config, '$.clientTools', json('[]'), '$.toolApprovals', json('{}'));
 		`,
 	},
+	{
+		version: 4,
+		description:
+			"event batches may skip ids (skip frames, see event-batch.ts): the deltas of a streamed message stay in " +
+			"memory; older builds would misread a skip frame as an event, so they must refuse this version",
+		// Nothing to convert: v3 batches are valid v4 batches.
+		sql: "",
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -4,7 +4,10 @@
  *
  * Event appends are the hot path (one per SSE event), so they are buffered in memory, per session
  * as one string of frames, and written as one `event_batches` row per session per flush
- * (`event-batch.ts`), all in one transaction (see the durability rules in `types.ts`). The cap
+ * (`event-batch.ts`), all in one transaction (see the durability rules in `types.ts`). The deltas
+ * of a streaming message are not written at all: they stay in a per-session memory window from the
+ * message's `message_start` to its `message_end` (`deltaRetention: "while-streaming"`), and a
+ * batch records the ids they took with a skip frame. The cap
  * per session applies at once to what the read methods return; on disk whole batches are deleted
  * once all their ids fall out of the cap. Event ids must stay
  * monotonic even when a crash loses buffered events, so ids are *reserved* on disk ahead of use:
@@ -19,7 +22,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { AgentMessage } from "../agent/types.js";
-import { decodeBatch, encodeEvent } from "./event-batch.js";
+import { decodeBatch, encodeEvent, encodeSkip } from "./event-batch.js";
 import { type EventBatch, EventWriter } from "./event-writer.js";
 import { LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
 import {
@@ -141,10 +144,17 @@ interface LogState {
 	written: number;
 	/** Batches with `last_id` up to this have been deleted by trimming. */
 	trimmedThrough: number;
-	/** Frames of the buffered events `pendingFirst..last`; empty when nothing is buffered. */
+	/** Frames of the buffered events `pendingFirst..pendingLast`; empty when nothing is buffered. */
 	pending: string;
 	pendingFirst: number;
+	/** Id of the last buffered event (ids after it up to `last` are memory-only deltas). */
+	pendingLast: number;
 	pendingCount: number;
+	/**
+	 * Every event since the `message_start` of the message still streaming (deltas included), or
+	 * undefined when none streams: the only place that message's deltas are kept (see `appendEvent`).
+	 */
+	streaming: StoredEvent[] | undefined;
 }
 
 const CONFIG_KEYS = [
@@ -334,7 +344,7 @@ export class SqliteSessionStore implements SessionStore {
 			return {
 				sessionId: log.sessionId,
 				first: log.pendingFirst,
-				last: log.last,
+				last: log.pendingLast,
 				data: log.pending,
 				trimFloor: floor > log.trimmedThrough + this.trimSlack ? floor : 0,
 			};
@@ -417,7 +427,17 @@ export class SqliteSessionStore implements SessionStore {
 		if (log) return log;
 		const ids = this.idsOnDisk(sessionId);
 		if (!ids) return undefined;
-		log = { sessionId, ...ids, reserved: ids.last, trimmedThrough: 0, pending: "", pendingFirst: 0, pendingCount: 0 };
+		log = {
+			sessionId,
+			...ids,
+			reserved: ids.last,
+			trimmedThrough: 0,
+			pending: "",
+			pendingFirst: 0,
+			pendingLast: 0,
+			pendingCount: 0,
+			streaming: undefined,
+		};
 		this.logs.set(sessionId, log);
 		return log;
 	}
@@ -484,7 +504,9 @@ export class SqliteSessionStore implements SessionStore {
 				trimmedThrough: 0,
 				pending: "",
 				pendingFirst: 0,
+				pendingLast: 0,
 				pendingCount: 0,
+				streaming: undefined,
 			});
 			return this.toRecord(this.row(session.id) as SessionRow);
 		}, []);
@@ -599,8 +621,11 @@ export class SqliteSessionStore implements SessionStore {
 
 	// --- event log ------------------------------------------------------------------------------
 
+	readonly deltaRetention = "while-streaming" as const;
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		this.open();
+		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const log = this.log(sessionId);
 		if (!log) return undefined;
 		const id = log.last + 1;
@@ -614,11 +639,24 @@ export class SqliteSessionStore implements SessionStore {
 			log.reserved = reserved;
 		}
 		log.last = id;
+		const at = createdAt ?? Date.now();
+		// The deltas of a streaming message live in memory only (resume within this process gets them
+		// from `streaming`); what is written is the message's `message_start` and `message_end`, which
+		// carries the whole message. This keeps ~90% of the bytes of a streamed answer off the disk.
+		if (type === "message_start") log.streaming = [];
+		if (log.streaming) {
+			log.streaming.push({ id, type, data, createdAt: at });
+			if (type === "message_end") log.streaming = undefined;
+			else if (type === "message_update") return id;
+		}
 		if (log.pending === "") {
 			log.pendingFirst = id;
 			this.dirty.add(log);
+		} else if (id !== log.pendingLast + 1) {
+			log.pending += encodeSkip(id - log.pendingLast - 1, at);
 		}
-		log.pending += encodeEvent(type, data, createdAt ?? Date.now());
+		log.pending += encodeEvent(type, data, at);
+		log.pendingLast = id;
 		log.pendingCount++;
 		if (++this.buffered < this.maxBatchEvents) this.scheduleFlush();
 		else if (this.writer && this.threadWrites) this.sendBuffered();
@@ -632,15 +670,33 @@ export class SqliteSessionStore implements SessionStore {
 		const log = this.log(sessionId);
 		if (!log) return [];
 		// Ids at or below `floor` are outside the cap even if their batch is still on disk.
-		const from = Math.max(afterId, log.written - this.maxEventsPerSession);
+		const from = Math.max(afterId, log.last - this.maxEventsPerSession);
 		const out: StoredEvent[] = [];
-		const rows = this.s.readBatches.iterate(sessionId, from) as IterableIterator<{ first_id: number; data: string }>;
-		for (const row of rows) {
-			decodeBatch(row.first_id, row.data, (e) => {
-				if (e.id > from) out.push(e);
-				return out.length < max;
-			});
-			if (out.length >= max) break;
+		// From the streaming message's `message_start` on, the memory window has every event (the
+		// disk has the same ones minus the deltas): the disk serves what is before it.
+		const streaming = log.streaming;
+		const windowStart = streaming?.[0]?.id ?? Number.POSITIVE_INFINITY;
+		if (from + 1 < windowStart) {
+			const rows = this.s.readBatches.iterate(sessionId, from) as IterableIterator<{ first_id: number; data: string }>;
+			for (const row of rows) {
+				let done = false;
+				decodeBatch(row.first_id, row.data, (e) => {
+					if (e.id >= windowStart || out.length >= max) {
+						done = true;
+						return false;
+					}
+					if (e.id > from) out.push(e);
+					return true;
+				});
+				if (done || out.length >= max) break;
+			}
+		}
+		if (streaming && out.length < max) {
+			for (const e of streaming) {
+				if (e.id <= from) continue;
+				out.push({ ...e });
+				if (out.length >= max) break;
+			}
 		}
 		return out;
 	}
@@ -653,9 +709,9 @@ export class SqliteSessionStore implements SessionStore {
 	oldestEventId(sessionId: string): number | undefined {
 		this.flush();
 		const log = this.log(sessionId);
-		const first = this.s.firstBatch.pluck().get(sessionId) as number | undefined;
+		const first = (this.s.firstBatch.pluck().get(sessionId) as number | undefined) ?? log?.streaming?.[0]?.id;
 		if (!log || first === undefined) return undefined;
-		return Math.max(first, log.written - this.maxEventsPerSession + 1);
+		return Math.max(first, log.last - this.maxEventsPerSession + 1);
 	}
 
 	// --- queue ----------------------------------------------------------------------------------

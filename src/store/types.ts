@@ -25,8 +25,8 @@
  *   An event's id is assigned, and visible to `readEvents`/`lastEventId`, at once; the event is
  *   written by the next flush: after at most `flushIntervalMs` (SQLite default 50 ms), when the
  *   buffer reaches `maxBatchEvents`, at a durable write of its session, or at `flush()`/`close()`.
- *   A crash can therefore lose up to the last 50 ms of events (typically `message_update` deltas
- *   of a message still streaming). Ids stay monotonic anyway: they are reserved on disk ahead of
+ *   A crash can therefore lose up to the last 50 ms of events. The deltas of a message still
+ *   streaming are not written at all on SQLite (see `deltaRetention`). Ids stay monotonic anyway: they are reserved on disk ahead of
  *   use, a restarted store continues after the last reserved id, and a lost id is never
  *   referenced by anything durable.
  *
@@ -285,8 +285,9 @@ export interface SessionStore {
 
 	/**
 	 * Assigns the next event id of the session and appends the event. Buffered: NOT durable on
-	 * return (see the module comment); immediately visible to the read methods. `createdAt`
-	 * defaults to `Date.now()`. Returns the id, or undefined for an unknown session (dropped).
+	 * return (see the module comment); immediately visible to the read methods (see
+	 * `deltaRetention` for deltas). `createdAt` defaults to `Date.now()`. Returns the id, or
+	 * undefined for an unknown session (dropped). Throws on an empty `type` (misuse).
 	 */
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined;
 
@@ -313,6 +314,16 @@ export interface SessionStore {
 
 	/** The per-session cap in force (`maxEventsPerSession`). */
 	readonly maxEventsPerSession: number;
+
+	/**
+	 * What the log keeps of the `message_update` events (deltas) between a `message_start` and its
+	 * `message_end`. `"all"` (memory): like any other event. `"while-streaming"` (SQLite): they are
+	 * kept in memory, and read back, only while their message streams; after its `message_end`, and
+	 * after a restart, the log has the message's `message_start` and `message_end` (which carries
+	 * the whole message) but not its deltas. A client resuming from inside such a message gets the
+	 * `message_end`. Ids of dropped deltas are never reused. (Deltas outside a message are kept.)
+	 */
+	readonly deltaRetention: "all" | "while-streaming";
 
 	// --- steering / follow-up queue -------------------------------------------------------------
 

@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -123,4 +123,25 @@ describe("graceful shutdown (SIGTERM / SIGINT)", () => {
 		expect(last.content[0].text.split(" ")).toHaveLength(8);
 		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
 	}, 60_000);
+
+	it("does not wait for idle connections: one that never sent a request and a used keep-alive one are closed", async () => {
+		const server = await startServer({});
+		const exited = once(server.child, "exit");
+		const { port } = new URL(server.url);
+		// A connection opened ahead of use (as client pools and load balancers do), never used.
+		const unused = connect(Number(port), "127.0.0.1");
+		await once(unused, "connect");
+		const unusedClosed = once(unused, "close");
+		// A keep-alive connection whose request finished.
+		const used = connect(Number(port), "127.0.0.1");
+		await once(used, "connect");
+		used.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n");
+		await once(used, "data");
+		const usedClosed = once(used, "close");
+		server.child.kill("SIGTERM");
+		// Both are ended by the server (this side never closes them), and the process exits 0.
+		await Promise.all([unusedClosed, usedClosed]);
+		const [code, signal] = await exited;
+		expect({ code, signal }, server.output()).toEqual({ code: 0, signal: null });
+	}, 30_000);
 });

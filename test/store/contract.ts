@@ -298,6 +298,32 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.readEvents("s2", 0).map((e) => e.type)).toEqual(["agent_start"]);
 			});
 
+			it("keeps a streaming message's deltas readable, and after its message_end as deltaRetention says", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.appendEvent("s1", "agent_start", "{}", 1); // 1
+				store.appendEvent("s1", "message_start", "{}", 2); // 2
+				for (let i = 0; i < 4; i++) store.appendEvent("s1", "message_update", `{"d":${i}}`, 3 + i); // 3..6
+				const ids = (after: number, limit?: number) => store.readEvents("s1", after, limit).map((e) => e.id);
+				// While the message streams, a resume from anywhere gets every event, in order.
+				expect(ids(0)).toEqual([1, 2, 3, 4, 5, 6]);
+				expect(ids(3)).toEqual([4, 5, 6]);
+				expect(ids(0, 3)).toEqual([1, 2, 3]);
+				expect(store.readEvents("s1", 5)).toEqual([{ id: 6, type: "message_update", data: '{"d":3}', createdAt: 6 }]);
+				store.appendEvent("s1", "message_end", "{}", 10); // 7
+				store.appendEvent("s1", "turn_end", "{}", 11); // 8
+				if (store.deltaRetention === "all") {
+					expect(ids(0)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+					expect(ids(4)).toEqual([5, 6, 7, 8]);
+				} else {
+					expect(ids(0)).toEqual([1, 2, 7, 8]);
+					expect(ids(4)).toEqual([7, 8]);
+				}
+				expect(store.oldestEventId("s1")).toBe(1);
+				expect(store.appendEvent("s1", "agent_end", "{}", 12)).toBe(9);
+				expect(() => store.appendEvent("s1", "", "{}")).toThrow(/non-empty event name/);
+			});
+
 			it("stores data verbatim (not re-serialised)", () => {
 				const store = open();
 				store.createSession(newSession("s1"));

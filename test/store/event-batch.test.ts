@@ -3,7 +3,7 @@
  * rejects a malformed batch instead of returning garbage.
  */
 import { describe, expect, it } from "vitest";
-import { decodeBatch, encodeEvent } from "../../src/store/event-batch.js";
+import { decodeBatch, encodeEvent, encodeSkip } from "../../src/store/event-batch.js";
 import type { StoredEvent } from "../../src/store/types.js";
 
 function decodeAll(firstId: number, text: string): StoredEvent[] {
@@ -21,10 +21,26 @@ describe("event batch frames", () => {
 			{ type: "message_update", data: '{"delta":"a,b:c\\n"}', createdAt: 1_700_000_000_000 },
 			{ type: "x:y,z", data: "line1\nline2\r\n:,", createdAt: 0 },
 			{ type: "emoji", data: "😀 done 𝄞", createdAt: 42 },
-			{ type: "", data: "", createdAt: 7 },
+			{ type: "t", data: "", createdAt: 7 },
 		];
 		const text = events.map((e) => encodeEvent(e.type, e.data, e.createdAt)).join("");
 		expect(decodeAll(10, text)).toEqual(events.map((e, i) => ({ id: 10 + i, ...e })));
+	});
+
+	it("skips ids at skip frames (ids of events that were not written)", () => {
+		const text = [
+			encodeEvent("message_start", "s", 1),
+			encodeSkip(3, 2),
+			encodeEvent("message_end", "e", 3),
+			encodeSkip(12, 4),
+			encodeEvent("turn_end", "t", 5),
+		].join("");
+		expect(decodeAll(5, text).map((e) => [e.id, e.type])).toEqual([
+			[5, "message_start"],
+			[9, "message_end"],
+			[22, "turn_end"],
+		]);
+		expect(() => decodeAll(1, `${encodeEvent("t", "x", 1)}1,0,1:0`)).toThrow(/bad skip frame/);
 	});
 
 	it("stops when the visitor says so", () => {

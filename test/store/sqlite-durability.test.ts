@@ -37,6 +37,35 @@ function eventsOnDisk(path: string): number {
 }
 
 describe("SQLite store durability", () => {
+	it("writes a streamed message's start and end but not its deltas; ids continue after them across a reopen", () => {
+		const path = join(dir, "deltas.db");
+		const a = store(path);
+		a.createSession(newSession("s1"));
+		a.appendEvent("s1", "message_start", '{"m":1}', 1); // 1
+		for (let i = 0; i < 50; i++) a.appendEvent("s1", "message_update", `{"d":${i}}`, 2); // 2..51
+		a.appendEvent("s1", "message_end", '{"m":1,"full":true}', 3); // 52
+		a.appendEvent("s1", "message_start", '{"m":2}', 4); // 53
+		for (let i = 0; i < 5; i++) a.appendEvent("s1", "message_update", `{"e":${i}}`, 5); // 54..58: still streaming
+		a.flush();
+		const db = new Database(path, { readonly: true });
+		const onDisk = db.prepare("SELECT data FROM event_batches").pluck().all() as string[];
+		db.close();
+		expect(onDisk.join("")).not.toContain('"d":');
+		expect(onDisk.join("")).toContain('{"m":1,"full":true}');
+		expect(a.readEvents("s1", 51).map((e) => e.id)).toEqual([52, 53, 54, 55, 56, 57, 58]);
+		a.close();
+
+		const b = store(path);
+		expect(b.readEvents("s1", 0).map((e) => [e.id, e.data])).toEqual([
+			[1, '{"m":1}'],
+			[52, '{"m":1,"full":true}'],
+			[53, '{"m":2}'],
+		]);
+		expect(b.lastEventId("s1")).toBe(58);
+		expect(b.appendEvent("s1", "agent_end", "{}", 6)).toBe(59);
+		expect(b.readEvents("s1", 53).map((e) => e.id)).toEqual([59]);
+	});
+
 	it("keeps everything across close and reopen", () => {
 		const path = join(dir, "a.db");
 		const a = store(path);

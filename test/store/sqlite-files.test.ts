@@ -164,7 +164,7 @@ describe("SQLite store files", () => {
 		store.close();
 	});
 
-	it("migrates a version-2 database to version 3: sessions get no client tools or policies and keep their config", () => {
+	it("migrates a version-2 database to the latest version: sessions get no client tools or policies and keep their config", () => {
 		const path = join(dir, "v2-to-v3.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v2.sql"), "utf8"));
@@ -184,7 +184,7 @@ describe("SQLite store files", () => {
 		store.close();
 
 		const check = new Database(path, { readonly: true });
-		expect(check.prepare("SELECT max(version) FROM schema_version").pluck().get()).toBe(3);
+		expect(check.prepare("SELECT max(version) FROM schema_version").pluck().get()).toBe(LATEST_SCHEMA_VERSION);
 		const config = JSON.parse(check.prepare("SELECT config FROM sessions").pluck().get() as string);
 		expect(config).toMatchObject({
 			followUpMode: "all",

@@ -1,0 +1,82 @@
+/**
+ * SSE resume on the SQLite store, whose log keeps a streamed message's deltas in memory only while
+ * the message streams (`deltaRetention: "while-streaming"`): a client that resumes mid-message
+ * gets every delta it missed; one that resumes after the message ended gets its `message_end`,
+ * which carries the whole message, so the client helper still ends with the full answer.
+ * A real server on an ephemeral port, a real database file.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MessageAssembler } from "../../src/client/message-assembler.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { startServer, type TestServer } from "../helpers/server.js";
+import { openSse, promptSse, type SseEvent } from "../helpers/sse.js";
+
+let dir: string;
+let store: SqliteSessionStore;
+let server: TestServer;
+beforeEach(async () => {
+	dir = mkdtempSync(path.join(tmpdir(), "wh-resume-sqlite-"));
+	store = openSqliteStore({ path: path.join(dir, "wheelhouse.db") });
+	server = await startServer({ store, config: { fauxDelayMs: 2 } });
+});
+afterEach(async () => {
+	await server.close();
+	store.close();
+	rmSync(dir, { recursive: true, force: true });
+});
+
+const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
+const eventsUrl = (id: string) => `${server.url}/v1/sessions/${id}/events`;
+const assistantText = (events: SseEvent[]) => {
+	const assembler = new MessageAssembler();
+	for (const e of events) assembler.apply(e.data);
+	return (assembler.message as any).content[0].text;
+};
+
+describe("resume on the SQLite store", () => {
+	it("mid-message: every missed delta, nothing lost or duplicated", async () => {
+		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
+		const reference = await openSse(eventsUrl(id));
+		await reference.waitForType("session_snapshot");
+		const first = await promptSse(server.url, id, { message: words });
+		await first.waitFor((e) => e.event === "message_update" && e.data.assistantMessageEvent.delta === "w5 ");
+		first.close();
+		const seen = first.events.filter((e) => e.id !== undefined);
+		const resumed = await openSse(eventsUrl(id), { headers: { "last-event-id": String(seen.at(-1)!.id) } });
+		await resumed.waitForType("agent_end");
+		await reference.waitForType("agent_end");
+		resumed.close();
+		reference.close();
+		const combined = [...seen, ...resumed.events];
+		const refEvents = reference.events.filter((e) => e.event !== "session_snapshot");
+		expect(combined.map((e) => e.id)).toEqual(refEvents.map((e) => e.id));
+		expect(combined.map((e) => JSON.stringify(e.data))).toEqual(refEvents.map((e) => JSON.stringify(e.data)));
+		expect(assistantText(combined)).toBe(words);
+	});
+
+	it("after the message ended: its message_end (the whole message) instead of the deltas", async () => {
+		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
+		const first = await promptSse(server.url, id, { message: words });
+		await first.waitFor((e) => e.event === "message_update" && e.data.assistantMessageEvent.delta === "w5 ");
+		first.close();
+		const seen = first.events.filter((e) => e.id !== undefined);
+		// Wait for the run to finish while disconnected.
+		for (let i = 0; i < 200; i++) {
+			if ((await server.request("GET", `/v1/sessions/${id}`)).body.status === "idle") break;
+			await new Promise((r) => setTimeout(r, 10));
+		}
+		const resumed = await openSse(eventsUrl(id), { headers: { "last-event-id": String(seen.at(-1)!.id) } });
+		await resumed.waitForType("agent_end");
+		resumed.close();
+		const types = resumed.events.map((e) => e.event);
+		expect(types).not.toContain("message_update");
+		expect(types).toEqual(["message_end", "turn_end", "agent_end"]);
+		const ids = resumed.events.map((e) => e.id!);
+		expect(ids[0]).toBeGreaterThan(seen.at(-1)!.id!);
+		expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+		expect(assistantText([...seen, ...resumed.events])).toBe(words);
+	});
+});
