@@ -31,6 +31,11 @@ const ACK = 0;
 const STATE = 1;
 const STATE_READY = 1;
 const STATE_FAILED = 2;
+/** WAL size past which the checkpoint thread truncates it (see the worker source). */
+export const DEFAULT_WAL_LIMIT_BYTES = 64 * 1024 * 1024;
+/** How often the checkpoint thread checkpoints. */
+export const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
+
 /** Longest synchronous wait for the writer before it is declared stuck. */
 const WAIT_LIMIT_MS = 30_000;
 
@@ -54,9 +59,17 @@ try {
 		}
 	});
 	// The main connection does not checkpoint (so its commits never pay for it); this thread does.
+	// A PASSIVE checkpoint never blocks the writer, but under continuous writes it never catches up
+	// either, so the WAL is never restarted and grows with everything written. Past the limit, a
+	// TRUNCATE checkpoint (which waits for the writer's current transaction, then resets the file)
+	// bounds it; right after a PASSIVE one it has only the newest frames left to copy.
+	const pageSize = db.pragma("page_size", { simple: true });
 	const checkpoints = setInterval(() => {
-		try { db.pragma("wal_checkpoint(PASSIVE)"); } catch {}
-	}, 1000);
+		try {
+			const [result] = db.pragma("wal_checkpoint(PASSIVE)");
+			if (result && result.log * pageSize > workerData.walLimitBytes) db.pragma("wal_checkpoint(TRUNCATE)");
+		} catch {}
+	}, workerData.checkpointIntervalMs);
 	checkpoints.unref();
 	parentPort.on("message", (m) => {
 		if (m.close) {
@@ -96,7 +109,14 @@ export class EventWriter {
 	 * Starts the writer on `path` (already migrated). Does not wait for the thread to boot (that takes
 	 * tens of milliseconds): the first `send`/`wait` does, and throws if it could not open the database.
 	 */
-	constructor(path: string, synchronous: "NORMAL" | "FULL") {
+	constructor(
+		path: string,
+		synchronous: "NORMAL" | "FULL",
+		checkpoints: { walLimitBytes: number; checkpointIntervalMs: number } = {
+			walLimitBytes: DEFAULT_WAL_LIMIT_BYTES,
+			checkpointIntervalMs: DEFAULT_CHECKPOINT_INTERVAL_MS,
+		},
+	) {
 		const buffer = new SharedArrayBuffer(8);
 		this.shared = new Int32Array(buffer);
 		const { port1, port2 } = new MessageChannel();
@@ -104,7 +124,7 @@ export class EventWriter {
 		const driver = createRequire(import.meta.url).resolve("better-sqlite3");
 		this.worker = new Worker(WORKER_SOURCE, {
 			eval: true,
-			workerData: { path, synchronous, shared: buffer, errorPort: port2, driver },
+			workerData: { path, synchronous, shared: buffer, errorPort: port2, driver, ...checkpoints },
 			transferList: [port2],
 		});
 		this.worker.unref();

@@ -23,7 +23,12 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { AgentMessage } from "../agent/types.js";
 import { decodeBatch, encodeEvent, encodeSkip } from "./event-batch.js";
-import { type EventBatch, EventWriter } from "./event-writer.js";
+import {
+	DEFAULT_CHECKPOINT_INTERVAL_MS,
+	DEFAULT_WAL_LIMIT_BYTES,
+	type EventBatch,
+	EventWriter,
+} from "./event-writer.js";
 import { LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
 import {
 	addUsage,
@@ -82,6 +87,15 @@ export interface SqliteStoreOptions extends StoreOptions {
 	 * the thread measured slower than inline, hence the default. `:memory:` always writes inline.
 	 */
 	eventWriter?: "thread" | "inline";
+	/**
+	 * WAL size past which the background thread truncates the WAL (a `TRUNCATE` checkpoint, which
+	 * waits for the current write transaction). Under continuous writes the passive checkpoints
+	 * never let SQLite restart the WAL, so without this bound it grows with everything written.
+	 * Default 64 MiB.
+	 */
+	walLimitBytes?: number;
+	/** How often the background thread checkpoints. Default 1,000 ms. */
+	checkpointIntervalMs?: number;
 	/** Called when a timer-driven event write fails. Inline: the events stay buffered for the next try; thread: they are lost. Default: a process warning. */
 	onFlushError?: (error: Error) => void;
 }
@@ -280,7 +294,16 @@ export class SqliteSessionStore implements SessionStore {
 		this.threadWrites = options.eventWriter === "thread";
 		if (this.path !== ":memory:") {
 			try {
-				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL");
+				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL", {
+					walLimitBytes: checkLimit("walLimitBytes", options.walLimitBytes, DEFAULT_WAL_LIMIT_BYTES, 0, 2 ** 40),
+					checkpointIntervalMs: checkLimit(
+						"checkpointIntervalMs",
+						options.checkpointIntervalMs,
+						DEFAULT_CHECKPOINT_INTERVAL_MS,
+						10,
+						3_600_000,
+					),
+				});
 			} catch (error) {
 				this.db.close();
 				throw error;

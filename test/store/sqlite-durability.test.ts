@@ -37,6 +37,29 @@ function eventsOnDisk(path: string): number {
 }
 
 describe("SQLite store durability", () => {
+	it("keeps the WAL bounded under continuous writes (the checkpoint thread truncates it past walLimitBytes)", async () => {
+		const path = join(dir, "wal.db");
+		const s = store(path, { walLimitBytes: 1024 * 1024, checkpointIntervalMs: 20 });
+		s.createSession(newSession("s1"));
+		const data = JSON.stringify({ type: "tool_execution_update", text: "x".repeat(4000) });
+		let largest = 0;
+		// ~24 MB written over about a second in small commits, never quiet for more than a millisecond
+		// (without the bound the WAL measured ~40 MB at the end: passive checkpoints never let it restart).
+		for (let i = 0; i < 6000; i++) {
+			s.appendEvent("s1", "tool_execution_update", data, i);
+			if (i % 4 === 3) s.flush();
+			if (i % 5 === 0) {
+				await new Promise((resolve) => setTimeout(resolve, 1));
+				largest = Math.max(largest, statSync(`${path}-wal`).size);
+			}
+		}
+		s.flush();
+		expect(largest).toBeLessThan(4 * 1024 * 1024);
+		expect(s.readEvents("s1", 5990).map((e) => e.id)).toEqual([
+			5991, 5992, 5993, 5994, 5995, 5996, 5997, 5998, 5999, 6000,
+		]);
+	});
+
 	it("writes a streamed message's start and end but not its deltas; ids continue after them across a reopen", () => {
 		const path = join(dir, "deltas.db");
 		const a = store(path);
