@@ -138,6 +138,7 @@ function promptRequest(url: string, id: string, message: string): StreamRequest 
 // --- measurements ------------------------------------------------------------------------------
 
 interface Figures {
+	events: number;
 	eventsPerSec: number;
 	bytesPerDelta: number;
 	bytes: number;
@@ -145,6 +146,8 @@ interface Figures {
 	wallMs: number;
 	slowestFirstDeltaMs?: number;
 	medianFirstDeltaMs?: number;
+	/** Server process CPU time per event (user + system), µs: steadier than events/s on a loaded machine. */
+	serverCpuPerEventUs?: number;
 }
 
 function figures(result: ClientResult): Figures {
@@ -157,6 +160,7 @@ function figures(result: ClientResult): Figures {
 		deltas += s.textDeltas;
 	}
 	return {
+		events,
 		eventsPerSec: events / (result.wallMs / 1000),
 		bytesPerDelta: bytes / deltas,
 		bytes,
@@ -174,10 +178,16 @@ function median(values: Figures[]): Figures {
 
 type Jobs = (repeat: number) => Promise<ClientJob>;
 
-async function measure(jobs: Jobs): Promise<Figures> {
+async function measure(server: ServerChild, jobs: Jobs): Promise<Figures> {
 	const runs: Figures[] = [];
 	await runClient(await jobs(-1)); // warm-up: JIT of server and client, connection setup paths
-	for (let r = 0; r < REPEATS; r++) runs.push(figures(await runClient(await jobs(r))));
+	for (let r = 0; r < REPEATS; r++) {
+		const job = await jobs(r);
+		const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
+		const result = figures(await runClient(job));
+		const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+		runs.push({ ...result, serverCpuPerEventUs: (after - before) / result.events });
+	}
 	return median(runs);
 }
 
@@ -223,11 +233,11 @@ async function benchWheelhouse(store: "memory" | "sqlite", dbDir: string): Promi
 			recorded.set(`tokens-${size}`, result.recorded!);
 			sizes.set(size, result.streams[0].bytes);
 		}
-		const single = await measure(async () => {
+		const single = await measure(server, async () => {
 			const [id] = await createSessions(url, 1);
 			return { requests: [promptRequest(url, id, words(LONG))] };
 		});
-		const concurrent = await measure(async () => {
+		const concurrent = await measure(server, async () => {
 			const ids = await createSessions(url, SESSIONS);
 			return { requests: ids.map((id) => promptRequest(url, id, words(SHORT))) };
 		});
@@ -252,8 +262,8 @@ async function benchRaw(recorded: Map<string, string>): Promise<ServerRun> {
 			const result = await runClient({ requests: [get(`tokens-${size}`)] });
 			sizes.set(size, result.streams[0].bytes);
 		}
-		const single = await measure(async () => ({ requests: [get(`tokens-${LONG}`)] }));
-		const concurrent = await measure(async () => ({
+		const single = await measure(server, async () => ({ requests: [get(`tokens-${LONG}`)] }));
+		const concurrent = await measure(server, async () => ({
 			requests: Array.from({ length: SESSIONS }, () => get(`tokens-${SHORT}`)),
 		}));
 		await server.stop();
@@ -390,11 +400,12 @@ export async function main(): Promise<void> {
 
 		printTable(
 			`One stream of ${fmt(LONG)} text deltas`,
-			["server", "events/s", "vs raw", "bytes/delta", "vs raw", "wall ms"],
+			["server", "events/s", "vs raw", "server CPU µs/event", "bytes/delta", "vs raw", "wall ms"],
 			runs.map(([name, r]) => [
 				name,
 				fmt(r.single.eventsPerSec),
 				pct(r.single.eventsPerSec, raw.single.eventsPerSec),
+				fmt(r.single.serverCpuPerEventUs!, 2),
 				fmt(r.single.bytesPerDelta, 1),
 				`${fmt(r.single.bytesPerDelta / raw.single.bytesPerDelta, 2)}x`,
 				fmt(r.single.wallMs, 1),
@@ -406,6 +417,7 @@ export async function main(): Promise<void> {
 				"server",
 				"events/s",
 				"vs raw",
+				"server CPU µs/event",
 				"bytes/delta",
 				"vs raw",
 				"wall ms",
@@ -418,6 +430,7 @@ export async function main(): Promise<void> {
 				name,
 				fmt(r.concurrent.eventsPerSec),
 				pct(r.concurrent.eventsPerSec, raw.concurrent.eventsPerSec),
+				fmt(r.concurrent.serverCpuPerEventUs!, 2),
 				fmt(r.concurrent.bytesPerDelta, 1),
 				`${fmt(r.concurrent.bytesPerDelta / raw.concurrent.bytesPerDelta, 2)}x`,
 				fmt(r.concurrent.wallMs, 1),
@@ -462,7 +475,9 @@ export async function main(): Promise<void> {
 		if (sqlite) {
 			console.log(
 				`\nSQLite vs memory store, events/s: one stream ${pct(sqlite.single.eventsPerSec, memory.single.eventsPerSec)}, ` +
-					`${SESSIONS} sessions ${pct(sqlite.concurrent.eventsPerSec, memory.concurrent.eventsPerSec)} (goal ≥ 90%)`,
+					`${SESSIONS} sessions ${pct(sqlite.concurrent.eventsPerSec, memory.concurrent.eventsPerSec)} (goal ≥ 90%); ` +
+					`by server CPU per event (memory / SQLite): one stream ${pct(memory.single.serverCpuPerEventUs!, sqlite.single.serverCpuPerEventUs!)}, ` +
+					`${SESSIONS} sessions ${pct(memory.concurrent.serverCpuPerEventUs!, sqlite.concurrent.serverCpuPerEventUs!)}`,
 			);
 		}
 		console.log(

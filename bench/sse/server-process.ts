@@ -6,7 +6,8 @@
  * `release` (for the steering measurement).
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
- * `{type:"rss", rss}` and `{type:"release"}` ends the running `bench_wait` calls.
+ * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far), and
+ * `{type:"release"}` ends the running `bench_wait` calls.
  */
 import { splitFrames, startRawServer } from "./raw-server.js";
 
@@ -17,6 +18,7 @@ export type ServerStart =
 export type ServerReply =
 	| { type: "ready"; url: string }
 	| { type: "rss"; rss: number }
+	| { type: "cpu"; micros: number }
 	| { type: "tool_started" }
 	| { type: "error"; message: string };
 
@@ -72,7 +74,10 @@ process.on("message", (message: any) => {
 		});
 		return;
 	}
-	if (message.type === "rss") {
+	if (message.type === "cpu") {
+		const { user, system } = process.cpuUsage();
+		reply({ type: "cpu", micros: user + system });
+	} else if (message.type === "rss") {
 		globalThis.gc?.();
 		reply({ type: "rss", rss: process.memoryUsage().rss });
 	} else if (message.type === "release") {
