@@ -14,6 +14,9 @@
  * with 100 concurrent sessions the slowest session's first delta against the wall time; server
  * RSS after 100 sessions; and the time from a `steer` POST during a running tool to the steering
  * message's `message_start` after the batch. Each throughput figure is the median of the repeats.
+ * Also: server CPU per event (steadier than events/s on a loaded machine), fairness at a real
+ * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
+ * (`pipeline-floor.ts`).
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -23,6 +26,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
 import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
+import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -391,6 +395,7 @@ export async function main(): Promise<void> {
 		}
 		const steer = await benchSteer();
 		const paced = await benchPaced();
+		const floorUs = await pipelineFloorUsPerEvent(LONG);
 
 		const runs: [string, ServerRun][] = [
 			["raw node:http (limit)", raw],
@@ -471,6 +476,12 @@ export async function main(): Promise<void> {
 				`wall ${fmt(paced.wallMs, 0)} ms, first delta median ${fmt(paced.medianFirstDeltaMs!, 1)} ms, slowest ` +
 				`${fmt(paced.slowestFirstDeltaMs!, 1)} ms = ${pct(paced.slowestFirstDeltaMs!, paced.wallMs)} of wall ` +
 				`(served one after another it would be ~${pct(SESSIONS - 1, SESSIONS)})`,
+		);
+		console.log(
+			`\nIn-process floor (Agent + faux/echo at 0 ms, which yields to the event loop between deltas; no-op listener, ` +
+				`no HTTP): ${fmt(floorUs, 2)} µs CPU/event = ${pct(floorUs, raw.single.serverCpuPerEventUs!)} of the raw writer's ` +
+				`${fmt(raw.single.serverCpuPerEventUs!, 2)}; the server's ${fmt(memory.single.serverCpuPerEventUs!, 2)} µs/event ` +
+				`(one stream, memory store) is that floor plus ${fmt(memory.single.serverCpuPerEventUs! - floorUs, 2)} µs of HTTP, SSE, JSON and event log`,
 		);
 		if (sqlite) {
 			console.log(
