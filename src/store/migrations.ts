@@ -134,7 +134,10 @@ const VERSION_TABLE = "schema_version";
  * Wheelhouse store (we never write into someone else's file).
  */
 export function readSchemaVersion(db: Database.Database, path: string): number {
-	const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+	// The owner lock's table lives outside the numbered migrations (it is taken before they run).
+	const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).filter(
+		(name) => name !== "wheelhouse_owner",
+	);
 	if (tables.length === 0) return 0;
 	if (!tables.includes(VERSION_TABLE)) {
 		throw new Error(
@@ -146,10 +149,10 @@ export function readSchemaVersion(db: Database.Database, path: string): number {
 }
 
 /**
- * Brings the database to `target` (default: the latest), all steps in one transaction.
- * Refuses a database newer than this code knows. Returns the versions it applied.
+ * {@link readSchemaVersion}, refusing (with a clear message) a database newer than this code knows.
+ * Reads only: a file it refuses is left byte for byte as it was.
  */
-export function migrate(db: Database.Database, path: string, target = LATEST_SCHEMA_VERSION): number[] {
+export function checkSchemaVersion(db: Database.Database, path: string): number {
 	const current = readSchemaVersion(db, path);
 	if (current > LATEST_SCHEMA_VERSION) {
 		throw new Error(
@@ -157,6 +160,15 @@ export function migrate(db: Database.Database, path: string, target = LATEST_SCH
 				`(${LATEST_SCHEMA_VERSION}); refusing to open it: upgrade Wheelhouse, or point WHEELHOUSE_DB at another file`,
 		);
 	}
+	return current;
+}
+
+/**
+ * Brings the database to `target` (default: the latest), all steps in one transaction.
+ * Refuses a database newer than this code knows. Returns the versions it applied.
+ */
+export function migrate(db: Database.Database, path: string, target = LATEST_SCHEMA_VERSION): number[] {
+	const current = checkSchemaVersion(db, path);
 	const pending = MIGRATIONS.filter((m) => m.version > current && m.version <= target);
 	if (pending.length === 0) return [];
 	const apply = db.transaction(() => {

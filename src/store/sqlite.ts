@@ -16,7 +16,8 @@
  * store continues after `max(last_event_id, event_id_reserved)`. A clean `close()` releases the
  * unused reservation, so ids continue without a gap after a graceful restart.
  *
- * One process owns a database file at a time; two servers on one file would hand out equal ids.
+ * One process owns a database file at a time (`owner-lock.ts`): two servers on one file would hand
+ * out equal ids, so the second one is refused.
  */
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
@@ -29,7 +30,8 @@ import {
 	type EventBatch,
 	EventWriter,
 } from "./event-writer.js";
-import { LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
+import { checkSchemaVersion, LATEST_SCHEMA_VERSION, migrate } from "./migrations.js";
+import { DEFAULT_LOCK_HEARTBEAT_MS, DEFAULT_LOCK_STALE_MS, OwnerLock } from "./owner-lock.js";
 import {
 	addUsage,
 	checkLimit,
@@ -96,6 +98,10 @@ export interface SqliteStoreOptions extends StoreOptions {
 	walLimitBytes?: number;
 	/** How often the background thread checkpoints. Default 1,000 ms. */
 	checkpointIntervalMs?: number;
+	/** How often this process refreshes its ownership of the file (`owner-lock.ts`). Default 3,000 ms. */
+	lockHeartbeatMs?: number;
+	/** An owner on another host whose heartbeat is older than this is taken over. Default 15,000 ms. */
+	lockStaleMs?: number;
 	/** Called when a timer-driven event write fails. Inline: the events stay buffered for the next try; thread: they are lost. Default: a process warning. */
 	onFlushError?: (error: Error) => void;
 }
@@ -204,10 +210,18 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteSession
 	return new SqliteSessionStore(options);
 }
 
-/** Opens the file and checks it is a healthy Wheelhouse database before anything is written. */
-function openDatabase(path: string, options: SqliteStoreOptions): Database.Database {
+/**
+ * Opens the file, checks it is a healthy Wheelhouse database before anything is written, takes
+ * ownership of it (`owner-lock.ts`), then migrates it.
+ */
+function openDatabase(
+	path: string,
+	options: SqliteStoreOptions,
+	onLost: (error: Error) => void,
+): { db: Database.Database; lock: OwnerLock | undefined } {
 	if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
 	let db: Database.Database | undefined;
+	let lock: OwnerLock | undefined;
 	try {
 		db = new Database(path);
 		// The first read of the header: a garbage file fails here with SQLITE_NOTADB.
@@ -223,19 +237,30 @@ function openDatabase(path: string, options: SqliteStoreOptions): Database.Datab
 				throw new Error(`integrity check failed (${detail})`);
 			}
 		}
-		migrate(db, path);
+		checkSchemaVersion(db, path); // refuses someone else's file, or a newer one, before anything is written to it
 		db.pragma("journal_mode = WAL");
 		db.pragma(`synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`);
 		db.pragma("busy_timeout = 5000");
+		// Before migrating: a newer build must not migrate a file an older one is still serving.
+		if (path !== ":memory:") {
+			lock = new OwnerLock(db, path, {
+				heartbeatMs: checkLimit("lockHeartbeatMs", options.lockHeartbeatMs, DEFAULT_LOCK_HEARTBEAT_MS, 10, 600_000),
+				staleMs: checkLimit("lockStaleMs", options.lockStaleMs, DEFAULT_LOCK_STALE_MS, 20, 3_600_000),
+				onLost,
+			});
+		}
+		migrate(db, path);
 		// With the writer thread, checkpoints (and their fsyncs) run there, never in a durable write here.
 		// Checkpoints (and their fsyncs: tens of ms per 4 MB of WAL) run on the background thread, never in a
 		// write on this one. If that thread cannot start, autocheckpointing is switched back on (see `writerHealth`).
 		if (path !== ":memory:") db.pragma("wal_autocheckpoint = 0");
-		return db;
+		return { db, lock };
 	} catch (error) {
+		lock?.release();
 		db?.close();
 		const message = error instanceof Error ? error.message : String(error);
-		if (message.startsWith("database ")) throw error; // already a clear message from migrations.ts
+		// Already clear messages: from migrations.ts, and from the owner lock.
+		if (message.startsWith("database ") || message.startsWith("session store: ")) throw error;
 		throw new Error(
 			`cannot open session database ${path}: ${message}. The file is corrupt or not an SQLite database; ` +
 				"refusing to overwrite it: restore it from a backup, move it away, or point WHEELHOUSE_DB at another file",
@@ -269,6 +294,8 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly writer: EventWriter | undefined;
 	private readonly threadWrites: boolean;
 	private checkpointFallback = false;
+	/** Ownership of the file (none for `:memory:`); released by `close()`. */
+	private readonly lock: OwnerLock | undefined;
 
 	constructor(options: SqliteStoreOptions = {}) {
 		this.maxEventsPerSession = checkLimit(
@@ -284,7 +311,9 @@ export class SqliteSessionStore implements SessionStore {
 			options.onFlushError ??
 			((error) => process.emitWarning(`session store flush failed: ${error.message}`, "WheelhouseStoreWarning"));
 		this.path = options.path ?? DEFAULT_DB_PATH;
-		this.db = openDatabase(this.path, options);
+		const opened = openDatabase(this.path, options, (error) => this.onFlushError(error));
+		this.db = opened.db;
+		this.lock = opened.lock;
 		this.s = prepareStatements(this.db);
 		this.tx = this.db.transaction((batches: EventBatch[], fn: () => unknown) => {
 			this.writeBatches(batches);
@@ -900,6 +929,7 @@ export class SqliteSessionStore implements SessionStore {
 		})();
 		this.cancelTimer();
 		this.closed = true;
+		this.lock?.release();
 		this.db.close();
 	}
 }

@@ -122,6 +122,35 @@ describe("restart recovery", () => {
 		await once(second.child, "exit");
 	}, 90_000);
 
+	it("a second server on the same database file stops at startup and leaves the first one's run alone", {
+		timeout: 60_000,
+	}, async () => {
+		const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-restart-"));
+		dirs.push(dir);
+		const db = path.join(dir, "wheelhouse.db");
+		const first = await start(db);
+		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const live = await openSse(`${first.url}/v1/sessions/${id}/events`);
+		await live.waitForType("session_snapshot");
+		expect((await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: "/tool block {}" })).status).toBe(
+			202,
+		);
+		await live.waitForType("tool_execution_start");
+
+		const second = await start(db).then(
+			() => "listening",
+			(error: Error) => error.message,
+		);
+		expect(second).toMatch(/server exited with 1 before listening/);
+		expect(second).toMatch(
+			/in use by another Wheelhouse process \(pid \d+ on host .*\)\. One server process per database file/,
+		);
+		// The first server still owns its run: not marked interrupted by the second one's recovery.
+		const state = await json(`${first.url}/v1/sessions/${id}`);
+		expect(state.body).toMatchObject({ status: "running", interruptedAt: null });
+		live.close();
+	});
+
 	it("after SIGKILL mid-stream: the partial answer is not in the transcript and continue answers again", async () => {
 		const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-restart-"));
 		dirs.push(dir);

@@ -223,4 +223,27 @@ describe("SQLite store files", () => {
 		expect(store.recoverInterrupted(1_760_000_009_000)).toEqual(["v3-session"]);
 		store.close();
 	});
+
+	it("opens a version-4 database (immutable fixture): batches skip the ids of unwritten deltas", () => {
+		const path = join(dir, "v4.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v4.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getSession("v4-session")).toMatchObject({
+			ownerId: "key-4",
+			systemPrompt: "v4 prompt",
+			lastEventId: 7,
+		});
+		expect(store.readEvents("v4-session", 0).map((e) => [e.id, e.type])).toEqual([
+			[1, "agent_start"],
+			[2, "message_start"],
+			[6, "message_end"],
+			[7, "agent_end"],
+		]);
+		expect(store.readEvents("v4-session", 3).map((e) => e.id)).toEqual([6, 7]);
+		expect(store.appendEvent("v4-session", "agent_start", "{}")).toBe(8);
+		store.close();
+	});
 });
