@@ -54,11 +54,11 @@ const openaiSpecs: Spec[] = [
 	["o4-mini", "o4-mini", true, [1.1, 4.4, 0.275, 0], 200_000, 100_000],
 ];
 
+// Only ids and prices with a source (the reference's @mariozechner/pi-ai 0.73.1 model list): the
+// first entry is the default model for an ANTHROPIC_API_KEY, so a guessed id would fail every
+// session. Newer models: add them with the `models` config (README, Configuration).
 const anthropicSpecs: Spec[] = [
-	["claude-opus-5-5", "Claude Opus 5.5", true, [4, 20, 0.2, 5], 1_000_000, 128_000],
-	["claude-sonnet-5-5", "Claude Sonnet 5.5", true, [2, 10, 0.2, 2.5], 1_000_000, 128_000],
-	["claude-opus-5", "Claude Opus 5", true, [5, 25, 0.5, 6.25], 1_000_000, 128_000],
-	["claude-sonnet-5", "Claude Sonnet 5", true, [2, 10, 0.2, 2.5], 1_000_000, 128_000],
+	["claude-opus-4-7", "Claude Opus 4.7", true, [5, 25, 0.5, 6.25], 1_000_000, 128_000, { xhigh: "xhigh" }],
 	["claude-opus-4-6", "Claude Opus 4.6", true, [5, 25, 0.5, 6.25], 1_000_000, 128_000, { xhigh: "max" }],
 	["claude-sonnet-4-6", "Claude Sonnet 4.6", true, [3, 15, 0.3, 3.75], 1_000_000, 64_000],
 	["claude-opus-4-5", "Claude Opus 4.5", true, [5, 25, 0.5, 6.25], 200_000, 64_000],
