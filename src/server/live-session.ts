@@ -163,6 +163,8 @@ export class LiveSession {
 	private runSeq = 0;
 	/** Transcript length in the store (messages appended so far). */
 	private persistedCount: number;
+	/** Prompt messages stored with their run's start (`startRun`): their `message_end` stores nothing. */
+	private readonly storedWithRun = new Set<AgentMessage>();
 	private deleted = false;
 	lastActiveAt = Date.now();
 
@@ -347,13 +349,14 @@ export class LiveSession {
 			if (run && id !== undefined) run.resolveFirst(id);
 			switch (event.type) {
 				case "message_end":
-					this.persistMessage(event.message);
+					if (!this.storedWithRun.delete(event.message)) this.persistMessage(event.message);
 					if (run && event.message.role === "assistant") {
 						run.lastAssistant = event.message as AssistantMessage;
 						if (run.lastAssistant.usage) addUsage(run.usage, run.lastAssistant.usage);
 					}
 					break;
 				case "agent_end":
+					this.storedWithRun.clear();
 					this.reconcileTranscript();
 					if (run) this.endRun(run);
 					break;
@@ -488,7 +491,15 @@ export class LiveSession {
 	 * Starts a run with `start` once the session is claimed. `attach` runs after the run exists and
 	 * before its first event, so a per-run stream sees `agent_start`.
 	 */
-	private launch(start: () => Promise<void>, attach?: (run: RunHandle) => void): RunHandle {
+	/**
+	 * Starts a run. `prompt` (the messages `start` prompts with) is stored with the run's start, in
+	 * one durable write: a prompt is on disk before the response that accepts it.
+	 */
+	private launch(
+		start: () => Promise<void>,
+		attach?: (run: RunHandle) => void,
+		prompt: AgentMessage[] = [],
+	): RunHandle {
 		let resolveFirst!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
 			resolveFirst = resolve;
@@ -511,7 +522,10 @@ export class LiveSession {
 				resolveFirst(id);
 			},
 		};
-		this.deps.store.startRun(this.id, run.id, Date.now());
+		if (this.deps.store.startRun(this.id, run.id, Date.now(), prompt) && prompt.length > 0) {
+			this.persistedCount += prompt.length;
+			for (const message of prompt) this.storedWithRun.add(message);
+		}
 		this.activeRun = run;
 		this.lastActiveAt = Date.now();
 		attach?.(run);
@@ -570,7 +584,7 @@ export class LiveSession {
 			return { kind: "queued", queue: ifBusy, queueLength, idle, entryId: entry.id };
 		}
 		await this.claim(ifBusy === "interrupt" ? "interrupt" : "reject");
-		return { kind: "started", run: this.launch(() => this.agent.prompt(messages), attach) };
+		return { kind: "started", run: this.launch(() => this.agent.prompt(messages), attach, messages) };
 	}
 
 	/**

@@ -284,7 +284,7 @@ export class MemorySessionStore implements SessionStore {
 		return before - s.queue.length;
 	}
 
-	startRun(sessionId: string, runId: string, startedAt: number): boolean {
+	startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): boolean {
 		const s = this.get(sessionId);
 		if (!s) return false;
 		if (this.runIds.has(runId)) throw duplicateRunError(runId);
@@ -300,6 +300,7 @@ export class MemorySessionStore implements SessionStore {
 		});
 		Object.assign(s.record, { status: "running", currentRunId: runId, interruptedAt: null });
 		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, startedAt);
+		if (messages.length > 0) this.appendMessages(sessionId, messages);
 		return true;
 	}
 

@@ -808,12 +808,18 @@ export class SqliteSessionStore implements SessionStore {
 
 	// --- runs -----------------------------------------------------------------------------------
 
-	startRun(sessionId: string, runId: string, startedAt: number): boolean {
+	startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): boolean {
 		return this.durableFor(sessionId, () => {
-			if (!this.row(sessionId)) return false;
+			const row = this.row(sessionId);
+			if (!row) return false;
 			if (this.s.getRun.get(runId)) throw duplicateRunError(runId);
 			this.s.insertRun.run(runId, sessionId, startedAt, JSON.stringify(zeroUsage()));
 			this.s.setRunning.run(runId, startedAt, sessionId);
+			if (messages.length > 0) {
+				let seq = row.message_count;
+				for (const m of messages) this.s.insertMessage.run(sessionId, seq++, runId, JSON.stringify(m));
+				this.s.setMessageCount.run(seq, sessionId);
+			}
 			return true;
 		});
 	}

@@ -343,10 +343,11 @@ export interface SessionStore {
 
 	/**
 	 * Records the start of a run: session status `running`, `currentRunId = runId`,
-	 * `interruptedAt = null`, `lastActiveAt = startedAt`. Returns false for an unknown session.
-	 * Throws if the run id exists. Durable on return.
+	 * `interruptedAt = null`, `lastActiveAt = startedAt`; then appends `messages` (the prompt that
+	 * starts it, if any) to the transcript, as `appendMessages` would, in the same write. Returns
+	 * false for an unknown session. Throws if the run id exists. Durable on return.
 	 */
-	startRun(sessionId: string, runId: string, startedAt: number): boolean;
+	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): boolean;
 
 	/**
 	 * Records the end of a run: its status, end time, usage and error; adds the usage to the

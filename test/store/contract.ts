@@ -408,6 +408,18 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.listRuns("s1", 1).map((r) => r.id)).toEqual(["r2"]);
 			});
 
+			it("stores a run's prompt with its start", () => {
+				const store = open();
+				store.createSession(newSession("s1"), [user("earlier")]);
+				expect(store.startRun("s1", "r1", 10, [user("the prompt", 10)])).toBe(true);
+				expect(store.listMessages("s1")?.messages).toEqual([user("earlier"), user("the prompt", 10)]);
+				expect(store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", messageCount: 2 });
+				expect(store.appendMessages("s1", [assistant("answer")])).toBe(3);
+				expect(store.startRun("nope", "r2", 11, [user("lost")])).toBe(false);
+				expect(() => store.startRun("s1", "r1", 12, [user("again")])).toThrow(/already exists/);
+				expect(store.countMessages("s1")).toBe(3);
+			});
+
 			it("refuses a duplicate run id and ignores unknown runs", () => {
 				const store = open();
 				store.createSession(newSession("s1"));
