@@ -4,7 +4,14 @@
  * registers the built-in wire APIs (through stream.ts), so `streamSimple` works at once.
  */
 export { findEnvKeys, getEnvApiKey, registerProviderEnvKey, resolveApiKey } from "./env-keys.js";
-export { closeHttpPools, getHttpPool } from "./http.js";
+export {
+	closeHttpPools,
+	getHttpDispatcher,
+	getHttpPool,
+	type HttpProxyConfig,
+	HttpProxyConfigError,
+	readHttpProxyEnv,
+} from "./http.js";
 export {
 	type CustomModelConfig,
 	calculateCost,

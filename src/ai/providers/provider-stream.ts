@@ -2,7 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { request } from "undici";
 import { AssistantMessageEventStream } from "../event-stream.js";
-import { getHttpPool } from "../http.js";
+import { getHttpDispatcher } from "../http.js";
 import type { Model, StreamOptions } from "../types.js";
 import { OutputBuilder } from "./output-builder.js";
 
@@ -29,7 +29,8 @@ import { OutputBuilder } from "./output-builder.js";
  * 2. `buildRequest()` once; `options.onPayload(body, model)` may replace the body. Headers are
  *    merged (names lower-cased): `content-type: application/json`, `accept: text/event-stream`,
  *    then the request's, then `model.headers`, then `options.headers` (later wins).
- * 3. POSTs with undici through the per-origin keep-alive pool ({@link getHttpPool}).
+ * 3. POSTs with undici through the per-origin keep-alive pool, or through the proxy set in
+ *    `HTTPS_PROXY` / `HTTP_PROXY` minus `NO_PROXY` ({@link getHttpDispatcher}).
  * 4. Calls `options.onResponse({status, headers}, model)` for every response.
  * 5. Status ≥ 400: reads the body and fails with `HTTP <status>: <the provider's own message>`
  *    (parsed from the JSON error shapes of OpenAI, Anthropic and Gemini by {@link parseErrorBody}).
@@ -49,7 +50,8 @@ import { OutputBuilder } from "./output-builder.js";
  * - idle timeout: no byte for `options.timeoutMs` (default {@link DEFAULT_IDLE_TIMEOUT_MS}) while
  *   waiting for headers or body;
  * - HTTP status, connection reset/refused, invalid JSON, a {@link ProviderError} (or any error)
- *   thrown by the handler, e.g. for a mid-stream error event.
+ *   thrown by the handler, e.g. for a mid-stream error event;
+ * - an invalid proxy variable (`HttpProxyConfigError`, naming it; not retried).
  *
  * Retries: a failure is retried when it is retryable — HTTP 408/409/429/5xx, an error body or
  * `ProviderError` marked retryable (e.g. `overloaded_error`), a connection error — and no content
@@ -349,7 +351,7 @@ async function attemptOnce(
 			method: prepared.method,
 			headers: prepared.headers,
 			body: prepared.body,
-			dispatcher: getHttpPool(prepared.url),
+			dispatcher: getHttpDispatcher(prepared.url),
 			signal: attempt.controller.signal,
 		});
 		body = response.body as unknown as typeof body;
