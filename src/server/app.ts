@@ -36,6 +36,7 @@ import { healthRoutes } from "./routes/health.js";
 import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { SessionManager } from "./sessions.js";
+import { beforeSseWrites } from "./sse.js";
 import { registerTools } from "./tools-plugin.js";
 import { installValidation } from "./validation.js";
 
@@ -166,6 +167,16 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.
 	const connections = trackConnections(app.server);
+	// Messages and run ends are durable at the store's next sync: sync before anything leaves.
+	const sync = () => store.sync();
+	const removeSseHook = beforeSseWrites(sync);
+	app.addHook("onSend", function syncStore(_request, _reply, payload, done) {
+		sync();
+		done(null, payload);
+	});
+	app.addHook("onClose", async function removeStoreSync() {
+		removeSseHook();
+	});
 	app.addHook("preClose", async function drainSessions() {
 		shuttingDown = true;
 		await sessions.shutdown(config.shutdownGraceMs);

@@ -345,8 +345,9 @@ export class LiveSession {
 		const run = this.activeRun;
 		try {
 			if (event.type === "message_start") this.noteDrained(event.message);
-			const id = this.append(event.type, encodeWireData(event));
-			if (run && id !== undefined) run.resolveFirst(id);
+			// What the event completes is stored before any subscriber gets the event (a stream that ends
+			// at agent_end writes at once, after the store's sync): no client sees a message or a run end
+			// that a crash could take back.
 			switch (event.type) {
 				case "message_end":
 					if (!this.storedWithRun.delete(event.message)) this.persistMessage(event.message);
@@ -361,6 +362,8 @@ export class LiveSession {
 					if (run) this.endRun(run);
 					break;
 			}
+			const id = this.append(event.type, encodeWireData(event));
+			if (run && id !== undefined) run.resolveFirst(id);
 			for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
 		} catch (err) {
 			// Never let persistence or fan-out trouble break the run: the Agent awaits this listener.

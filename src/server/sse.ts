@@ -139,6 +139,23 @@ class WritePasses {
 
 const passes = new WritePasses();
 
+/** Called before any frame is handed to a socket (see {@link beforeSseWrites}). */
+const beforeWriteHooks = new Set<() => void>();
+
+/**
+ * Registers `hook` to run before frames are written to any SSE socket of the process: the server
+ * registers its store's `sync()`, so the writes an event depends on (its message, its run's end)
+ * are committed before any client can see it. Returns the function that removes it.
+ */
+export function beforeSseWrites(hook: () => void): () => void {
+	beforeWriteHooks.add(hook);
+	return () => beforeWriteHooks.delete(hook);
+}
+
+function runBeforeWriteHooks(): void {
+	for (const hook of beforeWriteHooks) hook();
+}
+
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
 const LINGER_MS = 5_000;
 
@@ -236,6 +253,7 @@ export class SseConnection {
 	flush(): void {
 		this.scheduled = false;
 		if (this.closed || this.pending === "") return;
+		runBeforeWriteHooks();
 		const chunk = this.pending;
 		this.pending = "";
 		this.lastSentId = this.pendingLastId;
@@ -278,6 +296,7 @@ export class SseConnection {
 	/** Sends what is pending plus `finalChunk`, ends the response, and cleans up. Idempotent. */
 	end(finalChunk = ""): void {
 		if (this.isClosed) return;
+		runBeforeWriteHooks();
 		const rest = this.pending + finalChunk;
 		this.lastSentId = this.pendingLastId;
 		this.pending = "";

@@ -209,6 +209,9 @@ export class MemorySessionStore implements SessionStore {
 
 	readonly deltaRetention = "all" as const;
 
+	/** Nothing waits for a commit in memory. */
+	sync(): void {}
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const s = this.get(sessionId);

@@ -294,6 +294,9 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly writer: EventWriter | undefined;
 	private readonly threadWrites: boolean;
 	private checkpointFallback = false;
+	/** A transaction holding deferred writes (`deferredFor`) is open; `sync()` commits it. */
+	private deferredOpen = false;
+	private readonly syncSoon = () => this.sync();
 	/** Ownership of the file (none for `:memory:`); released by `close()`. */
 	private readonly lock: OwnerLock | undefined;
 
@@ -369,10 +372,58 @@ export class SqliteSessionStore implements SessionStore {
 		const error = this.writer?.wait();
 		if (error) this.onFlushError(new Error(`session store: writing the event log failed: ${error}`));
 		const logs = this.logsToWrite(scope);
+		// With deferred writes open, this is a savepoint inside their transaction, committed just below.
 		const result = this.tx(this.batchesOf(logs), fn) as T;
 		this.markWritten(logs);
 		this.touches.clear();
+		if (this.deferredOpen) this.commitDeferred(true);
 		return result;
+	}
+
+	/**
+	 * A write that is durable at the next `sync()` (see `types.ts`): it joins the transaction the
+	 * deferred writes of this event-loop turn share, opened here if needed and committed by `sync()`,
+	 * by any durable write, or at the latest by a `setImmediate` at the end of this turn. Many
+	 * sessions' message and run-end writes then cost one commit instead of one each. With the writer
+	 * thread (which needs the write lock between our writes) it is an ordinary durable write.
+	 */
+	private deferredFor<T>(sessionId: string, fn: () => T): T {
+		if (this.threadWrites) return this.durableFor(sessionId, fn);
+		this.open();
+		if (!this.deferredOpen) {
+			this.s.begin.run();
+			this.deferredOpen = true;
+			setImmediate(this.syncSoon).unref();
+		}
+		const logs = this.logsToWrite([sessionId]);
+		const result = this.tx(this.batchesOf(logs), fn) as T; // a savepoint: a throw undoes this write only
+		this.markWritten(logs);
+		this.touches.clear();
+		return result;
+	}
+
+	/** Commits the deferred writes. `rethrow`: a failure is the caller's (a durable write); else reported. */
+	private commitDeferred(rethrow: boolean): void {
+		this.deferredOpen = false;
+		try {
+			this.s.commit.run();
+		} catch (error) {
+			try {
+				this.s.rollback.run();
+			} catch {
+				// SQLite may already have rolled back (e.g. SQLITE_FULL): nothing left to undo.
+			}
+			const failure = new Error(
+				`session store: committing messages and run ends failed (${(error as Error).message}); they are not on disk`,
+				{ cause: error },
+			);
+			if (rethrow) throw failure;
+			this.onFlushError(failure);
+		}
+	}
+
+	sync(): void {
+		if (this.deferredOpen && !this.closed) this.commitDeferred(false);
 	}
 
 	private durableFor<T>(sessionId: string, fn: () => T): T {
@@ -643,7 +694,7 @@ export class SqliteSessionStore implements SessionStore {
 	// --- transcript -----------------------------------------------------------------------------
 
 	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
-		return this.durableFor(sessionId, () => {
+		return this.deferredFor(sessionId, () => {
 			const row = this.s.getCountAndRun.get(sessionId) as
 				| { message_count: number; current_run_id: string | null }
 				| undefined;
@@ -825,7 +876,7 @@ export class SqliteSessionStore implements SessionStore {
 	}
 
 	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
-		return this.durableFor(sessionId, () => {
+		return this.deferredFor(sessionId, () => {
 			const row = this.row(sessionId);
 			const run = this.s.getRun.get(runId) as RunRow | undefined;
 			if (!row || !run || run.session_id !== sessionId) return false;
@@ -917,7 +968,7 @@ export class SqliteSessionStore implements SessionStore {
 
 	flush(): void {
 		this.open();
-		if (this.buffered > 0 || this.touches.size > 0 || (this.writer?.outstanding ?? 0) > 0) {
+		if (this.buffered > 0 || this.touches.size > 0 || (this.writer?.outstanding ?? 0) > 0 || this.deferredOpen) {
 			this.durable(() => undefined);
 		}
 	}

@@ -15,9 +15,14 @@
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
  * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
- *   `deleteSessions`, `appendMessages`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`,
- *   `endRun`, `putPending`, `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
- *   Each of them writes the buffered events of its session in the same transaction, so a
+ *   `deleteSessions`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`, `putPending`,
+ *   `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
+ * - Durable at the next sync: `appendMessages` and `endRun`. They are committed by the next
+ *   `sync()`, by any write above, and at the latest at the end of the current event-loop turn
+ *   (SQLite: they share one open transaction, so concurrent sessions share a commit). The server
+ *   calls `sync()` before anything that depends on them leaves the process (an SSE write, an HTTP
+ *   response), so no client ever sees a message or a run end that a crash could take back.
+ *   Both kinds write the buffered events of their session in the same transaction, so a
  *   session's event log on disk is never behind a message, run or queue change the server
  *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
  *   `recoverInterrupted` write all of them).
@@ -314,6 +319,13 @@ export interface SessionStore {
 
 	/** The per-session cap in force (`maxEventsPerSession`). */
 	readonly maxEventsPerSession: number;
+
+	/**
+	 * Commits the writes that are durable at the next sync (`appendMessages`, `endRun`; see the
+	 * module comment). The server calls it before anything that depends on them leaves the
+	 * process: each SSE write, each HTTP response. Cheap when nothing waits.
+	 */
+	sync(): void;
 
 	/**
 	 * What the log keeps of the `message_update` events (deltas) between a `message_start` and its

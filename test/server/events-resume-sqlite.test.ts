@@ -8,6 +8,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
@@ -35,6 +36,33 @@ const assistantText = (events: SseEvent[]) => {
 	for (const e of events) assembler.apply(e.data);
 	return (assembler.message as any).content[0].text;
 };
+
+describe("durability before delivery on the SQLite store", () => {
+	it("a client sees an answer's message_end and the run's agent_end only once they are on disk", async () => {
+		const dbPath = path.join(dir, "wheelhouse.db");
+		const onDisk = () => {
+			const db = new Database(dbPath, { readonly: true });
+			try {
+				return {
+					answers: db.prepare('SELECT count(*) FROM messages WHERE data LIKE \'%"role":"assistant"%\'').pluck().get(),
+					ended: db.prepare("SELECT count(*) FROM runs WHERE ended_at IS NOT NULL").pluck().get(),
+				};
+			} finally {
+				db.close();
+			}
+		};
+		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
+		for (let round = 1; round <= 3; round++) {
+			const stream = await promptSse(server.url, id, { message: `round ${round} of words` });
+			const end = await stream.waitFor((e) => e.event === "message_end" && e.data.message.role === "assistant");
+			expect(end.data.message.content[0].text).toBe(`round ${round} of words`);
+			expect(onDisk().answers).toBe(round);
+			await stream.waitForType("agent_end");
+			expect(onDisk().ended).toBe(round);
+			stream.close();
+		}
+	});
+});
 
 describe("resume on the SQLite store", () => {
 	it("mid-message: every missed delta, nothing lost or duplicated", async () => {

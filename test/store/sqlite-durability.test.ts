@@ -172,6 +172,48 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
 	});
 
+	it("commits messages and run ends of many sessions together: at sync(), at any durable write, at the end of the turn", async () => {
+		const path = join(dir, "deferred.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		const onDisk = () => {
+			const db = new Database(path, { readonly: true });
+			try {
+				return {
+					messages: db.prepare("SELECT count(*) FROM messages").pluck().get(),
+					ended: db.prepare("SELECT count(*) FROM runs WHERE status = 'completed'").pluck().get(),
+				};
+			} finally {
+				db.close();
+			}
+		};
+		for (const id of ["a", "b", "c"]) {
+			s.createSession(newSession(id));
+			s.startRun(id, `run-${id}`, 1);
+		}
+		// Three sessions' answers and run ends: one commit, at sync().
+		for (const id of ["a", "b", "c"]) {
+			s.appendMessages(id, [assistant(`answer ${id}`)]);
+			s.endRun(id, `run-${id}`, { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
+		}
+		expect(s.listMessages("a")?.messages).toEqual([assistant("answer a")]); // this store sees them at once
+		expect(onDisk()).toEqual({ messages: 0, ended: 0 });
+		s.sync();
+		expect(onDisk()).toEqual({ messages: 3, ended: 3 });
+		// Any durable write commits them too.
+		s.appendMessages("a", [user("next")]);
+		s.enqueue("b", "followUp", user("later"), 3);
+		expect(onDisk().messages).toBe(4);
+		// And at the latest at the end of the event-loop turn.
+		s.appendMessages("c", [user("next")]);
+		await new Promise((resolve) => setImmediate(resolve));
+		expect(onDisk().messages).toBe(5);
+		// A failing write undoes itself only: the others in the same transaction are committed.
+		s.appendMessages("a", [user("kept")]);
+		expect(() => s.startRun("b", "run-a", 4)).toThrow(/already exists/);
+		s.sync();
+		expect(onDisk().messages).toBe(6);
+	});
+
 	it("a durable write carries its own session's buffered events, not the other sessions'", () => {
 		const path = join(dir, "scope.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
@@ -180,6 +222,7 @@ describe("SQLite store durability", () => {
 		for (let i = 0; i < 3; i++) s.appendEvent("a", "e", String(i));
 		for (let i = 0; i < 5; i++) s.appendEvent("b", "e", String(i));
 		s.appendMessages("a", [user("turn done")]);
+		s.sync(); // appendMessages is durable at the next sync
 		expect(eventsOnDisk(path)).toBe(3);
 		// Deleting b drops its buffered events; flush() then has nothing left to write for it.
 		s.deleteSession("b");
