@@ -393,7 +393,8 @@ export class SqliteSessionStore implements SessionStore {
 		if (!this.deferredOpen) {
 			this.s.begin.run();
 			this.deferredOpen = true;
-			setImmediate(this.syncSoon).unref();
+			// Not unref'd: a script that stores a message and then exits must still commit it.
+			setImmediate(this.syncSoon);
 		}
 		const logs = this.logsToWrite([sessionId]);
 		const result = this.tx(this.batchesOf(logs), fn) as T; // a savepoint: a throw undoes this write only

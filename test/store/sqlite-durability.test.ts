@@ -2,6 +2,8 @@
  * SQLite durability: what survives a reopen, how event appends are batched, and that event ids
  * stay monotonic across a clean restart and across a crash that loses buffered events.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -212,6 +214,28 @@ describe("SQLite store durability", () => {
 		expect(() => s.startRun("b", "run-a", 4)).toThrow(/already exists/);
 		s.sync();
 		expect(onDisk().messages).toBe(6);
+	});
+
+	it("commits messages and run ends of a script that ends without close()", async () => {
+		const path = join(dir, "no-close.db");
+		const child = spawn(
+			process.execPath,
+			["--import", "tsx", join(import.meta.dirname, "fixtures", "exit-without-close.ts"), path],
+			{
+				stdio: ["ignore", "ignore", "pipe"],
+			},
+		);
+		let stderr = "";
+		child.stderr.on("data", (d) => {
+			stderr += d;
+		});
+		const [code] = await once(child, "exit");
+		expect(code, stderr).toBe(0);
+		const s = store(path);
+		expect(s.listMessages("s1")?.messages.map((m) => (m as { content: string }).content)).toEqual([
+			"stored without close",
+		]);
+		expect(s.listRuns("s1").map((r) => r.status)).toEqual(["completed"]);
 	});
 
 	it("a durable write carries its own session's buffered events, not the other sessions'", () => {
