@@ -1,26 +1,41 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 
+interface ConnectionState {
+	/** Requests on this connection whose response has not closed. */
+	inFlight: number;
+	/** `socket.bytesRead` when the connection last became idle (0: never used). */
+	bytesReadWhenIdle: number;
+}
+
 /**
- * Tracks the server's connections and whether each has a request in flight, so that a graceful
- * close can end the idle ones at once (including connections that never carried a request).
+ * Tracks the server's connections, so that a graceful close can end the idle ones at once:
+ * keep-alive connections between requests, and connections opened ahead of use (client pools,
+ * load balancers) that never sent a byte — node's own `closeIdleConnections` leaves the latter
+ * open until the client drops them. A connection is idle when no request is in flight on it and it
+ * has received nothing since its last response: one whose next request's headers are arriving is
+ * left to node, which answers it.
  */
 export function trackConnections(server: Server): { destroyIdle(): void } {
-	const inFlight = new Map<Socket, number>();
+	const connections = new Map<Socket, ConnectionState>();
 	server.on("connection", (socket: Socket) => {
-		inFlight.set(socket, 0);
-		socket.once("close", () => inFlight.delete(socket));
+		connections.set(socket, { inFlight: 0, bytesReadWhenIdle: 0 });
+		socket.once("close", () => connections.delete(socket));
 	});
 	server.on("request", (req: IncomingMessage, res: ServerResponse) => {
-		const socket = req.socket;
-		inFlight.set(socket, (inFlight.get(socket) ?? 0) + 1);
+		const state = connections.get(req.socket);
+		if (!state) return;
+		state.inFlight++;
 		res.once("close", () => {
-			if (inFlight.has(socket)) inFlight.set(socket, Math.max(0, (inFlight.get(socket) ?? 1) - 1));
+			state.inFlight = Math.max(0, state.inFlight - 1);
+			if (state.inFlight === 0) state.bytesReadWhenIdle = req.socket.bytesRead;
 		});
 	});
 	return {
 		destroyIdle() {
-			for (const [socket, count] of inFlight) if (count === 0) socket.destroy();
+			for (const [socket, state] of connections) {
+				if (state.inFlight === 0 && socket.bytesRead === state.bytesReadWhenIdle) socket.destroy();
+			}
 		},
 	};
 }

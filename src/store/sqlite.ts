@@ -296,6 +296,8 @@ export class SqliteSessionStore implements SessionStore {
 	private checkpointFallback = false;
 	/** A transaction holding deferred writes (`deferredFor`) is open; `sync()` commits it. */
 	private deferredOpen = false;
+	/** Sessions with deferred writes in the open transaction: their buffered events are committed with them. */
+	private readonly deferredSessions = new Set<string>();
 	private readonly syncSoon = () => this.sync();
 	/** Ownership of the file (none for `:memory:`); released by `close()`. */
 	private readonly lock: OwnerLock | undefined;
@@ -314,6 +316,17 @@ export class SqliteSessionStore implements SessionStore {
 			options.onFlushError ??
 			((error) => process.emitWarning(`session store flush failed: ${error.message}`, "WheelhouseStoreWarning"));
 		this.path = options.path ?? DEFAULT_DB_PATH;
+		// Every option is checked before the file is opened (and owned): a bad one leaves it untouched.
+		const checkpoints = {
+			walLimitBytes: checkLimit("walLimitBytes", options.walLimitBytes, DEFAULT_WAL_LIMIT_BYTES, 0, 2 ** 40),
+			checkpointIntervalMs: checkLimit(
+				"checkpointIntervalMs",
+				options.checkpointIntervalMs,
+				DEFAULT_CHECKPOINT_INTERVAL_MS,
+				10,
+				3_600_000,
+			),
+		};
 		const opened = openDatabase(this.path, options, (error) => this.onFlushError(error));
 		this.db = opened.db;
 		this.lock = opened.lock;
@@ -326,17 +339,9 @@ export class SqliteSessionStore implements SessionStore {
 		this.threadWrites = options.eventWriter === "thread";
 		if (this.path !== ":memory:") {
 			try {
-				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL", {
-					walLimitBytes: checkLimit("walLimitBytes", options.walLimitBytes, DEFAULT_WAL_LIMIT_BYTES, 0, 2 ** 40),
-					checkpointIntervalMs: checkLimit(
-						"checkpointIntervalMs",
-						options.checkpointIntervalMs,
-						DEFAULT_CHECKPOINT_INTERVAL_MS,
-						10,
-						3_600_000,
-					),
-				});
+				this.writer = new EventWriter(this.path, options.synchronous === "full" ? "FULL" : "NORMAL", checkpoints);
 			} catch (error) {
+				this.lock?.release();
 				this.db.close();
 				throw error;
 			}
@@ -400,13 +405,22 @@ export class SqliteSessionStore implements SessionStore {
 		const result = this.tx(this.batchesOf(logs), fn) as T; // a savepoint: a throw undoes this write only
 		this.markWritten(logs);
 		this.touches.clear();
+		this.deferredSessions.add(sessionId);
 		return result;
 	}
 
 	/** Commits the deferred writes. `rethrow`: a failure is the caller's (a durable write); else reported. */
 	private commitDeferred(rethrow: boolean): void {
 		this.deferredOpen = false;
+		// The events those sessions appended since (e.g. the `agent_end` after its run's end) go in the
+		// same commit: a session's event log on disk is never behind its messages and runs.
+		const logs = this.logsToWrite([...this.deferredSessions]);
+		this.deferredSessions.clear();
 		try {
+			if (logs.length > 0) {
+				this.writeBatches(this.batchesOf(logs));
+				this.markWritten(logs);
+			}
 			this.s.commit.run();
 		} catch (error) {
 			try {
@@ -813,9 +827,12 @@ export class SqliteSessionStore implements SessionStore {
 	oldestEventId(sessionId: string): number | undefined {
 		this.flush();
 		const log = this.log(sessionId);
-		const first = (this.s.firstBatch.pluck().get(sessionId) as number | undefined) ?? log?.streaming?.[0]?.id;
-		if (!log || first === undefined) return undefined;
-		return Math.max(first, log.last - this.maxEventsPerSession + 1);
+		// Ids below the cap's floor are trimmed; every retained event at or above it is read back (the
+		// deltas of ended messages were never retained: a resume from inside one is not a reset).
+		if (!log || log.last === 0) return undefined;
+		const first = (this.s.firstBatch.pluck().get(sessionId) as number | undefined) ?? log.streaming?.[0]?.id;
+		if (first === undefined) return undefined;
+		return Math.max(1, log.last - this.maxEventsPerSession + 1);
 	}
 
 	// --- queue ----------------------------------------------------------------------------------
