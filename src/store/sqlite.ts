@@ -428,6 +428,9 @@ export class SqliteSessionStore implements SessionStore {
 			} catch {
 				// SQLite may already have rolled back (e.g. SQLITE_FULL): nothing left to undo.
 			}
+			// Id reservations made in the transaction are undone with it: reserve again before the
+			// next id is handed out, so a crash can never lead to an id being reused.
+			for (const log of this.logs.values()) log.reserved = Math.min(log.reserved, log.last);
 			const failure = new Error(
 				`session store: committing messages and run ends failed (${(error as Error).message}); they are not on disk`,
 				{ cause: error },
