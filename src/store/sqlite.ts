@@ -767,6 +767,11 @@ export class SqliteSessionStore implements SessionStore {
 		if (type === "message_start") log.streaming = [];
 		if (log.streaming) {
 			log.streaming.push({ id, type, data, createdAt: at });
+			// Its ids are consecutive: what is past the cap is outside the log anyway (readEvents and
+			// oldestEventId apply the cap by id). Cut in steps of a quarter so appends stay O(1).
+			if (log.streaming.length > this.maxEventsPerSession + this.trimSlack) {
+				log.streaming.splice(0, log.streaming.length - this.maxEventsPerSession);
+			}
 			if (type === "message_end") log.streaming = undefined;
 			else if (type === "message_update") return id;
 		}

@@ -39,6 +39,23 @@ function eventsOnDisk(path: string): number {
 }
 
 describe("SQLite store durability", () => {
+	it("bounds the memory window of a message that streams past the cap, and reads it back by the cap", () => {
+		const path = join(dir, "window.db");
+		const s = store(path, { maxEventsPerSession: 100, flushIntervalMs: 60_000 });
+		s.createSession(newSession("s1"));
+		s.appendEvent("s1", "message_start", "{}", 1); // 1
+		for (let i = 0; i < 1000; i++) s.appendEvent("s1", "message_update", `{"d":${i}}`, 2); // 2..1001
+		const window = (s as unknown as { logs: Map<string, { streaming?: unknown[] }> }).logs.get("s1")?.streaming;
+		expect(window?.length).toBeLessThanOrEqual(125);
+		expect(s.oldestEventId("s1")).toBe(902);
+		const events = s.readEvents("s1", 0);
+		expect(events.map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => 902 + i));
+		expect(events.at(-1)?.data).toBe('{"d":999}');
+		expect(s.readEvents("s1", 950).map((e) => e.id)).toEqual(Array.from({ length: 51 }, (_, i) => 951 + i));
+		s.appendEvent("s1", "message_end", '{"full":true}', 3); // 1002
+		expect(s.readEvents("s1", 0).map((e) => e.id)).toEqual([1002]);
+	});
+
 	it("keeps the WAL bounded under continuous writes (the checkpoint thread truncates it past walLimitBytes)", async () => {
 		const path = join(dir, "wal.db");
 		const s = store(path, { walLimitBytes: 1024 * 1024, checkpointIntervalMs: 20 });
