@@ -18,7 +18,7 @@
  * promise) at 0 ms. Tool calls go through `streamScriptedTurn`.
  */
 import { AssistantMessageEventStream } from "../ai/event-stream.js";
-import { streamScriptedTurn } from "../ai/providers/faux.js";
+import { ABORTED_MESSAGE, estimateUsage, streamScriptedTurn, ZERO_USAGE } from "../ai/providers/faux.js";
 import { registerApiProvider } from "../ai/registry.js";
 import { errorStream } from "../ai/stream.js";
 import type {
@@ -30,7 +30,6 @@ import type {
 	TextContent,
 	ToolCall,
 	ToolResultMessage,
-	Usage,
 } from "../ai/types.js";
 
 export const ECHO_API = "faux-echo";
@@ -123,19 +122,6 @@ export function echoTurn(context: Context): Turn {
 	return { content: textOf(last as AssistantMessage) || "(nothing to echo)" };
 }
 
-const ABORTED_MESSAGE = "Request was aborted";
-
-const ZERO_USAGE: Usage = {
-	input: 0,
-	output: 0,
-	cacheRead: 0,
-	cacheWrite: 0,
-	totalTokens: 0,
-	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-};
-
-const estimateTokens = (text: string) => Math.ceil(text.length / 4);
-
 /**
  * Streams `text` as one text block, one word per `text_delta` (whitespace kept with the word), with
  * the scripted model's protocol and usage estimate: `start`, `text_start`, the deltas, `text_end`,
@@ -195,12 +181,10 @@ export function streamEchoText(
 		const final = { type: "text" as const, text };
 		partial.content[0] = final;
 		stream.push({ type: "text_end", contentIndex: 0, content: text, partial });
-		const output = estimateTokens(JSON.stringify([final]));
-		const input = context ? estimateTokens(JSON.stringify(context.messages)) : 0;
 		const message: AssistantMessage = {
 			...partial,
 			content: [final],
-			usage: { ...ZERO_USAGE, input, output, totalTokens: input + output },
+			usage: estimateUsage([final], context),
 			stopReason: "stop",
 			timestamp: Date.now(),
 		};

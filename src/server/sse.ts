@@ -130,7 +130,8 @@ class WritePasses {
 		// Connections queued by a write's side effects (a close handler) go to the next pass.
 		const batch = [...this.waiting];
 		this.waiting.clear();
-		for (const connection of batch) connection.flush();
+		runBeforeWriteHooks(); // once for the whole pass
+		for (const connection of batch) connection.writePending();
 		const took = performance.now() - start;
 		this.lastPassAt = start;
 		this.gapMs = Math.min(MAX_GAP_MS, Math.max(MIN_GAP_MS, took * (1 + WRITE_SPACING)));
@@ -249,11 +250,13 @@ export class SseConnection {
 		}
 	}
 
-	/** Writes what is pending in one `write()` (called by the write passes, and on `drain`). */
-	flush(): void {
+	/**
+	 * Writes what is pending in one `write()`. Called by the write passes, which have run the
+	 * pre-write hooks for all their connections, and on `drain` (after running them).
+	 */
+	writePending(): void {
 		this.scheduled = false;
 		if (this.closed || this.pending === "") return;
-		runBeforeWriteHooks();
 		const chunk = this.pending;
 		this.pending = "";
 		this.lastSentId = this.pendingLastId;
@@ -268,7 +271,10 @@ export class SseConnection {
 
 	private onDrain(): void {
 		this.waitingForDrain = false;
-		if (this.pending !== "") this.flush();
+		if (this.pending !== "") {
+			runBeforeWriteHooks();
+			this.writePending();
+		}
 		if (!this.isBackedUp) {
 			for (const resolve of this.drainWaiters.splice(0)) resolve();
 		}

@@ -177,6 +177,22 @@ interface LogState {
 	streaming: StoredEvent[] | undefined;
 }
 
+/** The log state of a session whose ids on disk are as given, with nothing buffered. */
+function newLogState(sessionId: string, written: number, last: number, reserved: number): LogState {
+	return {
+		sessionId,
+		last,
+		reserved,
+		written,
+		trimmedThrough: 0,
+		pending: "",
+		pendingFirst: 0,
+		pendingLast: 0,
+		pendingCount: 0,
+		streaming: undefined,
+	};
+}
+
 const CONFIG_KEYS = [
 	"model",
 	"systemPrompt",
@@ -548,17 +564,7 @@ export class SqliteSessionStore implements SessionStore {
 		if (log) return log;
 		const ids = this.idsOnDisk(sessionId);
 		if (!ids) return undefined;
-		log = {
-			sessionId,
-			...ids,
-			reserved: ids.last,
-			trimmedThrough: 0,
-			pending: "",
-			pendingFirst: 0,
-			pendingLast: 0,
-			pendingCount: 0,
-			streaming: undefined,
-		};
+		log = newLogState(sessionId, ids.written, ids.last, ids.last);
 		this.logs.set(sessionId, log);
 		return log;
 	}
@@ -617,18 +623,7 @@ export class SqliteSessionStore implements SessionStore {
 				this.s.insertMessage.run(session.id, i, null, JSON.stringify(m));
 			});
 			// The first block of ids is reserved with the row, so a new session's first events need no extra write.
-			this.logs.set(session.id, {
-				sessionId: session.id,
-				last: 0,
-				reserved: ID_RESERVATION,
-				written: 0,
-				trimmedThrough: 0,
-				pending: "",
-				pendingFirst: 0,
-				pendingLast: 0,
-				pendingCount: 0,
-				streaming: undefined,
-			});
+			this.logs.set(session.id, newLogState(session.id, 0, 0, ID_RESERVATION));
 			return this.toRecord(this.row(session.id) as SessionRow);
 		}, []);
 	}

@@ -1,16 +1,33 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
 import { createGateTool, type GateTool } from "../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse } from "../helpers/sse.js";
 
 let server: TestServer;
 let gate: GateTool | undefined;
+let sqlite: { store: SqliteSessionStore; dir: string } | undefined;
 afterEach(async () => {
 	gate?.release();
 	gate = undefined;
 	await server?.close();
+	if (sqlite) {
+		sqlite.store.close();
+		rmSync(sqlite.dir, { recursive: true, force: true });
+		sqlite = undefined;
+	}
 });
+
+/** A SQLite store on a file in a new temp folder (closed and removed after the test). */
+function sqliteStore(): SqliteSessionStore {
+	const dir = mkdtempSync(path.join(tmpdir(), "wh-events-resume-"));
+	sqlite = { store: openSqliteStore({ path: path.join(dir, "wheelhouse.db") }), dir };
+	return sqlite.store;
+}
 
 async function newSession(): Promise<string> {
 	return (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
@@ -33,36 +50,45 @@ describe("GET /events", () => {
 		for (const s of subs) s.close();
 	});
 
-	it("disconnect and resume with Last-Event-ID loses and duplicates nothing", async () => {
-		server = await startServer({ config: { fauxDelayMs: 2 } });
-		const id = await newSession();
-		const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
-		const reference = await openSse(eventsUrl(id));
-		await reference.waitForType("session_snapshot");
-		const first = await promptSse(server.url, id, { message: words });
-		// Disconnect after a few deltas, mid-message.
-		await first.waitFor((e) => e.event === "message_update" && e.data.assistantMessageEvent.delta === "w5 ");
-		first.close();
-		const seen = first.events.filter((e) => e.id !== undefined);
-		const lastId = seen.at(-1)!.id!;
-		const resumed = await openSse(eventsUrl(id), { headers: { "last-event-id": String(lastId) } });
-		await resumed.waitForType("agent_end");
-		await reference.waitForType("agent_end");
-		const combined = [...seen, ...resumed.events];
-		const refEvents = reference.events.filter((e) => e.event !== "session_snapshot");
-		expect(combined.map((e) => e.id)).toEqual(refEvents.map((e) => e.id));
-		expect(combined.map((e) => JSON.stringify(e.data))).toEqual(refEvents.map((e) => JSON.stringify(e.data)));
-		// The client helper rebuilds the full answer from the two halves.
-		const assembler = new MessageAssembler();
-		for (const e of combined) assembler.apply(e.data);
-		expect((assembler.message as any).content[0].text).toBe(words);
+	// SQLite keeps a streaming message's deltas in memory only: a resume mid-message must still get them all.
+	it.each(["memory", "sqlite"] as const)(
+		"disconnect and resume with Last-Event-ID loses and duplicates nothing (%s store)",
+		async (kind) => {
+			server = await startServer({
+				...(kind === "sqlite" ? { store: sqliteStore() } : {}),
+				config: { fauxDelayMs: 2 },
+			});
+			const id = await newSession();
+			const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(" ");
+			const reference = await openSse(eventsUrl(id));
+			await reference.waitForType("session_snapshot");
+			const first = await promptSse(server.url, id, { message: words });
+			// Disconnect after a few deltas, mid-message.
+			await first.waitFor((e) => e.event === "message_update" && e.data.assistantMessageEvent.delta === "w5 ");
+			first.close();
+			const seen = first.events.filter((e) => e.id !== undefined);
+			const lastId = seen.at(-1)!.id!;
+			const resumed = await openSse(eventsUrl(id), { headers: { "last-event-id": String(lastId) } });
+			await resumed.waitForType("agent_end");
+			await reference.waitForType("agent_end");
+			const combined = [...seen, ...resumed.events];
+			const refEvents = reference.events.filter((e) => e.event !== "session_snapshot");
+			expect(combined.map((e) => e.id)).toEqual(refEvents.map((e) => e.id));
+			expect(combined.map((e) => JSON.stringify(e.data))).toEqual(refEvents.map((e) => JSON.stringify(e.data)));
+			// The client helper rebuilds the full answer from the two halves.
+			const assembler = new MessageAssembler();
+			for (const e of combined) assembler.apply(e.data);
+			expect((assembler.message as any).content[0].text).toBe(words);
 
-		// ?after= works the same way, and a resume at the end gets nothing old.
-		const viaQuery = await openSse(eventsUrl(id, `?after=${lastId}`));
-		await viaQuery.waitForType("agent_end");
-		expect(viaQuery.ids()).toEqual(resumed.ids());
-		for (const s of [reference, resumed, viaQuery]) s.close();
-	});
+			// ?after= works the same way, and a resume at the end gets nothing old. By now the message has
+			// ended: the SQLite store no longer has its deltas (the message_end carries the whole message).
+			const viaQuery = await openSse(eventsUrl(id, `?after=${lastId}`));
+			await viaQuery.waitForType("agent_end");
+			const retained = kind === "memory" ? resumed.events : resumed.events.filter((e) => e.event !== "message_update");
+			expect(viaQuery.ids()).toEqual(retained.map((e) => e.id));
+			for (const s of [reference, resumed, viaQuery]) s.close();
+		},
+	);
 
 	it("a late joiner gets a snapshot with the in-flight partial message, then the live deltas", async () => {
 		gate = createGateTool();

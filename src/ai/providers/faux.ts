@@ -61,10 +61,12 @@ export interface ScriptedTurnOptions {
 	delayMs?: number;
 }
 
-const ABORTED_MESSAGE = "Request was aborted";
+/** The `errorMessage` of a scripted turn ended by the abort signal. */
+export const ABORTED_MESSAGE = "Request was aborted";
 const TOOL_JSON_PIECE = 8;
 
-const ZERO_USAGE: Usage = {
+/** The usage of a scripted partial message (and the base of its estimate). */
+export const ZERO_USAGE: Usage = {
 	input: 0,
 	output: 0,
 	cacheRead: 0,
@@ -113,6 +115,13 @@ export function fauxAssistantMessage(
 
 function estimateTokens(text: string): number {
 	return Math.ceil(text.length / 4);
+}
+
+/** The scripted model's usage estimate: ~4 characters a token, of the output blocks and of the context's messages. */
+export function estimateUsage(blocks: readonly FauxContentBlock[], context?: Context): Usage {
+	const output = estimateTokens(JSON.stringify(blocks));
+	const input = context ? estimateTokens(JSON.stringify(context.messages)) : 0;
+	return { ...ZERO_USAGE, input, output, totalTokens: input + output };
 }
 
 function splitText(text: string, chunk: FauxChunking): string[] {
@@ -256,14 +265,7 @@ async function runScriptedTurn(
 		}
 		if (abortIfNeeded()) return;
 
-		const output = estimateTokens(JSON.stringify(blocks));
-		const input = options.context ? estimateTokens(JSON.stringify(options.context.messages)) : 0;
-		const usage: Usage = turn.usage ?? {
-			...ZERO_USAGE,
-			input,
-			output,
-			totalTokens: input + output,
-		};
+		const usage: Usage = turn.usage ?? estimateUsage(blocks, options.context);
 		const final: AssistantMessage = {
 			...snapshot(),
 			usage,
