@@ -169,7 +169,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const connections = trackConnections(app.server);
 	// Messages and run ends are durable at the store's next sync: sync before anything leaves.
 	const sync = () => store.sync();
-	const removeSseHook = beforeSseWrites(sync);
+	const removeSseHook = beforeSseWrites({
+		run: sync,
+		get pending() {
+			return store.syncPending;
+		},
+	});
 	app.addHook("onSend", function syncStore(_request, _reply, payload, done) {
 		sync();
 		done(null, payload);

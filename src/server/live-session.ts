@@ -155,6 +155,8 @@ export class LiveSession {
 	readonly id: string;
 	readonly agent: Agent;
 	private record: SessionRecord;
+	/** A run ended since `record` was read (see `current`). */
+	private recordStale = false;
 	private readonly subscribers = new Set<SessionSubscriber>();
 	private queue: QueueEntry[] = [];
 	private busy = false;
@@ -206,6 +208,16 @@ export class LiveSession {
 
 	/** The stored record (config, owner, status, usage of ended runs). */
 	get config(): SessionRecord {
+		return this.current;
+	}
+
+	/** The record, re-read from the store if a run ended since it was read. */
+	private get current(): SessionRecord {
+		if (this.recordStale) {
+			this.recordStale = false;
+			const updated = this.deps.store.getSession(this.id);
+			if (updated) this.record = updated;
+		}
 		return this.record;
 	}
 
@@ -565,8 +577,9 @@ export class LiveSession {
 			usage: run.usage,
 			...(failure || last?.errorMessage ? { errorMessage: failure ?? last?.errorMessage } : {}),
 		});
-		const updated = this.deps.store.getSession(this.id);
-		if (updated) this.record = updated;
+		// Re-read when next needed, not now: the run's end is committed with other sessions' at the
+		// store's next sync, and reading it here would commit it at once.
+		this.recordStale = true;
 	}
 
 	/**
@@ -657,6 +670,7 @@ export class LiveSession {
 
 	/** Re-reads the record from the store (after runs end). */
 	refreshRecord(): SessionRecord {
+		this.recordStale = false;
 		const updated = this.deps.store.getSession(this.id);
 		if (updated) this.record = updated;
 		return this.record;
@@ -666,7 +680,7 @@ export class LiveSession {
 
 	/** Session state as `GET /v1/sessions/:id` returns it. */
 	view(): SessionView {
-		const r = this.record;
+		const r = this.current;
 		const state = this.agent.state;
 		const usage = structuredClone(r.usage);
 		if (this.activeRun) addUsage(usage, this.activeRun.usage);

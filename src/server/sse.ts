@@ -99,15 +99,22 @@ export type SseCloseReason = "ended" | "client_closed" | "overflow";
  * ~7 µs each) get one write each per ~7 ms instead of one per event, and the added latency stays
  * below MAX_GAP_MS. (bench/sse, 100 sessions: server CPU per event 7.2–7.9 µs with a tenth, against
  * 8.1–11.1 µs with a quarter.)
+ *
+ * A pass first runs the pre-write hooks (the store's `sync()`: a commit when writes wait for one).
+ * While they have work waiting, passes are at least COMMIT_GAP_MS apart, so that under load many
+ * sessions' completed messages and run ends share one commit instead of one pass each; a quiet
+ * server still commits and writes at once.
  */
 const MIN_GAP_MS = 1;
 const MAX_GAP_MS = 16;
 const WRITE_SPACING = 9;
+const COMMIT_GAP_MS = 4;
 
 class WritePasses {
 	private readonly waiting = new Set<SseConnection>();
 	private scheduled = false;
 	private lastPassAt = Number.NEGATIVE_INFINITY;
+	private lastCommitAt = Number.NEGATIVE_INFINITY;
 	private gapMs = MIN_GAP_MS;
 
 	constructor() {
@@ -119,17 +126,33 @@ class WritePasses {
 		this.waiting.add(connection);
 		if (this.scheduled) return;
 		this.scheduled = true;
-		const since = performance.now() - this.lastPassAt;
-		if (since >= this.gapMs) setImmediate(this.run);
-		else setTimeout(this.run, this.gapMs - since);
+		this.schedule(performance.now());
+	}
+
+	/** Milliseconds until the next pass may run. */
+	private wait(now: number): number {
+		const wait = this.lastPassAt + this.gapMs - now;
+		return hooksPending() ? Math.max(wait, this.lastCommitAt + COMMIT_GAP_MS - now) : wait;
+	}
+
+	private schedule(now: number): void {
+		const wait = this.wait(now);
+		if (wait <= 0) setImmediate(this.run);
+		else setTimeout(this.run, wait);
 	}
 
 	private run(): void {
-		this.scheduled = false;
 		const start = performance.now();
+		// Writes may have started waiting for a commit since this pass was scheduled.
+		if (this.wait(start) > 0) {
+			this.schedule(start);
+			return;
+		}
+		this.scheduled = false;
 		// Connections queued by a write's side effects (a close handler) go to the next pass.
 		const batch = [...this.waiting];
 		this.waiting.clear();
+		if (hooksPending()) this.lastCommitAt = start;
 		runBeforeWriteHooks(); // once for the whole pass
 		for (const connection of batch) connection.writePending();
 		const took = performance.now() - start;
@@ -140,21 +163,34 @@ class WritePasses {
 
 const passes = new WritePasses();
 
-/** Called before any frame is handed to a socket (see {@link beforeSseWrites}). */
-const beforeWriteHooks = new Set<() => void>();
+/** What runs before any frame is handed to a socket (see {@link beforeSseWrites}). */
+export interface WriteBarrier {
+	/** Makes what the frames depend on durable (the store's `sync()`). */
+	run(): void;
+	/** True while `run` has work to do (a commit waits). */
+	readonly pending: boolean;
+}
+
+const barriers = new Set<WriteBarrier>();
 
 /**
- * Registers `hook` to run before frames are written to any SSE socket of the process: the server
- * registers its store's `sync()`, so the writes an event depends on (its message, its run's end)
- * are committed before any client can see it. Returns the function that removes it.
+ * Registers `barrier` to run before frames are written to any SSE socket of the process (the
+ * response head of a stream included): the server registers its store's `sync()`, so the writes
+ * an event depends on (its run's start, its message, its run's end) are committed before any
+ * client can see it. Returns the function that removes it.
  */
-export function beforeSseWrites(hook: () => void): () => void {
-	beforeWriteHooks.add(hook);
-	return () => beforeWriteHooks.delete(hook);
+export function beforeSseWrites(barrier: WriteBarrier): () => void {
+	barriers.add(barrier);
+	return () => barriers.delete(barrier);
 }
 
 function runBeforeWriteHooks(): void {
-	for (const hook of beforeWriteHooks) hook();
+	for (const barrier of barriers) barrier.run();
+}
+
+function hooksPending(): boolean {
+	for (const barrier of barriers) if (barrier.pending) return true;
+	return false;
 }
 
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
@@ -172,6 +208,8 @@ export class SseConnection {
 	private heartbeat: NodeJS.Timeout | undefined;
 	private closed = false;
 	private ending = false;
+	/** `end()` was called: the next write pass sends what is pending and ends the response. */
+	private endRequested = false;
 	/** The id of the last frame written to the socket (the drop notice tells the client to resume from it). */
 	lastSentId: number | undefined;
 	private pendingLastId: number | undefined;
@@ -184,8 +222,25 @@ export class SseConnection {
 		this.onDrain = this.onDrain.bind(this);
 	}
 
-	/** Writes the status line and headers and `retry:`; starts heartbeats. */
+	/**
+	 * Opens the stream: the status line, headers and `retry:` go out with the first write pass,
+	 * after the pre-write hooks (so the response to a prompt is never sent before its run is
+	 * durable). Starts heartbeats.
+	 */
 	open(): void {
+		this.res.on("close", this.onResClose);
+		this.res.on("drain", this.onDrain);
+		this.res.socket?.setNoDelay(true);
+		this.sendRaw(`retry: ${this.options.retryMs}\n\n`);
+		if (this.options.heartbeatMs > 0) {
+			this.heartbeat = setInterval(() => this.sendRaw(": heartbeat\n\n"), this.options.heartbeatMs);
+			this.heartbeat.unref();
+		}
+	}
+
+	/** Writes the status line and headers, once (before the first bytes of the body). */
+	private writeHead(): void {
+		if (this.res.headersSent) return;
 		const headers: Record<string, string | string[] | number> = {};
 		for (const [k, v] of Object.entries(this.options.headers ?? {})) if (v !== undefined) headers[k] = v;
 		this.res.writeHead(200, {
@@ -195,18 +250,10 @@ export class SseConnection {
 			connection: "keep-alive",
 			"x-accel-buffering": "no",
 		});
-		this.res.on("close", this.onResClose);
-		this.res.on("drain", this.onDrain);
-		this.res.socket?.setNoDelay(true);
-		this.res.write(`retry: ${this.options.retryMs}\n\n`);
-		if (this.options.heartbeatMs > 0) {
-			this.heartbeat = setInterval(() => this.sendRaw(": heartbeat\n\n"), this.options.heartbeatMs);
-			this.heartbeat.unref();
-		}
 	}
 
 	get isClosed(): boolean {
-		return this.closed || this.ending;
+		return this.closed || this.ending || this.endRequested;
 	}
 
 	/** Queues an event frame (built with {@link formatFrame}); `id` is remembered for the drop notice. */
@@ -256,7 +303,15 @@ export class SseConnection {
 	 */
 	writePending(): void {
 		this.scheduled = false;
-		if (this.closed || this.pending === "") return;
+		if (this.closed || this.ending) return;
+		if (this.endRequested) {
+			const rest = this.pending;
+			this.lastSentId = this.pendingLastId;
+			this.pending = "";
+			this.finish(rest, "ended");
+			return;
+		}
+		if (this.pending === "") return;
 		const chunk = this.pending;
 		this.pending = "";
 		this.lastSentId = this.pendingLastId;
@@ -264,6 +319,7 @@ export class SseConnection {
 		// what node:http does on its own): a write pass then knows how long its writes took.
 		const socket = this.res.socket;
 		socket?.cork();
+		this.writeHead();
 		const ok = this.res.write(chunk);
 		socket?.uncork();
 		if (!ok) this.waitingForDrain = true;
@@ -271,9 +327,10 @@ export class SseConnection {
 
 	private onDrain(): void {
 		this.waitingForDrain = false;
-		if (this.pending !== "") {
-			runBeforeWriteHooks();
-			this.writePending();
+		// The next write pass (after the pre-write hooks) sends the rest.
+		if ((this.pending !== "" || this.endRequested) && !this.scheduled) {
+			this.scheduled = true;
+			passes.add(this);
 		}
 		if (!this.isBackedUp) {
 			for (const resolve of this.drainWaiters.splice(0)) resolve();
@@ -299,20 +356,25 @@ export class SseConnection {
 		);
 	}
 
-	/** Sends what is pending plus `finalChunk`, ends the response, and cleans up. Idempotent. */
+	/**
+	 * Sends what is pending plus `finalChunk` with the next write pass (after the pre-write hooks,
+	 * like every frame), then ends the response and cleans up. Idempotent.
+	 */
 	end(finalChunk = ""): void {
 		if (this.isClosed) return;
-		runBeforeWriteHooks();
-		const rest = this.pending + finalChunk;
-		this.lastSentId = this.pendingLastId;
-		this.pending = "";
-		this.finish(rest, "ended");
+		this.endRequested = true;
+		this.stopTimers();
+		this.pending += finalChunk;
+		if (this.scheduled || this.waitingForDrain) return; // the pass, or drain, ends it
+		this.scheduled = true;
+		passes.add(this);
 	}
 
 	private finish(chunk: string, reason: SseCloseReason): void {
 		this.ending = true;
 		this.stopTimers();
 		const res = this.res;
+		if (!res.writableEnded) this.writeHead();
 		// A dropped subscriber's connection is closed once its last bytes are flushed (it must
 		// reconnect anyway); a normally ended stream keeps its keep-alive connection.
 		const onFinished = () => {

@@ -11,12 +11,77 @@
  * Since schema v4 a batch may skip ids (the deltas of a streamed message are not written): a frame
  * with an empty type is a *skip* whose data is the number of ids to skip before the next event.
  * Event types are never empty, so no event frame reads as a skip.
+ *
+ * Since schema v5 an event's data may refer to transcript messages instead of repeating them: a
+ * *ref frame* has a negative type length, and in its data `\u0001<seq>\u0002` stands for the JSON of
+ * the session's message `seq` (a literal `\u0001` is written `\u0001\u0002`). The events that carry
+ * whole messages (`message_end`, `turn_end`, `agent_end`, a prompt's `message_start`) repeat the
+ * messages the transcript stores anyway; a 200-token answer's run wrote ~9 KB of event data, most
+ * of it such copies (bench/sse: those bytes were what kept the SQLite store below 90% of the memory
+ * store's events/s with 100 sessions). Reading substitutes the messages back, so the data read is
+ * the data appended, byte for byte.
  */
 import type { StoredEvent } from "./types.js";
 
 /** The frame of one event; batches are plain concatenations of frames. */
 export function encodeEvent(type: string, data: string, createdAt: number): string {
 	return `${createdAt},${type.length},${data.length}:${type}${data}`;
+}
+
+/** A message the data of the next events may refer to: its transcript seq and its JSON. */
+export interface RefTarget {
+	seq: number;
+	json: string;
+}
+
+/** Messages shorter than this are repeated: a reference would save little. */
+const MIN_REF_LENGTH = 128;
+
+/**
+ * The frame of one event whose data may contain `targets` (exactly, as JSON substrings): a ref
+ * frame when at least one is found, else a plain frame.
+ */
+export function encodeEventWithRefs(
+	type: string,
+	data: string,
+	createdAt: number,
+	targets: readonly RefTarget[],
+): string {
+	let encoded: string | undefined;
+	for (let i = targets.length - 1; i >= 0; i--) {
+		const target = targets[i] as RefTarget;
+		if (target.json.length < MIN_REF_LENGTH || !data.includes(target.json)) continue;
+		// A message's JSON has no raw control characters, so it never matches across a marker.
+		encoded ??= data.includes(REF_OPEN) ? data.split(REF_OPEN).join(LITERAL_OPEN) : data;
+		encoded = encoded.split(target.json).join(`${REF_OPEN}${target.seq}${REF_CLOSE}`);
+	}
+	if (encoded === undefined) return encodeEvent(type, data, createdAt);
+	return `${createdAt},-${type.length},${encoded.length}:${type}${encoded}`;
+}
+
+const REF_OPEN = "\u0001";
+const REF_CLOSE = "\u0002";
+const LITERAL_OPEN = REF_OPEN + REF_CLOSE;
+
+/** The data of a ref frame with its references replaced by the messages' JSON (`null` for one not found). */
+function expandRefs(encoded: string, resolve: (seq: number) => string | undefined, id: number): string {
+	let out = "";
+	let pos = 0;
+	for (;;) {
+		const open = encoded.indexOf(REF_OPEN, pos);
+		if (open < 0) return out + encoded.slice(pos);
+		const close = encoded.indexOf(REF_CLOSE, open + 1);
+		if (close < 0) throw new Error(`malformed event batch at id ${id}: unterminated message reference`);
+		out += encoded.slice(pos, open);
+		if (close === open + 1) out += REF_OPEN;
+		else {
+			const seq = Number(encoded.slice(open + 1, close));
+			if (!Number.isSafeInteger(seq) || seq < 0)
+				throw new Error(`malformed event batch at id ${id}: bad message reference`);
+			out += resolve(seq) ?? "null";
+		}
+		pos = close + 1;
+	}
 }
 
 /** A skip frame: the next event's id is `count` higher than it would be. */
@@ -27,9 +92,15 @@ export function encodeSkip(count: number, createdAt: number): string {
 
 /**
  * Decodes a batch whose first event has id `firstId`, calling `visit` per event in order until it
- * returns false. Throws on a malformed batch (a database written by something else).
+ * returns false; `resolve` gives the JSON of a referenced transcript message. Throws on a malformed
+ * batch (a database written by something else).
  */
-export function decodeBatch(firstId: number, text: string, visit: (event: StoredEvent) => boolean): void {
+export function decodeBatch(
+	firstId: number,
+	text: string,
+	visit: (event: StoredEvent) => boolean,
+	resolve: (seq: number) => string | undefined = () => undefined,
+): void {
 	let pos = 0;
 	let id = firstId;
 	while (pos < text.length) {
@@ -38,7 +109,8 @@ export function decodeBatch(firstId: number, text: string, visit: (event: Stored
 		const colon = text.indexOf(":", c2 + 1);
 		if (c1 < 0 || c2 < 0 || colon < 0) throw new Error(`malformed event batch at id ${id}: missing frame header`);
 		const createdAt = Number(text.slice(pos, c1));
-		const typeLength = Number(text.slice(c1 + 1, c2));
+		const refs = text.charCodeAt(c1 + 1) === 45; // "-": a ref frame
+		const typeLength = Number(text.slice(refs ? c1 + 2 : c1 + 1, c2));
 		const dataLength = Number(text.slice(c2 + 1, colon));
 		const typeStart = colon + 1;
 		const dataStart = typeStart + typeLength;
@@ -46,17 +118,19 @@ export function decodeBatch(firstId: number, text: string, visit: (event: Stored
 		if (!Number.isFinite(createdAt) || !(typeLength >= 0) || !(dataLength >= 0) || end > text.length) {
 			throw new Error(`malformed event batch at id ${id}: bad frame header`);
 		}
-		if (typeLength === 0) {
+		if (typeLength === 0 && !refs) {
 			const skip = Number(text.slice(dataStart, end));
 			if (!Number.isSafeInteger(skip) || skip < 1) throw new Error(`malformed event batch at id ${id}: bad skip frame`);
 			id += skip;
 			pos = end;
 			continue;
 		}
+		if (refs && typeLength === 0) throw new Error(`malformed event batch at id ${id}: bad frame header`);
+		const raw = text.slice(dataStart, end);
 		const keepGoing = visit({
 			id,
 			type: text.slice(typeStart, dataStart),
-			data: text.slice(dataStart, end),
+			data: refs ? expandRefs(raw, resolve, id) : raw,
 			createdAt,
 		});
 		if (!keepGoing) return;

@@ -212,6 +212,8 @@ export class MemorySessionStore implements SessionStore {
 	/** Nothing waits for a commit in memory. */
 	sync(): void {}
 
+	readonly syncPending = false;
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const s = this.get(sessionId);

@@ -122,6 +122,14 @@ export const MIGRATIONS: readonly Migration[] = [
 		// Nothing to convert: v3 batches are valid v4 batches.
 		sql: "",
 	},
+	{
+		version: 5,
+		description:
+			"event batches may hold ref frames (see event-batch.ts): an event that repeats stored transcript messages " +
+			"refers to them instead; older builds would misread a ref frame, so they must refuse this version",
+		// Nothing to convert: v4 batches are valid v5 batches.
+		sql: "",
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -20,6 +20,8 @@ export function prepareStatements(db: Database.Database) {
 			 FROM sessions WHERE id = ?`,
 		),
 		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
+		getUsage: prepare("SELECT usage FROM sessions WHERE id = ?"),
+		getMessage: prepare("SELECT data FROM messages WHERE session_id = ? AND seq = ?").pluck(),
 		insertSession: prepare(
 			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count,
 			 event_id_reserved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,

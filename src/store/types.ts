@@ -327,6 +327,9 @@ export interface SessionStore {
 	 */
 	sync(): void;
 
+	/** True while writes wait for the next `sync()` (the server spaces its commits by this). */
+	readonly syncPending: boolean;
+
 	/**
 	 * What the log keeps of the `message_update` events (deltas) between a `message_start` and its
 	 * `message_end`. `"all"` (memory): like any other event. `"while-streaming"` (SQLite): they are

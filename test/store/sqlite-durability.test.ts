@@ -191,13 +191,14 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
 	});
 
-	it("commits messages and run ends of many sessions together: at sync(), at any durable write, at the end of the turn", async () => {
+	it("commits run starts, messages and run ends of many sessions together: at sync(), at any durable write or read of the session, after syncDelayMs", async () => {
 		const path = join(dir, "deferred.db");
-		const s = store(path, { flushIntervalMs: 60_000 });
+		const s = store(path, { flushIntervalMs: 60_000, syncDelayMs: 30 });
 		const onDisk = () => {
 			const db = new Database(path, { readonly: true });
 			try {
 				return {
+					runs: db.prepare("SELECT count(*) FROM runs").pluck().get(),
 					messages: db.prepare("SELECT count(*) FROM messages").pluck().get(),
 					ended: db.prepare("SELECT count(*) FROM runs WHERE status = 'completed'").pluck().get(),
 				};
@@ -205,32 +206,52 @@ describe("SQLite store durability", () => {
 				db.close();
 			}
 		};
-		for (const id of ["a", "b", "c"]) {
-			s.createSession(newSession(id));
-			s.startRun(id, `run-${id}`, 1);
-		}
+		for (const id of ["a", "b", "c"]) s.createSession(newSession(id));
+		for (const id of ["a", "b", "c"]) expect(s.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
+		expect(s.syncPending).toBe(true);
+		expect(onDisk()).toEqual({ runs: 0, messages: 0, ended: 0 });
+		s.sync();
+		expect(s.syncPending).toBe(false);
+		expect(onDisk()).toEqual({ runs: 3, messages: 3, ended: 0 });
 		// Three sessions' answers and run ends: one commit, at sync().
 		for (const id of ["a", "b", "c"]) {
-			s.appendMessages(id, [assistant(`answer ${id}`)]);
-			s.endRun(id, `run-${id}`, { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
+			expect(s.appendMessages(id, [assistant(`answer ${id}`)])).toBe(2);
+			expect(s.endRun(id, `run-${id}`, { status: "completed", endedAt: 2, usage: usage(1, 1, 0) })).toBe(true);
 		}
-		expect(s.listMessages("a")?.messages).toEqual([assistant("answer a")]); // this store sees them at once
-		expect(onDisk()).toEqual({ messages: 0, ended: 0 });
+		expect(onDisk()).toEqual({ runs: 3, messages: 3, ended: 0 });
 		s.sync();
-		expect(onDisk()).toEqual({ messages: 3, ended: 3 });
-		// Any durable write commits them too.
+		expect(onDisk()).toEqual({ runs: 3, messages: 6, ended: 3 });
+		// A durable write commits them too.
 		s.appendMessages("a", [user("next")]);
 		s.enqueue("b", "followUp", user("later"), 3);
-		expect(onDisk().messages).toBe(4);
-		// And at the latest at the end of the event-loop turn.
+		expect(onDisk().messages).toBe(7);
+		// So does a read of that session (it must see them); a read of another session does not.
 		s.appendMessages("c", [user("next")]);
-		await new Promise((resolve) => setImmediate(resolve));
-		expect(onDisk().messages).toBe(5);
+		expect(s.getSession("a")?.messageCount).toBe(3);
+		expect(onDisk().messages).toBe(7);
+		expect(s.listMessages("c")?.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+		expect(onDisk().messages).toBe(8);
+		// And at the latest after syncDelayMs.
+		s.appendMessages("b", [user("next")]);
+		await new Promise((resolve) => setTimeout(resolve, 60));
+		expect(onDisk().messages).toBe(9);
 		// A failing write undoes itself only: the others in the same transaction are committed.
 		s.appendMessages("a", [user("kept")]);
 		expect(() => s.startRun("b", "run-a", 4)).toThrow(/already exists/);
+		expect(() => s.createSession(newSession("a"))).toThrow(/already exists/);
+		expect(onDisk().messages).toBe(10);
+		// Run ends check the run's session whether or not its start is committed yet.
+		expect(s.startRun("a", "run-a2", 5)).toBe(true);
+		expect(s.endRun("b", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(false);
+		expect(s.endRun("a", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(true);
+		expect(() => s.startRun("a", "run-a2", 7)).toThrow(/already exists/);
+		expect(s.startRun("zz", "run-zz", 7)).toBe(false);
 		s.sync();
-		expect(onDisk().messages).toBe(6);
+		expect(s.listRuns("a").map((r) => [r.id, r.status])).toEqual([
+			["run-a", "completed"],
+			["run-a2", "completed"],
+		]);
+		s.close();
 	});
 
 	it("commits messages and run ends of a script that ends without close()", async () => {
