@@ -101,14 +101,20 @@ export type SseCloseReason = "ended" | "client_closed" | "overflow";
  * 8.1–11.1 µs with a quarter.)
  *
  * A pass first runs the pre-write hooks (the store's `sync()`: a commit when writes wait for one).
- * While they have work waiting, passes are at least COMMIT_GAP_MS apart, so that under load many
- * sessions' completed messages and run ends share one commit instead of one pass each; a quiet
- * server still commits and writes at once.
+ * While they have work waiting and frames keep coming, passes are up to COMMIT_GAP_MS apart, so
+ * that under load many sessions' run starts, completed messages and run ends share one commit
+ * instead of one pass each (bench/sse, 100 sessions, SQLite: ~30 runs per commit instead of ~1).
+ * Once no frame has been queued for QUIET_MS the pass runs: a quiet server (or the last stream of
+ * a burst) still commits and writes at once.
  */
 const MIN_GAP_MS = 1;
 const MAX_GAP_MS = 16;
 const WRITE_SPACING = 9;
-const COMMIT_GAP_MS = 4;
+const COMMIT_GAP_MS = 8;
+const QUIET_MS = 1;
+
+/** Frames queued on any connection so far (the write passes tell a busy server from a quiet one by it). */
+let framesQueued = 0;
 
 class WritePasses {
 	private readonly waiting = new Set<SseConnection>();
@@ -116,6 +122,8 @@ class WritePasses {
 	private lastPassAt = Number.NEGATIVE_INFINITY;
 	private lastCommitAt = Number.NEGATIVE_INFINITY;
 	private gapMs = MIN_GAP_MS;
+	/** `framesQueued` when the scheduled pass last looked. */
+	private framesSeen = 0;
 
 	constructor() {
 		this.run = this.run.bind(this);
@@ -129,23 +137,36 @@ class WritePasses {
 		this.schedule(performance.now());
 	}
 
-	/** Milliseconds until the next pass may run. */
-	private wait(now: number): number {
-		const wait = this.lastPassAt + this.gapMs - now;
-		return hooksPending() ? Math.max(wait, this.lastCommitAt + COMMIT_GAP_MS - now) : wait;
+	/** While a commit waits: milliseconds until the commit spacing is over (0: not waiting). */
+	private commitWait(now: number): number {
+		return hooksPending() ? this.lastCommitAt + COMMIT_GAP_MS - now : 0;
 	}
 
+	/**
+	 * Runs the pass when the write spacing is over; while a commit waits, and as long as frames keep
+	 * coming, up to the commit spacing (looking again every QUIET_MS).
+	 */
 	private schedule(now: number): void {
-		const wait = this.wait(now);
-		if (wait <= 0) setImmediate(this.run);
-		else setTimeout(this.run, wait);
+		const writeWait = this.lastPassAt + this.gapMs - now;
+		if (writeWait > 0) {
+			setTimeout(this.run, writeWait);
+			return;
+		}
+		const commitWait = this.commitWait(now);
+		if (commitWait > 0) {
+			this.framesSeen = framesQueued;
+			setTimeout(this.run, Math.min(commitWait, QUIET_MS));
+			return;
+		}
+		setImmediate(this.run);
 	}
 
 	private run(): void {
 		const start = performance.now();
-		// Writes may have started waiting for a commit since this pass was scheduled.
-		if (this.wait(start) > 0) {
-			this.schedule(start);
+		const commitWait = this.commitWait(start);
+		if (commitWait > 0 && framesQueued !== this.framesSeen) {
+			this.framesSeen = framesQueued;
+			setTimeout(this.run, Math.min(commitWait, QUIET_MS));
 			return;
 		}
 		this.scheduled = false;
@@ -283,6 +304,7 @@ export class SseConnection {
 
 	private sendRaw(chunk: string): void {
 		if (this.isClosed) return;
+		framesQueued++;
 		this.pending += chunk;
 		// Frames pile up here only while the socket has not drained its last write: that backlog is
 		// what a slow reader costs, so that is what the limit bounds (the socket itself holds at most

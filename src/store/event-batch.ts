@@ -50,10 +50,20 @@ export function encodeEventWithRefs(
 	let encoded: string | undefined;
 	for (let i = targets.length - 1; i >= 0; i--) {
 		const target = targets[i] as RefTarget;
-		if (target.json.length < MIN_REF_LENGTH || !data.includes(target.json)) continue;
+		const json = target.json;
+		if (json.length < MIN_REF_LENGTH) continue;
+		let at = (encoded ?? data).indexOf(json);
+		if (at < 0) continue;
 		// A message's JSON has no raw control characters, so it never matches across a marker.
-		encoded ??= data.includes(REF_OPEN) ? data.split(REF_OPEN).join(LITERAL_OPEN) : data;
-		encoded = encoded.split(target.json).join(`${REF_OPEN}${target.seq}${REF_CLOSE}`);
+		if (encoded === undefined) {
+			encoded = data.includes(REF_OPEN) ? data.split(REF_OPEN).join(LITERAL_OPEN) : data;
+			if (encoded !== data) at = encoded.indexOf(json);
+		}
+		const marker = `${REF_OPEN}${target.seq}${REF_CLOSE}`;
+		while (at >= 0) {
+			encoded = encoded.slice(0, at) + marker + encoded.slice(at + json.length);
+			at = encoded.indexOf(json, at + marker.length);
+		}
 	}
 	if (encoded === undefined) return encodeEvent(type, data, createdAt);
 	return `${createdAt},-${type.length},${encoded.length}:${type}${encoded}`;

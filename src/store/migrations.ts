@@ -126,9 +126,38 @@ export const MIGRATIONS: readonly Migration[] = [
 		version: 5,
 		description:
 			"event batches may hold ref frames (see event-batch.ts): an event that repeats stored transcript messages " +
-			"refers to them instead; older builds would misread a ref frame, so they must refuse this version",
-		// Nothing to convert: v4 batches are valid v5 batches.
-		sql: "",
+			"refers to them instead; older builds would misread a ref frame, so they must refuse this version. " +
+			"messages and event_batches become rowid tables with a unique index, so rows are appended in write order",
+		// v4 batches are valid v5 batches. The tables are rebuilt because WITHOUT ROWID suits small rows only:
+		// its leaves hold ~1 KB of a row, so each message or batch longer than that took an overflow page,
+		// and rows went to scattered pages by session. As rowid tables, concurrent sessions' new rows share the
+		// last pages (bench: 4.3 -> 2.5 pages written per 200-token run with 30 runs per commit).
+		sql: `
+			CREATE TABLE messages_v5 (
+				id INTEGER PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				seq INTEGER NOT NULL,
+				run_id TEXT,
+				data TEXT NOT NULL
+			);
+			INSERT INTO messages_v5 (session_id, seq, run_id, data)
+				SELECT session_id, seq, run_id, data FROM messages ORDER BY session_id, seq;
+			DROP TABLE messages;
+			ALTER TABLE messages_v5 RENAME TO messages;
+			CREATE UNIQUE INDEX messages_by_session ON messages (session_id, seq);
+			CREATE TABLE event_batches_v5 (
+				id INTEGER PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				last_id INTEGER NOT NULL,
+				first_id INTEGER NOT NULL,
+				data TEXT NOT NULL
+			);
+			INSERT INTO event_batches_v5 (session_id, last_id, first_id, data)
+				SELECT session_id, last_id, first_id, data FROM event_batches ORDER BY session_id, last_id;
+			DROP TABLE event_batches;
+			ALTER TABLE event_batches_v5 RENAME TO event_batches;
+			CREATE UNIQUE INDEX event_batches_by_session ON event_batches (session_id, last_id);
+		`,
 	},
 ];
 

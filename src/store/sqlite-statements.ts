@@ -20,7 +20,8 @@ export function prepareStatements(db: Database.Database) {
 			 FROM sessions WHERE id = ?`,
 		),
 		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
-		getUsage: prepare("SELECT usage FROM sessions WHERE id = ?"),
+		getTally: prepare("SELECT message_count, current_run_id, usage FROM sessions WHERE id = ?"),
+		runExists: prepare("SELECT 1 FROM runs WHERE id = ?").pluck(),
 		getMessage: prepare("SELECT data FROM messages WHERE session_id = ? AND seq = ?").pluck(),
 		insertSession: prepare(
 			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count,

@@ -189,12 +189,19 @@ interface LogState {
 	 * The session's message count and current run as the writes not yet committed leave them
 	 * (`later`); undefined until first needed (then read from disk).
 	 */
-	tally: { messages: number; runId: string | null } | undefined;
+	tally: Tally | undefined;
 	/**
 	 * The messages stored since the current run started, until its `agent_end`: the events that
 	 * repeat them are written with references instead (`event-batch.ts`).
 	 */
 	refs: RefTarget[];
+}
+
+/** A session's message count, current run and usage totals (see `LogState.tally`). */
+interface Tally {
+	messages: number;
+	runId: string | null;
+	usage: UsageTotals;
 }
 
 /** At most this many messages of a run are kept for references (a longer run's oldest are repeated). */
@@ -395,7 +402,7 @@ export class SqliteSessionStore implements SessionStore {
 		this.tx = this.db.transaction((batches: EventBatch[], later: (() => void)[], fn: () => unknown) => {
 			this.writeBatches(batches);
 			for (const [sessionId, at] of this.touches) this.s.bumpActivity.run(at, sessionId);
-			for (const write of later) this.runLater(write);
+			if (later.length > 0) this.runAllLater(later);
 			if (later.length === 0) return { value: fn() };
 			// The earlier writes commit even if this one fails (they were acknowledged already).
 			try {
@@ -491,6 +498,21 @@ export class SqliteSessionStore implements SessionStore {
 		this.syncTimer ??= setTimeout(this.syncSoon, this.syncDelayMs);
 	}
 
+	/**
+	 * Runs the queued writes in one savepoint; if one fails, that savepoint is undone and they run again
+	 * one savepoint each, so only the failing write is lost.
+	 */
+	private runAllLater(later: (() => void)[]): void {
+		try {
+			this.savepoint(() => {
+				for (const write of later) write();
+			});
+		} catch {
+			for (const log of this.logs.values()) log.tally = undefined;
+			for (const write of later) this.runLater(write);
+		}
+	}
+
 	/** Runs one queued write; a failure undoes that write only and is reported (its caller has returned). */
 	private runLater(write: () => void): void {
 		try {
@@ -517,11 +539,19 @@ export class SqliteSessionStore implements SessionStore {
 		}
 	}
 
-	/** The message count and current run of `log`'s session as the queued writes leave them. */
-	private tally(log: LogState): { messages: number; runId: string | null } {
+	/** The message count, current run and usage of `log`'s session as the queued writes leave them. */
+	private tally(log: LogState): Tally {
 		if (log.tally) return log.tally;
-		const row = this.s.getCountAndRun.get(log.sessionId) as { message_count: number; current_run_id: string | null };
-		log.tally = { messages: row.message_count, runId: row.current_run_id };
+		const row = this.s.getTally.get(log.sessionId) as {
+			message_count: number;
+			current_run_id: string | null;
+			usage: string;
+		};
+		log.tally = {
+			messages: row.message_count,
+			runId: row.current_run_id,
+			usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
+		};
 		return log.tally;
 	}
 
@@ -707,7 +737,7 @@ export class SqliteSessionStore implements SessionStore {
 			});
 			// The first block of ids is reserved with the row, so a new session's first events need no extra write.
 			const log = newLogState(session.id, 0, 0, ID_RESERVATION);
-			log.tally = { messages: messages.length, runId: null };
+			log.tally = { messages: messages.length, runId: null, usage: zeroUsage() };
 			this.logs.set(session.id, log);
 			return this.toRecord(this.row(session.id) as SessionRow);
 		}, []);
@@ -988,7 +1018,7 @@ export class SqliteSessionStore implements SessionStore {
 		this.open();
 		const log = this.log(sessionId);
 		if (!log) return false;
-		if (this.laterRuns.has(runId) || this.s.getRun.get(runId)) throw duplicateRunError(runId);
+		if (this.laterRuns.has(runId) || this.s.runExists.get(runId) !== undefined) throw duplicateRunError(runId);
 		const tally = this.tally(log);
 		const first = tally.messages;
 		const rows = messages.map((m) => JSON.stringify(m));
@@ -1010,18 +1040,22 @@ export class SqliteSessionStore implements SessionStore {
 		this.open();
 		const log = this.log(sessionId);
 		if (!log) return false;
-		const owner = this.laterRuns.get(runId) ?? (this.s.getRun.get(runId) as RunRow | undefined)?.session_id;
-		if (owner !== sessionId) return false;
 		const tally = this.tally(log);
+		// The session's current run is its own; any other run is looked up.
+		const owner =
+			tally.runId === runId
+				? sessionId
+				: (this.laterRuns.get(runId) ?? (this.s.getRun.get(runId) as RunRow | undefined)?.session_id);
+		if (owner !== sessionId) return false;
 		if (tally.runId === runId) tally.runId = null;
 		const usage = addUsage(zeroUsage(), end.usage);
 		const usageJson = JSON.stringify(usage);
+		tally.usage = addUsage(tally.usage, usage);
+		const totalJson = JSON.stringify(tally.usage);
 		const errorMessage = end.errorMessage ?? null;
 		this.later(sessionId, () => {
 			this.s.finishRun.run(end.status, end.endedAt, usageJson, errorMessage, runId);
-			const row = this.s.getUsage.get(sessionId) as { usage: string };
-			const total = addUsage(JSON.parse(row.usage) as UsageTotals, usage);
-			this.s.endRunSession.run({ usage: JSON.stringify(total), at: end.endedAt, runId, sessionId });
+			this.s.endRunSession.run({ usage: totalJson, at: end.endedAt, runId, sessionId });
 		});
 		return true;
 	}
@@ -1056,6 +1090,8 @@ export class SqliteSessionStore implements SessionStore {
 					this.s.setUsage.run(JSON.stringify(total), row.id);
 				}
 				this.s.interruptSession.run(at, row.id);
+				const log = this.logs.get(row.id);
+				if (log) log.tally = undefined; // its usage changed
 			}
 			return rows.map((r) => r.id);
 		});
