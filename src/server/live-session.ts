@@ -25,7 +25,6 @@
  * session over to the waiting prompt when the aborted run has settled, so no other request can
  * slip in between.
  */
-import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import { Agent } from "../agent/agent.js";
 import type {
@@ -43,6 +42,7 @@ import { encodeWireData } from "../client/wire.js";
 import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
 import { selectTools } from "../tools/selection.js";
 import { apiError } from "./errors.js";
+import { newRunId } from "./ids.js";
 import { formatEventFrame } from "./sse.js";
 
 /** Receives every event of a session, in id order, as a prebuilt SSE frame. */
@@ -525,7 +525,7 @@ export class LiveSession {
 			settle = resolve;
 		});
 		const run: ActiveRun = {
-			id: randomUUID(),
+			id: newRunId(),
 			seq: ++this.runSeq,
 			firstEventId,
 			done,

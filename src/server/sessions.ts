@@ -6,13 +6,13 @@
  * session. Any request for a session that is not in memory loads it from the store (transcript
  * and queued messages), so sessions survive restarts and eviction.
  */
-import { randomUUID } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../agent/types.js";
 import type { AssistantMessage, Model, ToolCall, ToolResultMessage } from "../ai/types.js";
 import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
 import { apiError } from "./errors.js";
+import { newSessionId } from "./ids.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
 export interface SessionManagerOptions {
@@ -166,7 +166,7 @@ export class SessionManager {
 		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
 		const record = this.options.store.createSession(
-			{ ...config, id: `ses_${randomUUID().replaceAll("-", "")}`, ownerId, createdAt: Date.now() },
+			{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
 			messages,
 		);
 		const session = this.instantiate(record.id, messages);
