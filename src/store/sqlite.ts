@@ -833,7 +833,7 @@ export class SqliteSessionStore implements SessionStore {
 		const rows = messages.map((m) => JSON.stringify(m));
 		if (rows.length === 0) return first;
 		tally.messages += rows.length;
-		rows.forEach((json, i) => log.refs.push({ seq: first + i, json }));
+		for (let i = 0; i < rows.length; i++) log.refs.push({ seq: first + i, json: rows[i] as string });
 		if (log.refs.length > MAX_REFS) log.refs.splice(0, log.refs.length - MAX_REFS);
 		this.later(sessionId, () => {
 			for (let i = 0; i < rows.length; i++) this.s.insertMessage.run(sessionId, first + i, runId, rows[i]);

@@ -15,14 +15,17 @@
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
  * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
- *   `deleteSessions`, `enqueue`, `removeQueued`, `clearQueue`, `startRun`, `putPending`,
+ *   `deleteSessions`, `enqueue`, `removeQueued`, `clearQueue`, `putPending`,
  *   `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
- * - Durable at the next sync: `appendMessages` and `endRun`. They are committed by the next
- *   `sync()`, by any write above, and at the latest at the end of the current event-loop turn
- *   (SQLite: they share one open transaction, so concurrent sessions share a commit). The server
- *   calls `sync()` before anything that depends on them leaves the process (an SSE write, an HTTP
- *   response), so no client ever sees a message or a run end that a crash could take back.
- *   Both kinds write the buffered events of their session in the same transaction, so a
+ * - Durable at the next sync: `startRun`, `appendMessages` and `endRun`. Their effect is visible to
+ *   this store at once (reads of the session see them); they are committed by the next `sync()`,
+ *   by any write above, by a read of their session that needs them, and at the latest after a few
+ *   milliseconds (SQLite: `syncDelayMs`, default 5). On SQLite they are queued and run back to
+ *   back in one transaction, so concurrent sessions share a commit. The server calls `sync()`
+ *   before anything that depends on them leaves the process (an SSE write, the head of an SSE
+ *   response, an HTTP response), so no client ever sees a run, a message or a run end that a crash
+ *   could take back.
+ *   They write the buffered events of their session in the same transaction, so a
  *   session's event log on disk is never behind a message, run or queue change the server
  *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
  *   `recoverInterrupted` write all of them).
@@ -360,7 +363,7 @@ export interface SessionStore {
 	 * Records the start of a run: session status `running`, `currentRunId = runId`,
 	 * `interruptedAt = null`, `lastActiveAt = startedAt`; then appends `messages` (the prompt that
 	 * starts it, if any) to the transcript, as `appendMessages` would, in the same write. Returns
-	 * false for an unknown session. Throws if the run id exists. Durable on return.
+	 * false for an unknown session. Throws if the run id exists. Durable at the next sync.
 	 */
 	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): boolean;
 

@@ -3,16 +3,26 @@
  * rejects a malformed batch instead of returning garbage.
  */
 import { describe, expect, it } from "vitest";
-import { decodeBatch, encodeEvent, encodeSkip } from "../../src/store/event-batch.js";
+import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "../../src/store/event-batch.js";
 import type { StoredEvent } from "../../src/store/types.js";
 
-function decodeAll(firstId: number, text: string): StoredEvent[] {
+function decodeAll(firstId: number, text: string, messages: string[] = []): StoredEvent[] {
 	const out: StoredEvent[] = [];
-	decodeBatch(firstId, text, (e) => {
-		out.push(e);
-		return true;
-	});
+	decodeBatch(
+		firstId,
+		text,
+		(e) => {
+			out.push(e);
+			return true;
+		},
+		(seq) => messages[seq],
+	);
 	return out;
+}
+
+/** A message's JSON long enough to be referred to. */
+function message(role: string, text: string): string {
+	return JSON.stringify({ role, content: [{ type: "text", text: text.repeat(20) }], timestamp: 1 });
 }
 
 describe("event batch frames", () => {
@@ -57,5 +67,46 @@ describe("event batch frames", () => {
 		const frame = encodeEvent("t", "hello", 1);
 		expect(() => decodeAll(1, frame.slice(0, -2))).toThrow(/malformed event batch at id 1/);
 		expect(() => decodeAll(1, `${frame}garbage`)).toThrow(/malformed event batch at id 2/);
+	});
+
+	it("writes the messages an event repeats as references and reads the data back byte for byte", () => {
+		const messages = [message("user", "question "), message("assistant", "answer ")];
+		const targets = messages.map((json, seq) => ({ seq, json }));
+		const events = [
+			{ type: "message_end", data: `{"type":"message_end","message":${messages[1]}}` },
+			{ type: "turn_end", data: `{"type":"turn_end","message":${messages[1]},"toolResults":[]}` },
+			{ type: "agent_end", data: `{"type":"agent_end","messages":[${messages[0]},${messages[1]}]}` },
+			// The same message twice, and raw control characters that look like the reference markers.
+			{ type: "x", data: `\u0001${messages[0]}\u0002${messages[0]}\u00010\u0002` },
+		];
+		const frames = events.map((e, i) => encodeEventWithRefs(e.type, e.data, 100 + i, targets));
+		for (const [i, frame] of frames.entries()) {
+			expect(frame.length).toBeLessThan(events[i].data.length); // the messages were not repeated
+			expect(frame).not.toContain(messages[0]);
+			expect(frame).not.toContain(messages[1]);
+		}
+		expect(decodeAll(1, frames.join(""), messages)).toEqual(
+			events.map((e, i) => ({ id: 1 + i, type: e.type, data: e.data, createdAt: 100 + i })),
+		);
+	});
+
+	it("leaves data without a stored message, or with only short ones, as a plain frame", () => {
+		const short = JSON.stringify({ role: "user", content: "hi", timestamp: 1 });
+		const data = `{"type":"message_end","message":${short}}`;
+		expect(encodeEventWithRefs("message_end", data, 5, [{ seq: 0, json: short }])).toBe(
+			encodeEvent("message_end", data, 5),
+		);
+		const other = message("user", "elsewhere ");
+		expect(encodeEventWithRefs("message_end", data, 5, [{ seq: 0, json: other }])).toBe(
+			encodeEvent("message_end", data, 5),
+		);
+	});
+
+	it("reads a reference to a message that is not there as null, and rejects a broken reference", () => {
+		const json = message("assistant", "gone ");
+		const frame = encodeEventWithRefs("message_end", `{"message":${json}}`, 1, [{ seq: 7, json }]);
+		expect(decodeAll(1, frame, [])[0]?.data).toBe(`{"message":null}`);
+		const broken = frame.replace("\u0002", "");
+		expect(() => decodeAll(1, broken, [])).toThrow(/malformed event batch at id 1/);
 	});
 });

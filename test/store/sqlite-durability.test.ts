@@ -254,6 +254,42 @@ describe("SQLite store durability", () => {
 		s.close();
 	});
 
+	it("writes the events of a run with references to its stored messages, and reads them back exactly, across a reopen", () => {
+		const path = join(dir, "refs.db");
+		const long = (text: string) => text.repeat(40);
+		const prompt = user(long("question "));
+		const answer = assistant(long("answer "));
+		const events: [string, string][] = [
+			["agent_start", '{"type":"agent_start"}'],
+			["message_start", JSON.stringify({ type: "message_start", message: prompt })],
+			["message_end", JSON.stringify({ type: "message_end", message: prompt })],
+			["message_start", JSON.stringify({ type: "message_start", message: { ...answer, content: [] } })],
+			["message_end", JSON.stringify({ type: "message_end", message: answer })],
+			["turn_end", JSON.stringify({ type: "turn_end", message: answer, toolResults: [] })],
+			["agent_end", JSON.stringify({ type: "agent_end", messages: [prompt, answer] })],
+		];
+		const a = store(path);
+		a.createSession(newSession("s1"));
+		a.startRun("s1", "run-1", 1, [prompt]);
+		for (const [type, data] of events.slice(0, 4)) a.appendEvent("s1", type, data, 10);
+		a.appendMessages("s1", [answer]);
+		for (const [type, data] of events.slice(4, 6)) a.appendEvent("s1", type, data, 10);
+		a.endRun("s1", "run-1", { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
+		a.appendEvent("s1", "agent_end", events[6][1], 10);
+		const expected = events.map(([type, data], i) => ({ id: i + 1, type, data, createdAt: 10 }));
+		expect(a.readEvents("s1", 0)).toEqual(expected);
+		a.close();
+		const db = new Database(path, { readonly: true });
+		const written = db.prepare("SELECT sum(length(data)) FROM event_batches").pluck().get() as number;
+		db.close();
+		// Without references the batches would hold the prompt three times and the answer three times more.
+		const eventBytes = events.reduce((n, [, data]) => n + data.length, 0);
+		expect(written).toBeLessThan(eventBytes / 4);
+		const b = store(path);
+		expect(b.readEvents("s1", 0)).toEqual(expected);
+		expect(b.readEvents("s1", 4)).toEqual(expected.slice(4));
+	});
+
 	it("commits messages and run ends of a script that ends without close()", async () => {
 		const path = join(dir, "no-close.db");
 		const child = spawn(
