@@ -38,12 +38,14 @@ const assistantText = (events: SseEvent[]) => {
 };
 
 describe("durability before delivery on the SQLite store", () => {
-	it("a client sees an answer's message_end and the run's agent_end only once they are on disk", async () => {
+	it("a client sees the response to its prompt, an answer's message_end and the run's agent_end only once they are on disk", async () => {
 		const dbPath = path.join(dir, "wheelhouse.db");
 		const onDisk = () => {
 			const db = new Database(dbPath, { readonly: true });
 			try {
 				return {
+					runs: db.prepare("SELECT count(*) FROM runs").pluck().get(),
+					prompts: db.prepare('SELECT count(*) FROM messages WHERE data LIKE \'%"role":"user"%\'').pluck().get(),
 					answers: db.prepare('SELECT count(*) FROM messages WHERE data LIKE \'%"role":"assistant"%\'').pluck().get(),
 					ended: db.prepare("SELECT count(*) FROM runs WHERE ended_at IS NOT NULL").pluck().get(),
 				};
@@ -54,12 +56,30 @@ describe("durability before delivery on the SQLite store", () => {
 		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
 		for (let round = 1; round <= 3; round++) {
 			const stream = await promptSse(server.url, id, { message: `round ${round} of words` });
+			// The response head has arrived: the run and its prompt are committed.
+			expect(onDisk()).toMatchObject({ runs: round, prompts: round });
 			const end = await stream.waitFor((e) => e.event === "message_end" && e.data.message.role === "assistant");
 			expect(end.data.message.content[0].text).toBe(`round ${round} of words`);
 			expect(onDisk().answers).toBe(round);
 			await stream.waitForType("agent_end");
 			expect(onDisk().ended).toBe(round);
 			stream.close();
+		}
+	});
+});
+
+describe("durability of a prompt answered with 202 on the SQLite store", () => {
+	it("the run and its prompt are on disk when the 202 arrives", async () => {
+		const dbPath = path.join(dir, "wheelhouse.db");
+		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
+		const accepted = await server.request("POST", `/v1/sessions/${id}/prompt`, { body: { message: "hello there" } });
+		expect(accepted.status).toBe(202);
+		const db = new Database(dbPath, { readonly: true });
+		try {
+			expect(db.prepare("SELECT id FROM runs").pluck().all()).toEqual([accepted.body.runId]);
+			expect(db.prepare("SELECT data FROM messages").pluck().all()).toEqual([expect.stringContaining("hello there")]);
+		} finally {
+			db.close();
 		}
 	});
 });

@@ -243,7 +243,40 @@ describe("SQLite store files", () => {
 			[7, "agent_end"],
 		]);
 		expect(store.readEvents("v4-session", 3).map((e) => e.id)).toEqual([6, 7]);
+		// v5 rebuilt the transcript and batch tables: their rows came along.
+		expect(store.listMessages("v4-session")?.messages).toEqual([
+			{ role: "user", content: "hi", timestamp: 1_764_000_000_001 },
+		]);
+		store.appendMessages("v4-session", [{ role: "user", content: "again", timestamp: 2 }]);
+		expect(store.countMessages("v4-session")).toBe(2);
 		expect(store.appendEvent("v4-session", "agent_start", "{}")).toBe(8);
+		store.close();
+	});
+
+	it("opens a version-5 database (immutable fixture): events refer to transcript messages", () => {
+		const path = join(dir, "v5.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v5.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getSession("v5-session")).toMatchObject({ ownerId: "key-5", status: "idle", messageCount: 2 });
+		const messages = store.listMessages("v5-session")?.messages ?? [];
+		expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+		const events = store.readEvents("v5-session", 0);
+		expect(events.map((e) => [e.id, e.type])).toEqual([
+			[1, "agent_start"],
+			[2, "message_start"],
+			[3, "message_end"],
+			[4, "message_start"],
+			[8, "message_end"],
+			[9, "agent_end"],
+		]);
+		// The references read back as the messages themselves.
+		expect(JSON.parse(events[2]?.data ?? "")).toEqual({ type: "message_end", message: messages[0] });
+		expect(JSON.parse(events[4]?.data ?? "")).toEqual({ type: "message_end", message: messages[1] });
+		expect(JSON.parse(events[5]?.data ?? "")).toEqual({ type: "agent_end", messages });
+		expect(store.appendEvent("v5-session", "agent_start", "{}")).toBe(10);
 		store.close();
 	});
 });
