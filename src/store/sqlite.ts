@@ -508,7 +508,11 @@ export class SqliteSessionStore implements SessionStore {
 				for (const write of later) write();
 			});
 		} catch {
-			for (const log of this.logs.values()) log.tally = undefined;
+			// One write will be missing: forget what the queued writes assumed (counts; messages to refer to).
+			for (const log of this.logs.values()) {
+				log.tally = undefined;
+				log.refs = [];
+			}
 			for (const write of later) this.runLater(write);
 		}
 	}
