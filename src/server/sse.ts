@@ -112,6 +112,8 @@ const MAX_GAP_MS = 16;
 const WRITE_SPACING = 9;
 const COMMIT_GAP_MS = 8;
 const QUIET_MS = 1;
+/** Weight of the latest pass in the moving average of pass durations. */
+const PASS_AVERAGING = 0.25;
 
 /** Frames queued on any connection so far (the write passes tell a busy server from a quiet one by it). */
 let framesQueued = 0;
@@ -122,6 +124,8 @@ class WritePasses {
 	private lastPassAt = Number.NEGATIVE_INFINITY;
 	private lastCommitAt = Number.NEGATIVE_INFINITY;
 	private gapMs = MIN_GAP_MS;
+	/** Moving average of the passes' durations (ms). */
+	private passMs = 0;
 	/** `framesQueued` when the scheduled pass last looked. */
 	private framesSeen = 0;
 
@@ -175,10 +179,18 @@ class WritePasses {
 		this.waiting.clear();
 		if (hooksPending()) this.lastCommitAt = start;
 		runBeforeWriteHooks(); // once for the whole pass
-		for (const connection of batch) connection.writePending();
-		const took = performance.now() - start;
+		// Only the writes of streams in flow count: a stream's head and its end are one-offs (~0.7 ms for
+		// a head and the first frames) that would otherwise hold the next frames of every stream.
+		let took = 0;
+		for (const connection of batch) {
+			const t0 = performance.now();
+			if (connection.writePending()) took += performance.now() - t0;
+		}
 		this.lastPassAt = start;
-		this.gapMs = Math.min(MAX_GAP_MS, Math.max(MIN_GAP_MS, took * (1 + WRITE_SPACING)));
+		// Averaged, so one slow pass (a garbage collection) does not hold an interactive session's next
+		// frames for up to MAX_GAP_MS; sustained load converges to the rule.
+		this.passMs += (took - this.passMs) * PASS_AVERAGING;
+		this.gapMs = Math.min(MAX_GAP_MS, Math.max(MIN_GAP_MS, this.passMs * (1 + WRITE_SPACING)));
 	}
 }
 
@@ -320,20 +332,21 @@ export class SseConnection {
 	}
 
 	/**
-	 * Writes what is pending in one `write()`. Called by the write passes, which have run the
-	 * pre-write hooks for all their connections, and on `drain` (after running them).
+	 * Writes what is pending in one `write()` (with the response head the first time), or ends the
+	 * response if `end()` was called. Called by the write passes, which have run the pre-write hooks.
+	 * Returns true for a write of a stream in flow (not its head, not its end): what the passes time.
 	 */
-	writePending(): void {
+	writePending(): boolean {
 		this.scheduled = false;
-		if (this.closed || this.ending) return;
+		if (this.closed || this.ending) return false;
 		if (this.endRequested) {
 			const rest = this.pending;
 			this.lastSentId = this.pendingLastId;
 			this.pending = "";
 			this.finish(rest, "ended");
-			return;
+			return false;
 		}
-		if (this.pending === "") return;
+		if (this.pending === "") return false;
 		const chunk = this.pending;
 		this.pending = "";
 		this.lastSentId = this.pendingLastId;
@@ -341,10 +354,12 @@ export class SseConnection {
 		// what node:http does on its own): a write pass then knows how long its writes took.
 		const socket = this.res.socket;
 		socket?.cork();
+		const flowing = this.res.headersSent;
 		this.writeHead();
 		const ok = this.res.write(chunk);
 		socket?.uncork();
 		if (!ok) this.waitingForDrain = true;
+		return flowing;
 	}
 
 	private onDrain(): void {
