@@ -16,7 +16,7 @@
  * message's `message_start` after the batch. Each throughput figure is the median of the repeats.
  * The price of persistence (SQLite store against memory store) is measured on its own, with both
  * servers up side by side and each repeat run on both back to back in alternating order
- * (`BENCH_SSE_STORE_PAIRS` pairs, default 10): the median of the per-pair ratios, so that load
+ * (`BENCH_SSE_STORE_PAIRS` pairs, default 30): the median of the per-pair ratios, so that load
  * drift on a shared machine cancels out instead of landing on one store.
  * Also: server CPU per event (steadier than events/s on a loaded machine), fairness at a real
  * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
@@ -38,8 +38,11 @@ const REPEATS = Number(process.env.BENCH_SSE_REPEATS ?? (process.argv.includes("
 const SESSIONS = Number(process.env.BENCH_SSE_SESSIONS ?? 100);
 /** The paced fairness run's delay between tokens (10 ms ≈ 100 tokens/s, a fast real model). */
 const PACED_DELAY_MS = Number(process.env.BENCH_SSE_PACED_DELAY_MS ?? 10);
-/** Interleaved memory/SQLite pairs for the persistence cost (BENCH_SSE_STORE_PAIRS; 4 with --quick). */
-const STORE_PAIRS = Number(process.env.BENCH_SSE_STORE_PAIRS ?? (process.argv.includes("--quick") ? 4 : 10));
+/**
+ * Interleaved memory/SQLite pairs for the persistence cost (BENCH_SSE_STORE_PAIRS; 6 with --quick). One
+ * 100-session round lasts ~120 ms, so single pairs swing by ±30% on a shared machine: 30 pairs.
+ */
+const STORE_PAIRS = Number(process.env.BENCH_SSE_STORE_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
 const SIZES = [200, 2_000, 10_000];
 const LONG = 10_000;
 const SHORT = 200;
@@ -552,10 +555,17 @@ export async function main(): Promise<void> {
 		if (storePairs) {
 			const range = (values: number[]) =>
 				`median ${pct(med(values), 1)} (${pct(Math.min(...values), 1)}–${pct(Math.max(...values), 1)})`;
-			const line = (name: string, p: StorePairs) =>
-				`  ${name}: events/s ${range(p.eventsRatio)}; server CPU per event (memory / SQLite) ${range(p.cpuRatio)}; ` +
-				`memory ${fmt(med(p.memory.map((f) => f.eventsPerSec)))} events/s at ${fmt(med(p.memory.map((f) => f.serverCpuPerEventUs!)), 2)} µs, ` +
-				`SQLite ${fmt(med(p.sqlite.map((f) => f.eventsPerSec)))} events/s at ${fmt(med(p.sqlite.map((f) => f.serverCpuPerEventUs!)), 2)} µs`;
+			const line = (name: string, p: StorePairs) => {
+				const memoryEvents = med(p.memory.map((f) => f.eventsPerSec));
+				const sqliteEvents = med(p.sqlite.map((f) => f.eventsPerSec));
+				const memoryCpu = med(p.memory.map((f) => f.serverCpuPerEventUs!));
+				const sqliteCpu = med(p.sqlite.map((f) => f.serverCpuPerEventUs!));
+				return (
+					`  ${name}: events/s per pair ${range(p.eventsRatio)}, ratio of the medians ${pct(sqliteEvents, memoryEvents)}; ` +
+					`server CPU per event (memory / SQLite) per pair ${range(p.cpuRatio)}, ratio of the medians ${pct(memoryCpu, sqliteCpu)}; ` +
+					`memory ${fmt(memoryEvents)} events/s at ${fmt(memoryCpu, 2)} µs, SQLite ${fmt(sqliteEvents)} events/s at ${fmt(sqliteCpu, 2)} µs`
+				);
+			};
 			console.log(
 				`\nSQLite vs memory store (${STORE_PAIRS} interleaved pairs, both servers up side by side; the ratio of each pair, median and range):`,
 			);

@@ -16,6 +16,12 @@
  * store continues after `max(last_event_id, event_id_reserved)`. A clean `close()` releases the
  * unused reservation, so ids continue without a gap after a graceful restart.
  *
+ * Run starts, messages and run ends are the other per-run writes. They are queued (`later`) and run
+ * back to back in one transaction at the next `sync()` (the server's write passes), with the
+ * buffered events of their sessions; what the callers need back (message counts, the current run,
+ * usage totals) comes from a per-session tally kept in step with the queue. Events that repeat
+ * stored messages are written with references to them (ref frames, `event-batch.ts`).
+ *
  * One process owns a database file at a time (`owner-lock.ts`): two servers on one file would hand
  * out equal ids, so the second one is refused.
  */
