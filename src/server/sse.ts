@@ -402,7 +402,14 @@ export class SseConnection {
 		this.endRequested = true;
 		this.stopTimers();
 		this.pending += finalChunk;
-		if (this.scheduled || this.waitingForDrain) return; // the pass, or drain, ends it
+		if (this.waitingForDrain) {
+			// A reader that stopped reading may never drain: end now, after the hooks; the linger
+			// timer then bounds how long the socket is kept.
+			runBeforeWriteHooks();
+			this.writePending();
+			return;
+		}
+		if (this.scheduled) return; // the pass ends it
 		this.scheduled = true;
 		passes.add(this);
 	}

@@ -94,6 +94,66 @@ function expandRefs(encoded: string, resolve: (seq: number) => string | undefine
 	}
 }
 
+/**
+ * `text` (frames) with the references that `resolve` knows replaced by the messages' JSON: a ref
+ * frame left without references becomes a plain frame. For events that referred to messages whose
+ * write failed (they are not in the transcript, so the event has to carry them itself).
+ */
+export function inlineRefs(text: string, resolve: (seq: number) => string | undefined): string {
+	let out = "";
+	let pos = 0;
+	while (pos < text.length) {
+		const c1 = text.indexOf(",", pos);
+		const c2 = text.indexOf(",", c1 + 1);
+		const colon = text.indexOf(":", c2 + 1);
+		if (c1 < 0 || c2 < 0 || colon < 0) throw new Error("malformed event frames: missing frame header");
+		const refs = text.charCodeAt(c1 + 1) === 45;
+		const typeLength = Number(text.slice(refs ? c1 + 2 : c1 + 1, c2));
+		const end = colon + 1 + typeLength + Number(text.slice(c2 + 1, colon));
+		if (!refs) {
+			out += text.slice(pos, end);
+			pos = end;
+			continue;
+		}
+		const createdAt = text.slice(pos, c1);
+		const type = text.slice(colon + 1, colon + 1 + typeLength);
+		let encoded = "";
+		let plain = "";
+		let kept = 0;
+		const data = text.slice(colon + 1 + typeLength, end);
+		for (let at = 0; at < data.length; ) {
+			const open = data.indexOf(REF_OPEN, at);
+			if (open < 0) {
+				encoded += data.slice(at);
+				plain += data.slice(at);
+				break;
+			}
+			const close = data.indexOf(REF_CLOSE, open + 1);
+			if (close < 0) throw new Error("malformed event frames: unterminated message reference");
+			encoded += data.slice(at, open);
+			plain += data.slice(at, open);
+			const json = close === open + 1 ? undefined : resolve(Number(data.slice(open + 1, close)));
+			if (close === open + 1) {
+				encoded += LITERAL_OPEN;
+				plain += REF_OPEN;
+			} else if (json !== undefined) {
+				encoded += json;
+				plain += json;
+			} else {
+				encoded += data.slice(open, close + 1);
+				kept++;
+			}
+			at = close + 1;
+		}
+		out +=
+			kept > 0
+				? `${createdAt},-${typeLength},${encoded.length}:${type}${encoded}`
+				: encodeEvent(type, plain, Number(createdAt));
+		pos = end;
+	}
+	return out;
+}
+
 /** A skip frame: the next event's id is `count` higher than it would be. */
 export function encodeSkip(count: number, createdAt: number): string {
 	const n = String(count);

@@ -20,7 +20,7 @@ export function prepareStatements(db: Database.Database) {
 			 FROM sessions WHERE id = ?`,
 		),
 		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
-		getTally: prepare("SELECT message_count, current_run_id, usage FROM sessions WHERE id = ?"),
+		getUsage: prepare("SELECT usage FROM sessions WHERE id = ?").pluck(),
 		runExists: prepare("SELECT 1 FROM runs WHERE id = ?").pluck(),
 		getMessage: prepare("SELECT data FROM messages WHERE session_id = ? AND seq = ?").pluck(),
 		insertSession: prepare(

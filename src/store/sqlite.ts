@@ -29,7 +29,14 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import type { AgentMessage } from "../agent/types.js";
-import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip, type RefTarget } from "./event-batch.js";
+import {
+	decodeBatch,
+	encodeEvent,
+	encodeEventWithRefs,
+	encodeSkip,
+	inlineRefs,
+	type RefTarget,
+} from "./event-batch.js";
 import {
 	DEFAULT_CHECKPOINT_INTERVAL_MS,
 	DEFAULT_WAL_LIMIT_BYTES,
@@ -122,6 +129,24 @@ const ZERO_USAGE_JSON = JSON.stringify(zeroUsage());
 /** The `fn` of a durable write that only commits what is queued and buffered. */
 const noWrite = () => undefined;
 
+/**
+ * The batches with the messages of `failed` sessions' queued writes inlined where events refer to
+ * them: one of those writes is missing, so the seqs the events were given no longer hold.
+ */
+function inlineFailedRefs(batches: EventBatch[], later: LaterWrite[], failed: Set<string>): EventBatch[] {
+	const queued = new Map<string, Map<number, string>>();
+	for (const write of later) {
+		if (!failed.has(write.sessionId)) continue;
+		const bySeq = queued.get(write.sessionId) ?? new Map<number, string>();
+		queued.set(write.sessionId, bySeq);
+		for (const m of write.messages) bySeq.set(m.seq, m.json);
+	}
+	return batches.map((b) => {
+		const bySeq = queued.get(b.sessionId);
+		return bySeq ? { ...b, data: inlineRefs(b.data, (seq) => bySeq.get(seq)) } : b;
+	});
+}
+
 /** With the writer thread: at most this many batch messages in flight before appends wait (bounds memory). */
 const MAX_OUTSTANDING_BATCHES = 16;
 
@@ -203,11 +228,18 @@ interface LogState {
 	refs: RefTarget[];
 }
 
-/** A session's message count, current run and usage totals (see `LogState.tally`). */
+/** A session's message count and current run (see `LogState.tally`). */
 interface Tally {
 	messages: number;
 	runId: string | null;
-	usage: UsageTotals;
+}
+
+/** A write queued for the next sync (see `later`). */
+interface LaterWrite {
+	sessionId: string;
+	run: () => void;
+	/** The messages it appends, with the seqs the caller was given (events may refer to them). */
+	messages: RefTarget[];
 }
 
 /** At most this many messages of a run are kept for references (a longer run's oldest are repeated). */
@@ -350,16 +382,16 @@ export class SqliteSessionStore implements SessionStore {
 	 */
 	private readonly tx: (
 		batches: EventBatch[],
-		later: (() => void)[],
+		later: LaterWrite[],
 		fn: () => unknown,
-	) => { value?: unknown; error?: unknown };
+	) => { value?: unknown; error?: unknown; failed?: Set<string> };
 	/** The background thread (checkpoints; event batches too with `eventWriter: "thread"`); none for `:memory:`. */
 	private readonly writer: EventWriter | undefined;
 	private readonly threadWrites: boolean;
 	private checkpointFallback = false;
 	private readonly syncDelayMs: number;
 	/** Writes that are durable at the next sync, in call order (see `later`). */
-	private readonly laterWrites: (() => void)[] = [];
+	private readonly laterWrites: LaterWrite[] = [];
 	/** Sessions with writes in `laterWrites`: their buffered events are committed with them. */
 	private readonly laterSessions = new Set<string>();
 	/** Runs started by a write in `laterWrites` (not on disk yet): their session. */
@@ -405,16 +437,18 @@ export class SqliteSessionStore implements SessionStore {
 		this.lock = opened.lock;
 		this.s = prepareStatements(this.db);
 		this.savepoint = this.db.transaction((fn: () => unknown) => fn());
-		this.tx = this.db.transaction((batches: EventBatch[], later: (() => void)[], fn: () => unknown) => {
-			this.writeBatches(batches);
+		this.tx = this.db.transaction((batches: EventBatch[], later: LaterWrite[], fn: () => unknown) => {
+			// The queued writes first: if one fails, the events that refer to its messages (or to later
+			// ones of its session, whose seqs move up) are written with the messages inlined instead.
+			const failed = later.length > 0 ? this.runAllLater(later) : undefined;
+			this.writeBatches(failed ? inlineFailedRefs(batches, later, failed) : batches);
 			for (const [sessionId, at] of this.touches) this.s.bumpActivity.run(at, sessionId);
-			if (later.length > 0) this.runAllLater(later);
 			if (later.length === 0) return { value: fn() };
-			// The earlier writes commit even if this one fails (they were acknowledged already).
+			// The queued writes commit even if this one fails (they were acknowledged already).
 			try {
-				return { value: this.savepoint(fn) };
+				return { value: this.savepoint(fn), failed };
 			} catch (error) {
-				return { error };
+				return { error, failed };
 			}
 		});
 		this.threadWrites = options.eventWriter === "thread";
@@ -460,26 +494,34 @@ export class SqliteSessionStore implements SessionStore {
 		if (error) this.onFlushError(new Error(`session store: writing the event log failed: ${error}`));
 		const later = this.laterWrites.splice(0);
 		const logs = this.logsToWrite(scope === undefined ? undefined : [...scope, ...this.laterSessions]);
-		this.laterSessions.clear();
-		this.laterRuns.clear();
 		if (this.syncTimer !== undefined) {
 			clearTimeout(this.syncTimer);
 			this.syncTimer = undefined;
 		}
-		let outcome: { value?: unknown; error?: unknown };
+		let outcome: { value?: unknown; error?: unknown; failed?: Set<string> };
 		try {
 			outcome = this.tx(this.batchesOf(logs), later, fn);
 		} catch (failure) {
 			if (later.length === 0) throw failure;
-			this.forgetLater();
+			this.requeue(later);
 			throw new Error(
 				`session store: a commit failed (${(failure as Error).message}); the run starts, messages and run ends ` +
-					"queued for it are not on disk",
+					"queued for it stay queued for the next try",
 				{ cause: failure },
 			);
 		}
+		this.laterSessions.clear();
+		this.laterRuns.clear();
 		this.markWritten(logs);
 		this.touches.clear();
+		for (const sessionId of outcome.failed ?? []) {
+			// A write of this session is missing: re-read its count and current run; refer to nothing queued.
+			const log = this.logs.get(sessionId);
+			if (log) {
+				log.tally = undefined;
+				log.refs = [];
+			}
+		}
 		if ("error" in outcome) throw outcome.error;
 		return outcome.value as T;
 	}
@@ -493,76 +535,77 @@ export class SqliteSessionStore implements SessionStore {
 	 * the session's tally. With the writer thread (which needs the write lock between our writes) it
 	 * is an ordinary durable write.
 	 */
-	private later(sessionId: string, write: () => void): void {
+	private later(sessionId: string, run: () => void, messages: RefTarget[] = []): void {
 		if (this.threadWrites) {
-			this.durableFor(sessionId, write);
+			this.durableFor(sessionId, run); // a throw reaches the caller before it advances the tally
 			return;
 		}
-		this.laterWrites.push(write);
+		this.laterWrites.push({ sessionId, run, messages });
 		this.laterSessions.add(sessionId);
 		// Not unref'd: a script that stores a message and then exits must still commit it.
 		this.syncTimer ??= setTimeout(this.syncSoon, this.syncDelayMs);
 	}
 
 	/**
-	 * Runs the queued writes in one savepoint; if one fails, that savepoint is undone and they run again
-	 * one savepoint each, so only the failing write is lost.
+	 * After a failed commit (the disk is full, an I/O error): the queued writes go back to the front
+	 * of the queue for the next try, as buffered events do; the tallies stay right. Id reservations
+	 * made in the transaction are undone with it, so reserve again before the next id is handed out
+	 * (a crash must never lead to an id being reused).
 	 */
-	private runAllLater(later: (() => void)[]): void {
+	private requeue(later: LaterWrite[]): void {
+		this.laterWrites.unshift(...later);
+		for (const log of this.logs.values()) log.reserved = Math.min(log.reserved, log.last);
+		this.syncTimer ??= setTimeout(this.syncSoon, Math.max(this.syncDelayMs, this.flushIntervalMs));
+	}
+
+	/**
+	 * Runs the queued writes in one savepoint; if one fails, that savepoint is undone and they run again
+	 * one savepoint each, so only the failing write is lost. Returns the sessions of failed writes.
+	 */
+	private runAllLater(later: LaterWrite[]): Set<string> | undefined {
 		try {
 			this.savepoint(() => {
-				for (const write of later) write();
+				for (const write of later) write.run();
 			});
+			return undefined;
 		} catch {
-			// One write will be missing: forget what the queued writes assumed (counts; messages to refer to).
-			for (const log of this.logs.values()) {
-				log.tally = undefined;
-				log.refs = [];
-			}
-			for (const write of later) this.runLater(write);
+			const failed = new Set<string>();
+			for (const write of later) if (!this.runLater(write)) failed.add(write.sessionId);
+			return failed.size > 0 ? failed : undefined;
 		}
 	}
 
 	/** Runs one queued write; a failure undoes that write only and is reported (its caller has returned). */
-	private runLater(write: () => void): void {
+	private runLater(write: LaterWrite): boolean {
 		try {
-			this.savepoint(write);
+			this.savepoint(write.run);
+			return true;
 		} catch (error) {
 			this.onFlushError(
 				new Error(`session store: a queued write failed and is not on disk: ${(error as Error).message}`, {
 					cause: error,
 				}),
 			);
+			return false;
 		}
+	}
+
+	/** The message count and current run of `log`'s session as the queued writes leave them. */
+	private tally(log: LogState): Tally {
+		if (log.tally) return log.tally;
+		const row = this.s.getCountAndRun.get(log.sessionId) as { message_count: number; current_run_id: string | null };
+		log.tally = { messages: row.message_count, runId: row.current_run_id };
+		return log.tally;
 	}
 
 	/**
-	 * After a failed commit of queued writes: the tallies they advanced are wrong, and id
-	 * reservations made in the transaction are undone with it, so reserve again before the next id
-	 * is handed out (a crash must never lead to an id being reused).
+	 * Appends `rows` (message JSON) to the transcript at the count on disk now (a queued write: the
+	 * same seqs as the tally gave unless an earlier write of the session failed, see `inlineFailedRefs`).
 	 */
-	private forgetLater(): void {
-		for (const log of this.logs.values()) {
-			log.tally = undefined;
-			log.refs = [];
-			log.reserved = Math.min(log.reserved, log.last);
-		}
-	}
-
-	/** The message count, current run and usage of `log`'s session as the queued writes leave them. */
-	private tally(log: LogState): Tally {
-		if (log.tally) return log.tally;
-		const row = this.s.getTally.get(log.sessionId) as {
-			message_count: number;
-			current_run_id: string | null;
-			usage: string;
-		};
-		log.tally = {
-			messages: row.message_count,
-			runId: row.current_run_id,
-			usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
-		};
-		return log.tally;
+	private insertMessages(sessionId: string, runId: string | null, rows: readonly string[]): void {
+		const first = (this.s.getCountAndRun.get(sessionId) as { message_count: number }).message_count;
+		for (let i = 0; i < rows.length; i++) this.s.insertMessage.run(sessionId, first + i, runId, rows[i]);
+		this.s.setMessageCount.run(first + rows.length, sessionId);
 	}
 
 	/** Before a read of `sessionId` (every session when omitted): commits the queued writes it would miss. */
@@ -747,7 +790,7 @@ export class SqliteSessionStore implements SessionStore {
 			});
 			// The first block of ids is reserved with the row, so a new session's first events need no extra write.
 			const log = newLogState(session.id, 0, 0, ID_RESERVATION);
-			log.tally = { messages: messages.length, runId: null, usage: zeroUsage() };
+			log.tally = { messages: messages.length, runId: null };
 			this.logs.set(session.id, log);
 			return this.toRecord(this.row(session.id) as SessionRow);
 		}, []);
@@ -842,13 +885,11 @@ export class SqliteSessionStore implements SessionStore {
 		const runId = tally.runId;
 		const rows = messages.map((m) => JSON.stringify(m));
 		if (rows.length === 0) return first;
+		const targets = rows.map((json, i) => ({ seq: first + i, json }));
+		this.later(sessionId, () => this.insertMessages(sessionId, runId, rows), targets);
 		tally.messages += rows.length;
-		for (let i = 0; i < rows.length; i++) log.refs.push({ seq: first + i, json: rows[i] as string });
+		log.refs.push(...targets);
 		if (log.refs.length > MAX_REFS) log.refs.splice(0, log.refs.length - MAX_REFS);
-		this.later(sessionId, () => {
-			for (let i = 0; i < rows.length; i++) this.s.insertMessage.run(sessionId, first + i, runId, rows[i]);
-			this.s.setMessageCount.run(first + rows.length, sessionId);
-		});
 		return tally.messages;
 	}
 
@@ -1030,19 +1071,21 @@ export class SqliteSessionStore implements SessionStore {
 		if (!log) return false;
 		if (this.laterRuns.has(runId) || this.s.runExists.get(runId) !== undefined) throw duplicateRunError(runId);
 		const tally = this.tally(log);
-		const first = tally.messages;
 		const rows = messages.map((m) => JSON.stringify(m));
+		const targets = rows.map((json, i) => ({ seq: tally.messages + i, json }));
+		this.later(
+			sessionId,
+			() => {
+				this.s.insertRun.run(runId, sessionId, startedAt, ZERO_USAGE_JSON);
+				this.s.setRunning.run(runId, startedAt, sessionId);
+				if (rows.length > 0) this.insertMessages(sessionId, runId, rows);
+			},
+			targets,
+		);
 		tally.messages += rows.length;
 		tally.runId = runId;
-		log.refs = rows.map((json, i) => ({ seq: first + i, json })).slice(-MAX_REFS);
+		log.refs = targets.slice(-MAX_REFS);
 		this.laterRuns.set(runId, sessionId);
-		this.later(sessionId, () => {
-			this.s.insertRun.run(runId, sessionId, startedAt, ZERO_USAGE_JSON);
-			this.s.setRunning.run(runId, startedAt, sessionId);
-			if (rows.length === 0) return;
-			for (let i = 0; i < rows.length; i++) this.s.insertMessage.run(sessionId, first + i, runId, rows[i]);
-			this.s.setMessageCount.run(first + rows.length, sessionId);
-		});
 		return true;
 	}
 
@@ -1057,16 +1100,15 @@ export class SqliteSessionStore implements SessionStore {
 				? sessionId
 				: (this.laterRuns.get(runId) ?? (this.s.getRun.get(runId) as RunRow | undefined)?.session_id);
 		if (owner !== sessionId) return false;
-		if (tally.runId === runId) tally.runId = null;
 		const usage = addUsage(zeroUsage(), end.usage);
 		const usageJson = JSON.stringify(usage);
-		tally.usage = addUsage(tally.usage, usage);
-		const totalJson = JSON.stringify(tally.usage);
 		const errorMessage = end.errorMessage ?? null;
 		this.later(sessionId, () => {
 			this.s.finishRun.run(end.status, end.endedAt, usageJson, errorMessage, runId);
-			this.s.endRunSession.run({ usage: totalJson, at: end.endedAt, runId, sessionId });
+			const total = addUsage(JSON.parse(this.s.getUsage.get(sessionId) as string) as UsageTotals, usage);
+			this.s.endRunSession.run({ usage: JSON.stringify(total), at: end.endedAt, runId, sessionId });
 		});
+		if (tally.runId === runId) tally.runId = null;
 		return true;
 	}
 
@@ -1165,16 +1207,33 @@ export class SqliteSessionStore implements SessionStore {
 
 	close(): void {
 		if (this.closed) return;
-		this.flush();
+		try {
+			this.flush();
+		} catch (error) {
+			// Closing must not fail (the file would stay owned): what could not be committed is reported.
+			this.onFlushError(
+				new Error(`session store: closing with writes that could not be committed: ${(error as Error).message}`, {
+					cause: error,
+				}),
+			);
+		}
 		const writerError = this.writer?.close();
 		if (writerError) this.onFlushError(new Error(`session store: writing the event log failed: ${writerError}`));
 		// Release unused id reservations so a graceful restart continues ids without a gap.
-		this.db.transaction(() => {
-			for (const log of this.logs.values()) {
-				if (log.reserved > log.last) this.s.releaseIds.run(log.last, log.written, log.sessionId);
-			}
-		})();
+		try {
+			this.db.transaction(() => {
+				for (const log of this.logs.values()) {
+					if (log.reserved > log.last) this.s.releaseIds.run(log.last, log.written, log.sessionId);
+				}
+			})();
+		} catch (error) {
+			this.onFlushError(
+				new Error(`session store: releasing event id reservations failed: ${(error as Error).message}`),
+			);
+		}
 		this.cancelTimer();
+		if (this.syncTimer !== undefined) clearTimeout(this.syncTimer);
+		this.syncTimer = undefined;
 		this.closed = true;
 		this.lock?.release();
 		this.db.close();
