@@ -276,7 +276,7 @@ export interface SessionStore {
 	/**
 	 * Appends completed messages (`message_end` messages, tool results, prompts) to the transcript,
 	 * in one transaction, tagged with the session's current run if any. Returns the new
-	 * transcript length, or undefined for an unknown session. Durable on return.
+	 * transcript length, or undefined for an unknown session. Durable at the next sync.
 	 */
 	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined;
 
@@ -370,7 +370,7 @@ export interface SessionStore {
 	/**
 	 * Records the end of a run: its status, end time, usage and error; adds the usage to the
 	 * session's totals; session status back to `idle` when `runId` is the current run.
-	 * Returns false for an unknown session or run. Durable on return.
+	 * Returns false for an unknown session or run. Durable at the next sync.
 	 */
 	endRun(sessionId: string, runId: string, end: RunEnd): boolean;
 
