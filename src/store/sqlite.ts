@@ -530,8 +530,8 @@ export class SqliteSessionStore implements SessionStore {
 	 * A write that is durable at the next sync (see `types.ts`): queued, and run with the others in
 	 * one transaction by the next `sync()` or durable write, or after `syncDelayMs`. Many sessions'
 	 * run starts, messages and run ends then cost one commit, and their statements run back to back
-	 * instead of each between the server's other work (the SQLite pages and code are then still in
-	 * the CPU caches: measured ~4x cheaper per statement). The caller computes its return value from
+	 * instead of each between the server's other work (timed in the server, each such call cost
+	 * several times what it costs in a tight loop over the same statements). The caller computes its return value from
 	 * the session's tally. With the writer thread (which needs the write lock between our writes) it
 	 * is an ordinary durable write.
 	 */
