@@ -191,16 +191,18 @@ function median(values: Figures[]): Figures {
 
 type Jobs = (repeat: number) => Promise<ClientJob>;
 
+/** Runs `job` and returns its figures with the server's CPU time per event. */
+async function runMeasured(server: ServerChild, job: ClientJob): Promise<Figures> {
+	const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	const result = figures(await runClient(job));
+	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	return { ...result, serverCpuPerEventUs: (after - before) / result.events };
+}
+
 async function measure(server: ServerChild, jobs: Jobs): Promise<Figures> {
 	const runs: Figures[] = [];
 	await runClient(await jobs(-1)); // warm-up: JIT of server and client, connection setup paths
-	for (let r = 0; r < REPEATS; r++) {
-		const job = await jobs(r);
-		const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
-		const result = figures(await runClient(job));
-		const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
-		runs.push({ ...result, serverCpuPerEventUs: (after - before) / result.events });
-	}
+	for (let r = 0; r < REPEATS; r++) runs.push(await runMeasured(server, await jobs(r)));
 	return median(runs);
 }
 
@@ -306,13 +308,7 @@ async function benchStores(dbDir: string, jobs: (url: string) => Promise<ClientJ
 	const memory = await ServerChild.start({ kind: "wheelhouse", store: "memory" });
 	const sqlite = await ServerChild.start({ kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, "pairs.db") });
 	try {
-		const once = async (server: ServerChild): Promise<Figures> => {
-			const job = await jobs(server.url);
-			const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
-			const result = figures(await runClient(job));
-			const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
-			return { ...result, serverCpuPerEventUs: (after - before) / result.events };
-		};
+		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
 		await once(memory); // warm-up
 		await once(sqlite);
 		const out: StorePairs = { eventsRatio: [], cpuRatio: [], memory: [], sqlite: [] };

@@ -213,12 +213,7 @@ export class LiveSession {
 
 	/** The record, re-read from the store if a run ended since it was read. */
 	private get current(): SessionRecord {
-		if (this.recordStale) {
-			this.recordStale = false;
-			const updated = this.deps.store.getSession(this.id);
-			if (updated) this.record = updated;
-		}
-		return this.record;
+		return this.recordStale ? this.refreshRecord() : this.record;
 	}
 
 	/** The store this session persists to. */
@@ -508,7 +503,7 @@ export class LiveSession {
 	 */
 	/**
 	 * Starts a run. `prompt` (the messages `start` prompts with) is stored with the run's start, in
-	 * one durable write: a prompt is on disk before the response that accepts it.
+	 * one write, committed by the store's sync before the response that accepts it.
 	 */
 	private launch(
 		start: () => Promise<void>,

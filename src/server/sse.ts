@@ -94,7 +94,8 @@ export type SseCloseReason = "ended" | "client_closed" | "overflow";
  * frames waiting, one `write()` each. A connection whose frames arrive after a quiet spell is
  * written at the end of the current event-loop turn (no added latency); while events keep coming,
  * passes are spaced so that writing takes at most about a tenth of the time: the gap after a
- * pass is WRITE_SPACING times the pass's own duration, at least MIN_GAP_MS and at most MAX_GAP_MS.
+ * pass is WRITE_SPACING times the passes' duration (a moving average of the writes of streams in
+ * flow), at least MIN_GAP_MS and at most MAX_GAP_MS.
  * One stream then gets a write per millisecond; a hundred busy streams (a pass of ~100 writes at
  * ~7 µs each) get one write each per ~7 ms instead of one per event, and the added latency stays
  * below MAX_GAP_MS. (bench/sse, 100 sessions: server CPU per event 7.2–7.9 µs with a tenth, against
@@ -157,20 +158,21 @@ class WritePasses {
 			return;
 		}
 		const commitWait = this.commitWait(now);
-		if (commitWait > 0) {
-			this.framesSeen = framesQueued;
-			setTimeout(this.run, Math.min(commitWait, QUIET_MS));
-			return;
-		}
-		setImmediate(this.run);
+		if (commitWait > 0) this.lookAgain(commitWait);
+		else setImmediate(this.run);
+	}
+
+	/** Notes the frames queued so far and runs the pass again in QUIET_MS (or when the commit spacing is over). */
+	private lookAgain(commitWait: number): void {
+		this.framesSeen = framesQueued;
+		setTimeout(this.run, Math.min(commitWait, QUIET_MS));
 	}
 
 	private run(): void {
 		const start = performance.now();
 		const commitWait = this.commitWait(start);
 		if (commitWait > 0 && framesQueued !== this.framesSeen) {
-			this.framesSeen = framesQueued;
-			setTimeout(this.run, Math.min(commitWait, QUIET_MS));
+			this.lookAgain(commitWait);
 			return;
 		}
 		this.scheduled = false;
@@ -325,9 +327,8 @@ export class SseConnection {
 			this.drop();
 			return;
 		}
-		if (!this.scheduled && !this.waitingForDrain) {
-			this.scheduled = true;
-			passes.add(this);
+		if (!this.waitingForDrain) {
+			this.queueForPass();
 		}
 	}
 
@@ -365,10 +366,7 @@ export class SseConnection {
 	private onDrain(): void {
 		this.waitingForDrain = false;
 		// The next write pass (after the pre-write hooks) sends the rest.
-		if ((this.pending !== "" || this.endRequested) && !this.scheduled) {
-			this.scheduled = true;
-			passes.add(this);
-		}
+		if (this.pending !== "" || this.endRequested) this.queueForPass();
 		if (!this.isBackedUp) {
 			for (const resolve of this.drainWaiters.splice(0)) resolve();
 		}
@@ -409,7 +407,12 @@ export class SseConnection {
 			this.writePending();
 			return;
 		}
-		if (this.scheduled) return; // the pass ends it
+		this.queueForPass(); // the pass ends it
+	}
+
+	/** Queues this connection for the next write pass, once. */
+	private queueForPass(): void {
+		if (this.scheduled) return;
 		this.scheduled = true;
 		passes.add(this);
 	}

@@ -65,7 +65,11 @@ export function encodeEventWithRefs(
 			at = encoded.indexOf(json, at + marker.length);
 		}
 	}
-	if (encoded === undefined) return encodeEvent(type, data, createdAt);
+	return encoded === undefined ? encodeEvent(type, data, createdAt) : encodeRefFrame(type, encoded, createdAt);
+}
+
+/** A ref frame: `encoded` is the event's data with references (see the module comment). */
+function encodeRefFrame(type: string, encoded: string, createdAt: number): string {
 	return `${createdAt},-${type.length},${encoded.length}:${type}${encoded}`;
 }
 
@@ -73,25 +77,85 @@ const REF_OPEN = "\u0001";
 const REF_CLOSE = "\u0002";
 const LITERAL_OPEN = REF_OPEN + REF_CLOSE;
 
-/** The data of a ref frame with its references replaced by the messages' JSON (`null` for one not found). */
-function expandRefs(encoded: string, resolve: (seq: number) => string | undefined, id: number): string {
-	let out = "";
-	let pos = 0;
-	for (;;) {
-		const open = encoded.indexOf(REF_OPEN, pos);
-		if (open < 0) return out + encoded.slice(pos);
-		const close = encoded.indexOf(REF_CLOSE, open + 1);
-		if (close < 0) throw new Error(`malformed event batch at id ${id}: unterminated message reference`);
-		out += encoded.slice(pos, open);
-		if (close === open + 1) out += REF_OPEN;
-		else {
-			const seq = Number(encoded.slice(open + 1, close));
-			if (!Number.isSafeInteger(seq) || seq < 0)
-				throw new Error(`malformed event batch at id ${id}: bad message reference`);
-			out += resolve(seq) ?? "null";
+/**
+ * The data of a ref frame with the references `resolve` knows replaced by the messages' JSON.
+ * `plain`: the event's data, when every reference was resolved; else undefined, and `encoded` is the
+ * data still as a ref frame's, with the known references inlined. `id`: the event's id, for errors.
+ */
+function substituteRefs(
+	data: string,
+	resolve: (seq: number) => string | undefined,
+	id: number | undefined,
+): { plain: string | undefined; encoded: string } {
+	let plain = "";
+	let encoded = "";
+	let kept = false;
+	for (let at = 0; ; ) {
+		const open = data.indexOf(REF_OPEN, at);
+		if (open < 0) {
+			plain += data.slice(at);
+			encoded += data.slice(at);
+			return { plain: kept ? undefined : plain, encoded };
 		}
-		pos = close + 1;
+		const close = data.indexOf(REF_CLOSE, open + 1);
+		if (close < 0) throw new Error(`malformed event batch ${place(id)}: unterminated message reference`);
+		plain += data.slice(at, open);
+		encoded += data.slice(at, open);
+		if (close === open + 1) {
+			plain += REF_OPEN;
+			encoded += LITERAL_OPEN;
+		} else {
+			const seq = Number(data.slice(open + 1, close));
+			if (!Number.isSafeInteger(seq) || seq < 0)
+				throw new Error(`malformed event batch ${place(id)}: bad message reference`);
+			const json = resolve(seq);
+			if (json === undefined) {
+				kept = true;
+				encoded += data.slice(open, close + 1);
+			} else {
+				plain += json;
+				encoded += json;
+			}
+		}
+		at = close + 1;
 	}
+}
+
+/** Where a malformed frame is, for the error: at the id of its event, or in a session's buffer. */
+function place(id: number | undefined): string {
+	return id === undefined ? "in the buffer" : `at id ${id}`;
+}
+
+/** One frame of a batch, read at `pos` (`id`: its event's id, for errors). */
+function readFrame(text: string, pos: number, id: number | undefined) {
+	const c1 = text.indexOf(",", pos);
+	const c2 = text.indexOf(",", c1 + 1);
+	const colon = text.indexOf(":", c2 + 1);
+	if (c1 < 0 || c2 < 0 || colon < 0) throw new Error(`malformed event batch ${place(id)}: missing frame header`);
+	const createdAt = Number(text.slice(pos, c1));
+	const refs = text.charCodeAt(c1 + 1) === 45; // "-": a ref frame
+	const typeLength = Number(text.slice(refs ? c1 + 2 : c1 + 1, c2));
+	const dataLength = Number(text.slice(c2 + 1, colon));
+	const dataStart = colon + 1 + typeLength;
+	const end = dataStart + dataLength;
+	if (
+		!Number.isFinite(createdAt) ||
+		!(typeLength >= 0) ||
+		!(dataLength >= 0) ||
+		end > text.length ||
+		(refs && typeLength === 0)
+	) {
+		throw new Error(`malformed event batch ${place(id)}: bad frame header`);
+	}
+	return {
+		createdAt,
+		refs,
+		/** A skip frame (its data is the number of ids to skip). */
+		skip: typeLength === 0,
+		type: text.slice(colon + 1, dataStart),
+		data: text.slice(dataStart, end),
+		end,
+	};
 }
 
 /**
@@ -101,55 +165,16 @@ function expandRefs(encoded: string, resolve: (seq: number) => string | undefine
  */
 export function inlineRefs(text: string, resolve: (seq: number) => string | undefined): string {
 	let out = "";
-	let pos = 0;
-	while (pos < text.length) {
-		const c1 = text.indexOf(",", pos);
-		const c2 = text.indexOf(",", c1 + 1);
-		const colon = text.indexOf(":", c2 + 1);
-		if (c1 < 0 || c2 < 0 || colon < 0) throw new Error("malformed event frames: missing frame header");
-		const refs = text.charCodeAt(c1 + 1) === 45;
-		const typeLength = Number(text.slice(refs ? c1 + 2 : c1 + 1, c2));
-		const end = colon + 1 + typeLength + Number(text.slice(c2 + 1, colon));
-		if (!refs) {
-			out += text.slice(pos, end);
-			pos = end;
-			continue;
-		}
-		const createdAt = text.slice(pos, c1);
-		const type = text.slice(colon + 1, colon + 1 + typeLength);
-		let encoded = "";
-		let plain = "";
-		let kept = 0;
-		const data = text.slice(colon + 1 + typeLength, end);
-		for (let at = 0; at < data.length; ) {
-			const open = data.indexOf(REF_OPEN, at);
-			if (open < 0) {
-				encoded += data.slice(at);
-				plain += data.slice(at);
-				break;
-			}
-			const close = data.indexOf(REF_CLOSE, open + 1);
-			if (close < 0) throw new Error("malformed event frames: unterminated message reference");
-			encoded += data.slice(at, open);
-			plain += data.slice(at, open);
-			const json = close === open + 1 ? undefined : resolve(Number(data.slice(open + 1, close)));
-			if (close === open + 1) {
-				encoded += LITERAL_OPEN;
-				plain += REF_OPEN;
-			} else if (json !== undefined) {
-				encoded += json;
-				plain += json;
-			} else {
-				encoded += data.slice(open, close + 1);
-				kept++;
-			}
-			at = close + 1;
-		}
-		out +=
-			kept > 0
-				? `${createdAt},-${typeLength},${encoded.length}:${type}${encoded}`
-				: encodeEvent(type, plain, Number(createdAt));
-		pos = end;
+	for (let pos = 0; pos < text.length; ) {
+		const frame = readFrame(text, pos, undefined);
+		if (frame.refs) {
+			const { plain, encoded } = substituteRefs(frame.data, resolve, undefined);
+			out +=
+				plain === undefined
+					? encodeRefFrame(frame.type, encoded, frame.createdAt)
+					: encodeEvent(frame.type, plain, frame.createdAt);
+		} else out += text.slice(pos, frame.end);
+		pos = frame.end;
 	}
 	return out;
 }
@@ -171,40 +196,20 @@ export function decodeBatch(
 	visit: (event: StoredEvent) => boolean,
 	resolve: (seq: number) => string | undefined = () => undefined,
 ): void {
-	let pos = 0;
 	let id = firstId;
-	while (pos < text.length) {
-		const c1 = text.indexOf(",", pos);
-		const c2 = text.indexOf(",", c1 + 1);
-		const colon = text.indexOf(":", c2 + 1);
-		if (c1 < 0 || c2 < 0 || colon < 0) throw new Error(`malformed event batch at id ${id}: missing frame header`);
-		const createdAt = Number(text.slice(pos, c1));
-		const refs = text.charCodeAt(c1 + 1) === 45; // "-": a ref frame
-		const typeLength = Number(text.slice(refs ? c1 + 2 : c1 + 1, c2));
-		const dataLength = Number(text.slice(c2 + 1, colon));
-		const typeStart = colon + 1;
-		const dataStart = typeStart + typeLength;
-		const end = dataStart + dataLength;
-		if (!Number.isFinite(createdAt) || !(typeLength >= 0) || !(dataLength >= 0) || end > text.length) {
-			throw new Error(`malformed event batch at id ${id}: bad frame header`);
-		}
-		if (typeLength === 0 && !refs) {
-			const skip = Number(text.slice(dataStart, end));
+	for (let pos = 0; pos < text.length; ) {
+		const frame = readFrame(text, pos, id);
+		pos = frame.end;
+		if (frame.skip) {
+			const skip = Number(frame.data);
 			if (!Number.isSafeInteger(skip) || skip < 1) throw new Error(`malformed event batch at id ${id}: bad skip frame`);
 			id += skip;
-			pos = end;
 			continue;
 		}
-		if (refs && typeLength === 0) throw new Error(`malformed event batch at id ${id}: bad frame header`);
-		const raw = text.slice(dataStart, end);
-		const keepGoing = visit({
-			id,
-			type: text.slice(typeStart, dataStart),
-			data: refs ? expandRefs(raw, resolve, id) : raw,
-			createdAt,
-		});
-		if (!keepGoing) return;
+		const data = frame.refs
+			? (substituteRefs(frame.data, (seq) => resolve(seq) ?? "null", id).plain as string)
+			: frame.data;
+		if (!visit({ id, type: frame.type, data, createdAt: frame.createdAt })) return;
 		id++;
-		pos = end;
 	}
 }

@@ -781,7 +781,7 @@ export class SqliteSessionStore implements SessionStore {
 				t,
 				t,
 				t,
-				JSON.stringify(zeroUsage()),
+				ZERO_USAGE_JSON,
 				messages.length,
 				ID_RESERVATION,
 			);
@@ -1142,8 +1142,6 @@ export class SqliteSessionStore implements SessionStore {
 					this.s.setUsage.run(JSON.stringify(total), row.id);
 				}
 				this.s.interruptSession.run(at, row.id);
-				const log = this.logs.get(row.id);
-				if (log) log.tally = undefined; // its usage changed
 			}
 			return rows.map((r) => r.id);
 		});
