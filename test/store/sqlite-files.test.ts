@@ -303,7 +303,8 @@ describe("SQLite store files", () => {
 		expect(store.listQueued("v6-session").map((q) => q.id)).toEqual([1]);
 		expect(store.recoverInterrupted(1_766_000_009_000)).toEqual(["v6-session"]);
 		// Records put now come after the frozen ones: the per-session cap removes the oldest first.
-		store.putIdempotencyKey({ ...(store.getIdempotencyKey("v6-session", "steer-key-1") as never), key: "k3" });
+		const steer = store.getIdempotencyKey("v6-session", "steer-key-1");
+		if (steer) store.putIdempotencyKey({ ...steer, key: "k3" });
 		expect(store.getIdempotencyKey("v6-session", "k3")?.operation).toBe("steer");
 		expect(store.deleteIdempotencyKeys(1_766_000_000_101)).toBe(1);
 		expect(store.getIdempotencyKey("v6-session", "prompt-key-1")).toBeUndefined();
