@@ -233,6 +233,28 @@ describe("Idempotency-Key", () => {
 		expect(store.listRuns(id)).toHaveLength(2);
 	});
 
+	it("forgets a key 24 hours after its first request", async () => {
+		const { server, store, id } = await setup();
+		const dayAndAMinute = 24 * 60 * 60 * 1000 + 60_000;
+		store.putIdempotencyKey({
+			sessionId: id,
+			key: "old",
+			operation: "prompt",
+			fingerprint: "from yesterday",
+			outcome: JSON.stringify({ kind: "run", runId: "yesterdays-run", firstEventId: 1 }),
+			createdAt: Date.now() - dayAndAMinute,
+		});
+		const fresh = await post(server, `/v1/sessions/${id}/prompt`, { message: "today" }, "old");
+		expect(fresh.status).toBe(202);
+		expect(fresh.body.runId).not.toBe("yesterdays-run");
+		await idle(server, id);
+		expect(await post(server, `/v1/sessions/${id}/prompt`, { message: "today" }, "old")).toMatchObject({
+			status: 202,
+			body: fresh.body,
+		});
+		expect(store.listRuns(id)).toHaveLength(1);
+	});
+
 	it("refuses a malformed key with 400 INVALID_IDEMPOTENCY_KEY before doing anything", async () => {
 		const { server, store, id } = await setup();
 		for (const key of ["", "x".repeat(256), "caf\u00e9"]) {
