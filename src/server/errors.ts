@@ -17,6 +17,10 @@ export const ERRORS = {
 		status: 400,
 		description: "`Last-Event-ID` or `?after=` is not a non-negative integer event id.",
 	},
+	INVALID_IDEMPOTENCY_KEY: {
+		status: 400,
+		description: "The `Idempotency-Key` header is not 1–255 printable ASCII characters (space to `~`).",
+	},
 	UNKNOWN_MODEL: { status: 400, description: 'The `model` is not `"provider/id"` of a model in `GET /v1/models`.' },
 	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
 	UNAUTHORIZED: {
@@ -42,6 +46,11 @@ export const ERRORS = {
 		description:
 			'The session is running and `ifBusy` is `"reject"` (the default), or `continue` was called while running.',
 	},
+	IDEMPOTENCY_IN_PROGRESS: {
+		status: 409,
+		description:
+			'A request with this `Idempotency-Key` is still being processed (e.g. a prompt with `ifBusy: "interrupt"` waiting for the active run to settle); repeat it once that one was answered.',
+	},
 	PAYLOAD_TOO_LARGE: {
 		status: 413,
 		description: "The request body exceeds the configured limit (`WHEELHOUSE_BODY_LIMIT`).",
@@ -55,6 +64,11 @@ export const ERRORS = {
 		status: 422,
 		description:
 			"`continue` when the last message is the assistant's and no steering or follow-up message is queued: send a prompt instead.",
+	},
+	IDEMPOTENCY_KEY_REUSED: {
+		status: 422,
+		description:
+			"The `Idempotency-Key` was already used on this session for a different request (another route or another body); use a new key for a new request.",
 	},
 	QUEUE_FULL: {
 		status: 429,

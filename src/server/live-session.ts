@@ -643,6 +643,11 @@ export class LiveSession {
 		return this.activeRun?.id;
 	}
 
+	/** The handle of run `runId` while it is the active run; undefined once it is over (or if it never was). */
+	activeRunHandle(runId: string): RunHandle | undefined {
+		return this.activeRun?.id === runId ? this.activeRun : undefined;
+	}
+
 	// --- config -------------------------------------------------------------------------------
 
 	/** Applies a config patch (validated by the caller): the store first, then the live Agent. */

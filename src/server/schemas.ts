@@ -224,6 +224,15 @@ export const QueueBody = Type.Object(
 	{ additionalProperties: false },
 );
 
+export const IdempotencyHeaders = Type.Object({
+	"idempotency-key": Type.Optional(
+		Type.String({
+			description:
+				"1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`.",
+		}),
+	),
+});
+
 export const RunAccepted = Type.Object(
 	{
 		status: Type.Literal("started"),

@@ -13,10 +13,12 @@ import {
 	duplicateRunError,
 	duplicateSessionError,
 	encodeCursor,
+	maxIdempotencyKeys,
 	sumAssistantUsage,
 	zeroUsage,
 } from "./shared.js";
 import type {
+	IdempotencyRecord,
 	NewSession,
 	PendingInteraction,
 	QueuedMessage,
@@ -52,6 +54,8 @@ interface MemorySession {
 	queue: QueueEntry[];
 	runs: Map<string, RunRecord>;
 	pending: Map<string, PendingInteraction>;
+	/** By key, least recently put first (Map order). */
+	idempotency: Map<string, IdempotencyRecord>;
 }
 
 function copyRecord(r: SessionRecord): SessionRecord {
@@ -61,6 +65,7 @@ function copyRecord(r: SessionRecord): SessionRecord {
 export class MemorySessionStore implements SessionStore {
 	readonly kind = "memory" as const;
 	readonly maxEventsPerSession: number;
+	private readonly maxIdempotencyKeys: number;
 	private readonly sessions = new Map<string, MemorySession>();
 	/** Every run id of every stored session (run ids are unique store-wide; checked in O(1)). */
 	private readonly runIds = new Set<string>();
@@ -75,6 +80,7 @@ export class MemorySessionStore implements SessionStore {
 			1,
 			10_000_000,
 		);
+		this.maxIdempotencyKeys = maxIdempotencyKeys(options.maxIdempotencyKeysPerSession);
 	}
 
 	private open(): void {
@@ -120,6 +126,7 @@ export class MemorySessionStore implements SessionStore {
 			queue: [],
 			runs: new Map(),
 			pending: new Map(),
+			idempotency: new Map(),
 		});
 		return copyRecord(record);
 	}
@@ -392,6 +399,35 @@ export class MemorySessionStore implements SessionStore {
 			.filter((p) => options.includeResolved || p.resolvedAt === null)
 			.sort((a, b) => a.createdAt - b.createdAt)
 			.map((p) => ({ ...p }));
+	}
+
+	putIdempotencyKey(record: IdempotencyRecord): boolean {
+		const s = this.get(record.sessionId);
+		if (!s) return false;
+		// Replacing moves the key to the most recent end, as SQLite's replacement gets a new row.
+		s.idempotency.delete(record.key);
+		s.idempotency.set(record.key, { ...record });
+		for (const key of s.idempotency.keys()) {
+			if (s.idempotency.size <= this.maxIdempotencyKeys) break;
+			s.idempotency.delete(key);
+		}
+		return true;
+	}
+
+	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined {
+		const record = this.get(sessionId)?.idempotency.get(key);
+		return record && { ...record };
+	}
+
+	deleteIdempotencyKeys(cutoff: number): number {
+		this.open();
+		let n = 0;
+		for (const s of this.sessions.values()) {
+			for (const [key, record] of s.idempotency) {
+				if (record.createdAt < cutoff && s.idempotency.delete(key)) n++;
+			}
+		}
+		return n;
 	}
 
 	listIdleSessions(cutoff: number, limit?: number): string[] {

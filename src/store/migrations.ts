@@ -159,6 +159,27 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE UNIQUE INDEX event_batches_by_session ON event_batches (session_id, last_id);
 		`,
 	},
+	{
+		version: 6,
+		description:
+			"idempotency keys: the outcome of a prompt, continue, steer or follow-up sent with an Idempotency-Key, so a " +
+			"client that repeats the request (also after a restart) gets that outcome instead of a second run or message",
+		// Rows are replaced (not updated) when a key is put again, so rowid order within a session is put order:
+		// the per-session cap removes the lowest rowids. created_at serves the time-based expiry.
+		sql: `
+			CREATE TABLE idempotency_keys (
+				id INTEGER PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				key TEXT NOT NULL,
+				operation TEXT NOT NULL,
+				fingerprint TEXT NOT NULL,
+				outcome TEXT NOT NULL,
+				created_at INTEGER NOT NULL
+			);
+			CREATE UNIQUE INDEX idempotency_keys_by_key ON idempotency_keys (session_id, key);
+			CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

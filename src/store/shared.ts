@@ -7,6 +7,13 @@ import type { UsageTotals } from "./types.js";
 
 export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
+export const DEFAULT_MAX_IDEMPOTENCY_KEYS_PER_SESSION = 1000;
+
+/** `maxIdempotencyKeysPerSession` of the store options, checked. */
+export function maxIdempotencyKeys(value: number | undefined): number {
+	return checkLimit("maxIdempotencyKeysPerSession", value, DEFAULT_MAX_IDEMPOTENCY_KEYS_PER_SESSION, 1, 1_000_000);
+}
+
 /** Returns `value ?? fallback` after checking it is an integer within [min, max]. */
 export function checkLimit(
 	name: string,

@@ -44,6 +44,7 @@ export function prepareStatements(db: Database.Database) {
 			prepare("DELETE FROM queue WHERE session_id = ?"),
 			prepare("DELETE FROM runs WHERE session_id = ?"),
 			prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
+			prepare("DELETE FROM idempotency_keys WHERE session_id = ?"),
 		],
 		deleteSession: prepare("DELETE FROM sessions WHERE id = ?"),
 		insertMessage: prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),
@@ -97,6 +98,18 @@ export function prepareStatements(db: Database.Database) {
 			`SELECT * FROM pending_interactions WHERE session_id = ? AND (? = 1 OR resolved_at IS NULL)
 			 ORDER BY created_at, rowid`,
 		),
+		deleteIdempotencyKey: prepare("DELETE FROM idempotency_keys WHERE session_id = ? AND key = ?"),
+		insertIdempotencyKey: prepare(
+			`INSERT INTO idempotency_keys (session_id, key, operation, fingerprint, outcome, created_at)
+			 VALUES (?, ?, ?, ?, ?, ?)`,
+		),
+		// The unique (session_id, key) index holds the rowid: this walks the session's entries only.
+		trimIdempotencyKeys: prepare(
+			`DELETE FROM idempotency_keys WHERE id IN (SELECT id FROM idempotency_keys WHERE session_id = ?
+			 ORDER BY id DESC LIMIT -1 OFFSET ?)`,
+		),
+		getIdempotencyKey: prepare("SELECT * FROM idempotency_keys WHERE session_id = ? AND key = ?"),
+		expireIdempotencyKeys: prepare("DELETE FROM idempotency_keys WHERE created_at < ?"),
 		listIdle: prepare(
 			"SELECT id FROM sessions WHERE last_active_at < ? AND status != 'running' ORDER BY last_active_at, id LIMIT ?",
 		),

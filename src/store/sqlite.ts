@@ -54,11 +54,13 @@ import {
 	duplicateRunError,
 	duplicateSessionError,
 	encodeCursor,
+	maxIdempotencyKeys,
 	sumAssistantUsage,
 	zeroUsage,
 } from "./shared.js";
 import { prepareStatements } from "./sqlite-statements.js";
 import type {
+	IdempotencyRecord,
 	NewSession,
 	PendingInteraction,
 	QueuedMessage,
@@ -184,6 +186,15 @@ interface PendingRow {
 	created_at: number;
 	resolved_at: number | null;
 	resolution: string | null;
+}
+
+interface IdempotencyRow {
+	session_id: string;
+	key: string;
+	operation: string;
+	fingerprint: string;
+	outcome: string;
+	created_at: number;
 }
 
 interface QueueRow {
@@ -360,6 +371,7 @@ function openDatabase(
 export class SqliteSessionStore implements SessionStore {
 	readonly kind = "sqlite" as const;
 	readonly maxEventsPerSession: number;
+	private readonly maxIdempotencyKeys: number;
 	readonly path: string;
 	readonly schemaVersion = LATEST_SCHEMA_VERSION;
 	private readonly db: Database.Database;
@@ -414,6 +426,7 @@ export class SqliteSessionStore implements SessionStore {
 			1,
 			10_000_000,
 		);
+		this.maxIdempotencyKeys = maxIdempotencyKeys(options.maxIdempotencyKeysPerSession);
 		this.flushIntervalMs = checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000);
 		this.maxBatchEvents = checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000);
 		this.syncDelayMs = checkLimit("syncDelayMs", options.syncDelayMs, 5, 0, 60_000);
@@ -1181,6 +1194,40 @@ export class SqliteSessionStore implements SessionStore {
 			resolvedAt: r.resolved_at,
 			resolution: r.resolution,
 		}));
+	}
+
+	// --- idempotency keys -----------------------------------------------------------------------
+
+	putIdempotencyKey(record: IdempotencyRecord): boolean {
+		// One commit with the session's queued writes: a run start and the key that started it.
+		return this.durableFor(record.sessionId, () => {
+			if (!this.row(record.sessionId)) return false;
+			const r = record;
+			// Delete and insert (not an upsert): the new row's id puts it last in the session's put order.
+			this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
+			this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
+			this.s.trimIdempotencyKeys.run(r.sessionId, this.maxIdempotencyKeys);
+			return true;
+		});
+	}
+
+	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined {
+		this.open();
+		const row = this.s.getIdempotencyKey.get(sessionId, key) as IdempotencyRow | undefined;
+		return (
+			row && {
+				sessionId: row.session_id,
+				key: row.key,
+				operation: row.operation,
+				fingerprint: row.fingerprint,
+				outcome: row.outcome,
+				createdAt: row.created_at,
+			}
+		);
+	}
+
+	deleteIdempotencyKeys(cutoff: number): number {
+		return this.durable(() => this.s.expireIdempotencyKeys.run(cutoff).changes, []);
 	}
 
 	// --- retention and lifecycle ----------------------------------------------------------------

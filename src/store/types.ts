@@ -16,7 +16,8 @@
  *
  * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
  *   `deleteSessions`, `enqueue`, `removeQueued`, `clearQueue`, `putPending`,
- *   `resolvePending`, `deletePending`, `recoverInterrupted`, `flush`.
+ *   `resolvePending`, `deletePending`, `putIdempotencyKey`, `deleteIdempotencyKeys`,
+ *   `recoverInterrupted`, `flush`.
  * - Durable at the next sync: `startRun`, `appendMessages` and `endRun`. Their effect is visible to
  *   this store at once (reads of the session see them); they are committed by the next `sync()`,
  *   by any write above, by a read of their session that needs them, and at the latest after a few
@@ -207,6 +208,23 @@ export interface PendingInteraction {
 	resolution: string | null;
 }
 
+/**
+ * A request made with an `Idempotency-Key`, and what it came to: a repeat of the request with the
+ * same key is answered from this record instead of being carried out again.
+ */
+export interface IdempotencyRecord {
+	sessionId: string;
+	/** The client's key, unique per session. */
+	key: string;
+	/** Which operation the key was used for (e.g. `"prompt"`); stored verbatim. */
+	operation: string;
+	/** A digest of the request (operation and body): a repeat with another digest is another request. */
+	fingerprint: string;
+	/** Serialised JSON of the outcome (the server's business); stored and returned verbatim. */
+	outcome: string;
+	createdAt: number;
+}
+
 /** A page of `listSessions`. */
 export interface SessionPage {
 	sessions: SessionRecord[];
@@ -227,6 +245,11 @@ export interface MessagePage {
 export interface StoreOptions {
 	/** Events retained per session; older ones are trimmed (ids are never reused). Default 10,000. */
 	maxEventsPerSession?: number;
+	/**
+	 * Idempotency records kept per session; putting one more removes the least recently put.
+	 * Default 1,000.
+	 */
+	maxIdempotencyKeysPerSession?: number;
 }
 
 /** The store. See the module comment for the sync, durability and unknown-session rules. */
@@ -267,7 +290,7 @@ export interface SessionStore {
 
 	/**
 	 * Deletes the session and everything of it: transcript, events (also buffered ones), queue,
-	 * runs, pending interactions. Returns false if unknown. Durable on return.
+	 * runs, pending interactions, idempotency records. Returns false if unknown. Durable on return.
 	 */
 	deleteSession(sessionId: string): boolean;
 
@@ -398,6 +421,23 @@ export interface SessionStore {
 
 	/** The session's interactions in creation order; unresolved only unless `includeResolved`. */
 	listPending(sessionId: string, options?: { includeResolved?: boolean }): PendingInteraction[];
+
+	// --- idempotency keys -----------------------------------------------------------------------
+
+	/**
+	 * Stores the record of `(sessionId, key)`, replacing an earlier one of that key, then removes
+	 * the session's least recently put records beyond `maxIdempotencyKeysPerSession`. Returns false
+	 * for an unknown session. Durable on return; with its session's writes that wait for the next
+	 * sync (a run start) in the same commit, so a run and the key that started it are on disk
+	 * together or not at all.
+	 */
+	putIdempotencyKey(record: IdempotencyRecord): boolean;
+
+	/** The record of `(sessionId, key)`, or undefined (also for an unknown session). */
+	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined;
+
+	/** Deletes every session's records with `createdAt < cutoff`. Returns how many. Durable on return. */
+	deleteIdempotencyKeys(cutoff: number): number;
 
 	// --- retention ------------------------------------------------------------------------------
 

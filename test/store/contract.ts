@@ -502,6 +502,78 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 			});
 		});
 
+		describe("idempotency keys", () => {
+			const record = (sessionId: string, key: string, createdAt = 1, outcome = '{"n":1}') => ({
+				sessionId,
+				key,
+				operation: "prompt",
+				fingerprint: `fp-${key}`,
+				outcome,
+				createdAt,
+			});
+
+			it("stores a record per session and key, returns copies, and replaces it when put again", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				expect(store.putIdempotencyKey(record("s1", "k1"))).toBe(true);
+				expect(store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1"));
+				// Keys are per session.
+				expect(store.getIdempotencyKey("s2", "k1")).toBeUndefined();
+				const copy = store.getIdempotencyKey("s1", "k1");
+				if (copy) copy.outcome = "changed";
+				expect(store.getIdempotencyKey("s1", "k1")?.outcome).toBe('{"n":1}');
+				store.putIdempotencyKey(record("s1", "k1", 2, '{"n":2}'));
+				expect(store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1", 2, '{"n":2}'));
+				// Any printable key is stored as given.
+				const odd = ` a "quoted" key \\ with ${"x".repeat(230)} `;
+				store.putIdempotencyKey(record("s1", odd));
+				expect(store.getIdempotencyKey("s1", odd)?.key).toBe(odd);
+			});
+
+			it("keeps the most recently put records of each session up to the cap", () => {
+				const store = open({ maxIdempotencyKeysPerSession: 3 });
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				for (const key of ["a", "b", "c"]) store.putIdempotencyKey(record("s1", key));
+				store.putIdempotencyKey(record("s2", "z"));
+				// Putting "a" again makes it the most recent: "b" is the oldest now.
+				store.putIdempotencyKey(record("s1", "a"));
+				store.putIdempotencyKey(record("s1", "d"));
+				expect(["a", "b", "c", "d"].filter((k) => store.getIdempotencyKey("s1", k))).toEqual(["a", "c", "d"]);
+				expect(store.getIdempotencyKey("s2", "z")).toBeDefined();
+			});
+
+			it("expires records created before a cutoff, in every session", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				store.createSession(newSession("s2"));
+				store.putIdempotencyKey(record("s1", "old", 100));
+				store.putIdempotencyKey(record("s2", "old", 150));
+				store.putIdempotencyKey(record("s1", "new", 200));
+				expect(store.deleteIdempotencyKeys(200)).toBe(2);
+				expect(store.getIdempotencyKey("s1", "old")).toBeUndefined();
+				expect(store.getIdempotencyKey("s2", "old")).toBeUndefined();
+				expect(store.getIdempotencyKey("s1", "new")?.createdAt).toBe(200);
+				expect(store.deleteIdempotencyKeys(200)).toBe(0);
+			});
+
+			it("refuses an unknown session and forgets a deleted session's keys", () => {
+				const store = open();
+				expect(store.putIdempotencyKey(record("x", "k"))).toBe(false);
+				expect(store.getIdempotencyKey("x", "k")).toBeUndefined();
+				store.createSession(newSession("s1"));
+				store.putIdempotencyKey(record("s1", "k"));
+				store.deleteSession("s1");
+				store.createSession(newSession("s1"));
+				expect(store.getIdempotencyKey("s1", "k")).toBeUndefined();
+			});
+
+			it("rejects an out-of-range cap", () => {
+				expect(() => factory({ maxIdempotencyKeysPerSession: 0 })).toThrow(/maxIdempotencyKeysPerSession/);
+			});
+		});
+
 		describe("delete, retention and unknown sessions", () => {
 			it("deletes everything of a session; a new session with the same id starts empty", () => {
 				const store = open();

@@ -366,6 +366,34 @@ describe("SQLite store durability", () => {
 		});
 	});
 
+	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", () => {
+		const path = join(dir, "idempotency.db");
+		const s = store(path, { syncDelayMs: 60_000 });
+		s.createSession(newSession("s1"));
+		s.startRun("s1", "r1", 10, [user("q")]);
+		const onDisk = () => {
+			const db = new Database(path, { readonly: true });
+			try {
+				return {
+					runs: db.prepare("SELECT count(*) FROM runs").pluck().get(),
+					keys: db.prepare("SELECT count(*) FROM idempotency_keys").pluck().get(),
+				};
+			} finally {
+				db.close();
+			}
+		};
+		expect(onDisk()).toEqual({ runs: 0, keys: 0 });
+		s.putIdempotencyKey({
+			sessionId: "s1",
+			key: "k",
+			operation: "prompt",
+			fingerprint: "f",
+			outcome: "{}",
+			createdAt: 10,
+		});
+		expect(onDisk()).toEqual({ runs: 1, keys: 1 });
+	});
+
 	it("close() writes the buffer", () => {
 		const path = join(dir, "close.db");
 		const s = openSqliteStore({ path, flushIntervalMs: 60_000 });

@@ -279,4 +279,62 @@ describe("SQLite store files", () => {
 		expect(store.appendEvent("v5-session", "agent_start", "{}")).toBe(10);
 		store.close();
 	});
+
+	it("opens a version-6 database (immutable fixture): idempotency records are there", () => {
+		const path = join(dir, "v6.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v6.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getIdempotencyKey("v6-session", "prompt-key-1")).toEqual({
+			sessionId: "v6-session",
+			key: "prompt-key-1",
+			operation: "prompt",
+			fingerprint: "5f0c1a2b3c4d5e6f",
+			outcome: '{"kind":"run","runId":"0194b2c3-d4e5-7f60-8b7c-8d9e0f1a2b3c","firstEventId":1}',
+			createdAt: 1_766_000_000_100,
+		});
+		expect(JSON.parse(store.getIdempotencyKey("v6-session", "steer-key-1")?.outcome ?? "")).toMatchObject({
+			kind: "response",
+			status: 202,
+			body: { status: "queued", queue: "steer", queuedId: 1 },
+		});
+		expect(store.listQueued("v6-session").map((q) => q.id)).toEqual([1]);
+		expect(store.recoverInterrupted(1_766_000_009_000)).toEqual(["v6-session"]);
+		// Records put now come after the frozen ones: the per-session cap removes the oldest first.
+		const steer = store.getIdempotencyKey("v6-session", "steer-key-1");
+		if (steer) store.putIdempotencyKey({ ...steer, key: "k3" });
+		expect(store.getIdempotencyKey("v6-session", "k3")?.operation).toBe("steer");
+		expect(store.deleteIdempotencyKeys(1_766_000_000_101)).toBe(1);
+		expect(store.getIdempotencyKey("v6-session", "prompt-key-1")).toBeUndefined();
+		store.deleteSession("v6-session");
+		store.close();
+		const check = new Database(path, { readonly: true });
+		expect(check.prepare("SELECT count(*) FROM idempotency_keys").pluck().get()).toBe(0);
+		check.close();
+	});
+
+	it("migrates a version-5 database to version 6: no idempotency records, and keys can be put", () => {
+		const path = join(dir, "v5-to-v6.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v5.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(store.getIdempotencyKey("v5-session", "k")).toBeUndefined();
+		const record = {
+			sessionId: "v5-session",
+			key: "k",
+			operation: "follow-up",
+			fingerprint: "f",
+			outcome: "{}",
+			createdAt: 1,
+		};
+		expect(store.putIdempotencyKey(record)).toBe(true);
+		store.close();
+		const reopened = openSqliteStore({ path });
+		expect(reopened.getIdempotencyKey("v5-session", "k")).toEqual(record);
+		reopened.close();
+	});
 });

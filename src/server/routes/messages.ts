@@ -2,11 +2,14 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../ai/types.js";
 import { toUserMessage } from "../context.js";
+import { IdempotencyKeys, type IdempotentOutcome, type KeyedRequest, parseIdempotencyKey } from "../idempotency.js";
 import type { LiveSession, RunHandle } from "../live-session.js";
+import { resumeRunStream } from "../run-resume.js";
 import {
 	AbortResult,
 	ClearQueueQuery,
 	ClearQueueResult,
+	IdempotencyHeaders,
 	PromptBody,
 	QueueBody,
 	QueuedAccepted,
@@ -16,6 +19,7 @@ import {
 	SseResponse,
 } from "../schemas.js";
 import { runStreamAttacher } from "../session-stream.js";
+import { parseEventId } from "./events.js";
 
 function wantsSse(request: FastifyRequest): boolean {
 	const accept = request.headers.accept;
@@ -32,12 +36,55 @@ function queuedNote(idle: boolean, kind: "steer" | "followUp"): string {
 /** Prompt, continue, steer, follow-up, clear queue, abort. */
 export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 	const tags = ["runs"];
+	const keys = new IdempotencyKeys(app.log);
+
+	/** Looks up the request's `Idempotency-Key` (see idempotency.ts); undefined without one. */
+	function beginKeyed(request: FastifyRequest, session: LiveSession, operation: string, body: unknown) {
+		return keys.begin(session, parseIdempotencyKey(request.headers["idempotency-key"]), operation, body);
+	}
 
 	/** Answers a started run: the SSE stream was attached already, or 202 with its first event id. */
 	async function answerRun(reply: FastifyReply, run: RunHandle, sse: boolean) {
 		if (sse) return reply; // hijacked: the stream answers
 		const firstEventId = await run.firstEventId;
 		return reply.code(202).send({ status: "started", runId: run.id, firstEventId });
+	}
+
+	/**
+	 * Answers a repeated request with the first one's outcome: the same status and body, or for a
+	 * run asked for as SSE, the run's stream after `Last-Event-ID` (from its beginning without one).
+	 */
+	function answerRepeat(
+		request: FastifyRequest,
+		reply: FastifyReply,
+		session: LiveSession,
+		outcome: IdempotentOutcome,
+	) {
+		reply.header("idempotent-replayed", "true");
+		if (outcome.kind === "response") return reply.code(outcome.status).send(outcome.body);
+		if (!wantsSse(request)) {
+			return reply.code(202).send({ status: "started", runId: outcome.runId, firstEventId: outcome.firstEventId });
+		}
+		const header = request.headers["last-event-id"];
+		const afterId =
+			typeof header === "string" && header.trim() !== "" ? parseEventId(header, "Last-Event-ID") : undefined;
+		resumeRunStream(session, reply, outcome, afterId, app.wheelhouse.stream);
+		return reply;
+	}
+
+	/** The `attach` of a run: records the key (same commit as the run's start), then attaches the stream. */
+	function attachRun(keyed: KeyedRequest | undefined, stream: ((run: RunHandle) => void) | undefined) {
+		if (keyed?.kind !== "first") return stream;
+		return (run: RunHandle) => {
+			keyed.recordRun(run);
+			stream?.(run);
+		};
+	}
+
+	/** Sends an accepted request's response, recorded under its key first. */
+	function sendAccepted(reply: FastifyReply, keyed: KeyedRequest | undefined, status: number, body: unknown) {
+		if (keyed?.kind === "first") keyed.record({ kind: "response", status, body });
+		return reply.code(status).send(body);
 	}
 
 	app.post(
@@ -47,27 +94,34 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				tags,
 				summary: "Start a run with a user message (SSE with Accept: text/event-stream, else 202)",
 				params: SessionParams,
+				headers: IdempotencyHeaders,
 				body: PromptBody,
 				response: responses({ 200: SseResponse, 202: { anyOf: [RunAccepted, QueuedAccepted] } as never }),
 			},
 		},
 		async function prompt(request, reply) {
 			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-			const sse = wantsSse(request);
-			const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
-			const attach = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-			const result = await session.prompt([message], request.body.ifBusy ?? "reject", attach);
-			if (result.kind === "queued") {
-				return reply.code(202).send({
-					status: "queued",
-					queue: result.queue,
-					queuedId: result.entryId,
-					queueLength: result.queueLength,
-					idle: result.idle,
-					note: queuedNote(result.idle, result.queue),
-				});
+			const keyed = beginKeyed(request, session, "prompt", request.body);
+			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
+			try {
+				const sse = wantsSse(request);
+				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
+				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
+				const result = await session.prompt([message], request.body.ifBusy ?? "reject", attachRun(keyed, stream));
+				if (result.kind === "queued") {
+					return sendAccepted(reply, keyed, 202, {
+						status: "queued",
+						queue: result.queue,
+						queuedId: result.entryId,
+						queueLength: result.queueLength,
+						idle: result.idle,
+						note: queuedNote(result.idle, result.queue),
+					});
+				}
+				return await answerRun(reply, result.run, sse);
+			} finally {
+				keyed?.release();
 			}
-			return answerRun(reply, result.run, sse);
 		},
 	);
 
@@ -78,15 +132,23 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				tags,
 				summary: "Continue from the transcript (the reference's continue rules)",
 				params: SessionParams,
+				headers: IdempotencyHeaders,
 				response: responses({ 200: SseResponse, 202: RunAccepted }),
 			},
 		},
 		async function continueRun(request, reply) {
 			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-			const sse = wantsSse(request);
-			const attach = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-			const run = await session.continue(attach);
-			return answerRun(reply, run, sse);
+			// continue takes no body: the operation alone is the request.
+			const keyed = beginKeyed(request, session, "continue", null);
+			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
+			try {
+				const sse = wantsSse(request);
+				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
+				const run = await session.continue(attachRun(keyed, stream));
+				return await answerRun(reply, run, sse);
+			} finally {
+				keyed?.release();
+			}
 		},
 	);
 
@@ -104,22 +166,29 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 							? "Queue a steering message (delivered after the current tool batch)"
 							: "Queue a follow-up message (delivered when the agent would stop)",
 					params: SessionParams,
+					headers: IdempotencyHeaders,
 					body: QueueBody,
 					response: responses({ 202: QueuedAccepted }),
 				},
 			},
 			async function queueMessage(request, reply) {
 				const session: LiveSession = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
-				const { entry, queueLength, idle } = session.enqueue(kind, message);
-				return reply.code(202).send({
-					status: "queued",
-					queue: kind,
-					queuedId: entry.id,
-					queueLength,
-					idle,
-					note: queuedNote(idle, kind),
-				});
+				const keyed = beginKeyed(request, session, kind, request.body);
+				if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
+				try {
+					const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
+					const { entry, queueLength, idle } = session.enqueue(kind, message);
+					return sendAccepted(reply, keyed, 202, {
+						status: "queued",
+						queue: kind,
+						queuedId: entry.id,
+						queueLength,
+						idle,
+						note: queuedNote(idle, kind),
+					});
+				} finally {
+					keyed?.release();
+				}
 			},
 		);
 	}
