@@ -504,6 +504,9 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 
 			if (choice.finish_reason) finishReason = choice.finish_reason;
 		},
+		// A proxy that cuts the stream ends it cleanly; only a finish_reason or [DONE] says the answer is whole.
+		finished: (done) => done || finishReason !== undefined,
+		finishSignal: "finish_reason or [DONE]",
 		onEnd() {
 			closeThinking();
 			// Fast-path chunks are content: any output counts as a response.
