@@ -309,6 +309,19 @@ describe("streamProvider: failures are error events", () => {
 		expect(message.errorMessage).toMatch(/timed out/);
 	});
 
+	it("the model's idleTimeoutMs applies when the call sets no timeoutMs; the call's own wins", async () => {
+		const call = (options: StreamOptions) =>
+			streamProvider({
+				model: { ...model(), idleTimeoutMs: 120 },
+				options: { ...fast, maxRetries: 0, ...options },
+				buildRequest: () => ({ url: `${server.url}/v1/test`, body: {} }),
+				createHandler: handler,
+			}).result();
+		server.enqueue({ stallAfterBytes: 0 }, { stallAfterBytes: 0 });
+		expect((await call({})).errorMessage).toBe("Request timed out: no data from the provider for 120 ms");
+		expect((await call({ timeoutMs: 60 })).errorMessage).toBe("Request timed out: no data from the provider for 60 ms");
+	});
+
 	it("buildRequest throwing ends in an error event", async () => {
 		const stream = streamProvider({
 			model: model(),

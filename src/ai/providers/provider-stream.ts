@@ -50,8 +50,9 @@ import { OutputBuilder } from "./output-builder.js";
  * `errorMessage` and the content streamed so far:
  * - abort (`options.signal`, before or during the call, or while waiting to retry) → `stopReason:
  *   "aborted"`;
- * - idle timeout: no byte for `options.timeoutMs` (default {@link DEFAULT_IDLE_TIMEOUT_MS}) while
- *   waiting for headers or body;
+ * - idle timeout: no byte for `options.timeoutMs`, else the model's `idleTimeoutMs`, else
+ *   {@link DEFAULT_IDLE_TIMEOUT_MS} (0 = none), while waiting for headers or body — one timer for
+ *   both, re-armed by every chunk; not retried (a provider that stalls once usually stalls again);
  * - HTTP status, connection reset/refused, invalid JSON, a {@link ProviderError} (or any error)
  *   thrown by the handler, e.g. for a mid-stream error event;
  * - an invalid proxy variable (`HttpProxyConfigError`, naming it; not retried).
@@ -264,7 +265,7 @@ async function run<TOptions extends StreamOptions>(call: ProviderCall<TOptions>,
 	const maxRetries = nonNegative(options.maxRetries, DEFAULT_MAX_RETRIES);
 	const maxDelay = nonNegative(options.maxRetryDelayMs, DEFAULT_MAX_RETRY_DELAY_MS);
 	const baseDelay = nonNegative(options.retryBaseDelayMs, DEFAULT_RETRY_BASE_DELAY_MS);
-	const idleMs = nonNegative(options.timeoutMs, DEFAULT_IDLE_TIMEOUT_MS);
+	const idleMs = nonNegative(options.timeoutMs, nonNegative(model.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS));
 	const retries: { attempt: number; error: string; status?: number; delayMs: number }[] = [];
 
 	let prepared:
