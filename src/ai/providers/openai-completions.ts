@@ -11,6 +11,7 @@
  * `tool_calls` (keyed by `index`, arguments streamed as JSON text); `finish_reason` gives the stop
  * reason; usage arrives in a last chunk with `choices: []` (`stream_options.include_usage`); an
  * `{error}` payload mid-stream (OpenRouter, vLLM) fails the call. Other choices (`n > 1`) are ignored.
+ * A stream that ends with neither a `finish_reason` nor `data: [DONE]` was cut short and fails.
  */
 
 import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
