@@ -186,12 +186,14 @@ export interface CustomModelConfig {
 	/** USD per million tokens; default all 0 (local models). */
 	cost?: Partial<Model<Api>["cost"]>;
 	headers?: Record<string, string>;
+	/** Idle timeout in ms for calls to this model (see `Model.idleTimeoutMs`); 0 = none; default: the server's. */
+	idleTimeoutMs?: number;
 }
 
 /**
  * Registers a model from a configuration record and returns it. `apiKeyEnv` becomes the
  * provider's key variable. Throws a `TypeError` for a record without provider, id or a valid
- * absolute `baseUrl`.
+ * absolute `baseUrl`, or with an `idleTimeoutMs` that is not a non-negative integer.
  */
 export function registerCustomModel(config: CustomModelConfig): Model<Api> {
 	for (const field of ["provider", "id", "baseUrl"] as const) {
@@ -210,6 +212,12 @@ export function registerCustomModel(config: CustomModelConfig): Model<Api> {
 			`registerCustomModel: config.baseUrl must be an absolute URL such as "http://localhost:11434/v1" (got "${config.baseUrl}")`,
 		);
 	}
+	const idle = config.idleTimeoutMs;
+	if (idle !== undefined && !(Number.isSafeInteger(idle) && idle >= 0)) {
+		throw new TypeError(
+			`registerCustomModel: config.idleTimeoutMs must be a non-negative integer of milliseconds (got ${JSON.stringify(idle)})`,
+		);
+	}
 	if (config.apiKeyEnv) registerProviderEnvKey(config.provider, config.apiKeyEnv);
 	const model: Model<Api> = {
 		id: config.id,
@@ -226,6 +234,7 @@ export function registerCustomModel(config: CustomModelConfig): Model<Api> {
 	if (config.thinkingLevelMap) model.thinkingLevelMap = config.thinkingLevelMap;
 	if (config.compat) (model as Model<any>).compat = config.compat;
 	if (config.headers) model.headers = config.headers;
+	if (idle !== undefined) model.idleTimeoutMs = idle;
 	return registerModel(model);
 }
 

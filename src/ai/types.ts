@@ -251,6 +251,12 @@ export interface Model<TApi extends Api> {
 	contextWindow: number;
 	maxTokens: number;
 	headers?: Record<string, string>;
+	/**
+	 * Idle timeout for calls to this model, in ms: no byte from the provider for this long (while
+	 * waiting for the response headers or between body chunks) ends the call with an error; 0 = none.
+	 * A call's own `timeoutMs` wins; default: the driver's (5 min), or what the application sets.
+	 */
+	idleTimeoutMs?: number;
 	compat?: TApi extends "openai-completions"
 		? OpenAICompletionsCompat
 		: TApi extends "openai-responses"

@@ -123,6 +123,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		defaultModel: catalog.defaultModel,
 		tools,
 		getApiKey: (provider) => config.providerKeys[provider] ?? getEnvApiKey(provider, env),
+		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		maxSessions: config.maxSessions,
 		maxQueuedMessages: config.maxQueuedMessages,
 		sessionTtlMs: config.sessionTtlMs,

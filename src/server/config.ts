@@ -69,6 +69,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"`provider/id` for new sessions; default: `faux/echo` without provider keys, else a model of the first provider with a key.",
 	},
 	{
+		env: "WHEELHOUSE_PROVIDER_IDLE_TIMEOUT_MS",
+		key: "providerIdleTimeoutMs",
+		kind: "int",
+		default: "300000",
+		description:
+			"A model call with no byte from the provider for this long (waiting for headers or between chunks) ends the run with an error; 0 = never. Per model: `idleTimeoutMs` in `models`.",
+	},
+	{
 		env: "WHEELHOUSE_FAUX_DELAY_MS",
 		key: "fauxDelayMs",
 		kind: "int",
@@ -187,6 +195,7 @@ export const ServerConfigSchema = Type.Object(
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
+		providerIdleTimeoutMs: Int(0),
 		fauxDelayMs: Int(0, 60_000),
 		heartbeatMs: Int(0, 3_600_000),
 		sseRetryMs: Int(0, 3_600_000),

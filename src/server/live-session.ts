@@ -97,6 +97,8 @@ export interface LiveSessionDeps {
 	serverTools(): Map<string, AgentTool<any>>;
 	extensions(): readonly SessionExtension[];
 	getApiKey(provider: string): string | undefined;
+	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
+	providerIdleTimeoutMs?: number;
 	maxQueuedMessages: number;
 	isShuttingDown(): boolean;
 }
@@ -249,7 +251,13 @@ export class LiveSession {
 		return streamSimple(
 			current,
 			{ ...context, systemPrompt: state.systemPrompt },
-			{ ...options, apiKey, reasoning: state.thinkingLevel === "off" ? undefined : state.thinkingLevel },
+			{
+				...options,
+				apiKey,
+				reasoning: state.thinkingLevel === "off" ? undefined : state.thinkingLevel,
+				// The model's own idle timeout beats the server-wide one.
+				timeoutMs: options?.timeoutMs ?? current.idleTimeoutMs ?? this.deps.providerIdleTimeoutMs,
+			},
 		);
 	}
 

@@ -22,6 +22,8 @@ export interface SessionManagerOptions {
 	defaultModel: string;
 	tools: AgentTool<any>[];
 	getApiKey(provider: string): string | undefined;
+	/** Idle timeout of model calls whose model sets none (`Model.idleTimeoutMs`); 0 = none; absent: the driver's default. */
+	providerIdleTimeoutMs?: number;
 	maxSessions: number;
 	maxQueuedMessages: number;
 	/** Idle sessions without subscribers are dropped from memory after this long (reloaded on access). */
@@ -195,6 +197,7 @@ export class SessionManager {
 			serverTools: () => this.toolsByName,
 			extensions: () => this.extensionList,
 			getApiKey: (provider) => this.options.getApiKey(provider),
+			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			isShuttingDown: () => this.shuttingDown,
 		});

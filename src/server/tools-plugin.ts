@@ -70,6 +70,12 @@ const McpServerList = Type.Object({
 				connectedAt: Type.Optional(Type.Number()),
 				serverInfo: Type.Optional(Type.Object({ name: Type.String(), version: Type.String() })),
 				tools: Type.Array(Type.String(), { description: "Names of its tools as sessions see them (server__tool)" }),
+				skippedTools: Type.Optional(
+					Type.Array(Type.Object({ name: Type.String(), reason: Type.String() }, { additionalProperties: false }), {
+						description:
+							"Tools the server lists that sessions are not given (name on the server, and why), e.g. ones that require task-based execution",
+					}),
+				),
 			},
 			{ additionalProperties: false },
 		),
@@ -84,7 +90,7 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 	const { config, sessions, toolOrigins } = app.wheelhouse;
 	let serverTools: ServerTools;
 	try {
-		serverTools = new ServerTools(toolsConfigFrom(config), { builtins: false, env: options.env });
+		serverTools = new ServerTools(toolsConfigFrom(config), { builtins: false, env: options.env, logger: app.log });
 	} catch (error) {
 		if (error instanceof ConfigError) throw error;
 		if (error instanceof MissingEnvError)

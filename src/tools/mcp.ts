@@ -1,4 +1,4 @@
-export type { McpServerState, McpServerStatus } from "./mcp/connection.js";
+export type { McpLogger, McpServerState, McpServerStatus, SkippedMcpTool } from "./mcp/connection.js";
 export { type McpToolResultDetails, mapMcpContent } from "./mcp/content.js";
 export {
 	type McpAgentTool,

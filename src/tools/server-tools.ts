@@ -8,7 +8,7 @@ import { builtinTools } from "./builtin/index.js";
 import type { ClientToolOrigin } from "./client-tools.js";
 import type { ApprovalPolicy, ToolsConfig } from "./config.js";
 import { createHttpTools, type HttpToolOrigin } from "./http-tools.js";
-import { McpManager, type McpServerStatus, type McpToolOrigin } from "./mcp.js";
+import { type McpLogger, McpManager, type McpServerStatus, type McpToolOrigin } from "./mcp.js";
 
 export type ToolOrigin = { kind: "builtin" } | { kind: "library" } | HttpToolOrigin | McpToolOrigin | ClientToolOrigin;
 
@@ -30,6 +30,8 @@ export interface ServerToolsOptions {
 	/** Ship `get_current_time` and `calculate`. Default true. */
 	builtins?: boolean;
 	env?: NodeJS.ProcessEnv;
+	/** Where MCP servers' left-out tools are reported (the app's logger). */
+	logger?: McpLogger;
 }
 
 export class ServerTools {
@@ -69,7 +71,7 @@ export class ServerTools {
 		this.rules = { ...entryRules, ...(config.approval ?? {}) };
 		this.approvalTimeoutMs = config.approvalTimeoutMs ?? 300_000;
 		this.clientToolTimeoutMs = config.clientToolTimeoutMs ?? 300_000;
-		this.mcp = new McpManager(config.mcpServers, { env });
+		this.mcp = new McpManager(config.mcpServers, { env, ...(options.logger ? { logger: options.logger } : {}) });
 	}
 
 	/** Connects MCP servers (never rejects; servers that are down are retried in the background). */

@@ -74,11 +74,6 @@ function handler(out: OutputBuilder): WireHandler {
 					throw new ProviderError(data.message, { retryable: data.retryable });
 			}
 		},
-		onEnd() {
-			if (text < 0 && thinking < 0 && out.message.content.length === 0 && !out.isFinished) {
-				// empty streams are fine for this wire format
-			}
-		},
 	};
 }
 
@@ -169,7 +164,10 @@ describe("streamProvider: parsing", () => {
 	});
 
 	it("sends merged headers, onPayload's replacement body, and reports the response to onResponse", async () => {
-		server.enqueue({ body: sse({ t: "text", v: "x" }), headers: { "x-request-id": "r1" } });
+		server.enqueue({
+			body: sse({ t: "text", v: "x" }, { t: "end", reason: "stop" }),
+			headers: { "x-request-id": "r1" },
+		});
 		const seen: { status: number; headers: Record<string, string> }[] = [];
 		const { message } = await run({
 			headers: { "X-Extra": "e", authorization: "Bearer override" },
@@ -228,6 +226,17 @@ describe("streamProvider: failures are error events", () => {
 		expect(message.errorMessage).toBe("HTTP 400: Invalid 'messages[0]'");
 		expect(message.diagnostics).toContainEqual({ type: "http_error", status: 400, errorType: "invalid_request_error" });
 		expect(server.requests).toHaveLength(1);
+	});
+
+	it("a body that ends cleanly before the end marker (a handler without `finished`) is an error, not an answer", async () => {
+		server.enqueue({ body: sse({ t: "text", v: "half an ans" }) });
+		const { message, types } = await run({ ...fast, maxRetries: 0 });
+		expect(types.at(-1)).toBe("error");
+		expect(message.stopReason).toBe("error");
+		expect(message.errorMessage).toBe(
+			"The stream ended before the provider finished the response (no end marker); the answer is incomplete",
+		);
+		expect(message.content).toEqual([{ type: "text", text: "half an ans" }]);
 	});
 
 	it("HTTP 401 with an Anthropic error body", async () => {
@@ -298,6 +307,19 @@ describe("streamProvider: failures are error events", () => {
 		server.enqueue({ stall: true });
 		const { message } = await run({ ...fast, timeoutMs: 150, maxRetries: 0 });
 		expect(message.errorMessage).toMatch(/timed out/);
+	});
+
+	it("the model's idleTimeoutMs applies when the call sets no timeoutMs; the call's own wins", async () => {
+		const call = (options: StreamOptions) =>
+			streamProvider({
+				model: { ...model(), idleTimeoutMs: 120 },
+				options: { ...fast, maxRetries: 0, ...options },
+				buildRequest: () => ({ url: `${server.url}/v1/test`, body: {} }),
+				createHandler: handler,
+			}).result();
+		server.enqueue({ stallAfterBytes: 0 }, { stallAfterBytes: 0 });
+		expect((await call({})).errorMessage).toBe("Request timed out: no data from the provider for 120 ms");
+		expect((await call({ timeoutMs: 60 })).errorMessage).toBe("Request timed out: no data from the provider for 60 ms");
 	});
 
 	it("buildRequest throwing ends in an error event", async () => {
@@ -385,7 +407,7 @@ describe("streamProvider: retries", () => {
 				status: 529,
 				body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } }),
 			},
-			{ body: sse({ t: "text", v: "finally" }) },
+			{ body: sse({ t: "text", v: "finally" }, { t: "end", reason: "stop" }) },
 		);
 		const { message, types } = await run({ ...fast, maxRetries: 3 });
 		expect(server.requests).toHaveLength(4);
@@ -404,7 +426,7 @@ describe("streamProvider: retries", () => {
 	it("honours retry-after-ms", async () => {
 		server.enqueue(
 			{ status: 429, body: "{}", headers: { "retry-after-ms": "120" } },
-			{ body: sse({ t: "text", v: "ok" }) },
+			{ body: sse({ t: "text", v: "ok" }, { t: "end", reason: "stop" }) },
 		);
 		const { message } = await run({ retryBaseDelayMs: 0, maxRetries: 1 });
 		expect(message.stopReason).toBe("stop");
@@ -417,7 +439,7 @@ describe("streamProvider: retries", () => {
 	it("caps retry-after (seconds) at maxRetryDelayMs", async () => {
 		server.enqueue(
 			{ status: 503, body: "{}", headers: { "retry-after": "3600" } },
-			{ body: sse({ t: "text", v: "ok" }) },
+			{ body: sse({ t: "text", v: "ok" }, { t: "end", reason: "stop" }) },
 		);
 		const { message } = await run({ maxRetries: 1, maxRetryDelayMs: 50 });
 		expect(message.stopReason).toBe("stop");

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +15,9 @@ let compiled: string | undefined;
  * The fixture as plain JavaScript, transpiled once per test process with the TypeScript compiler
  * into node_modules/.cache (so its SDK imports resolve): a child started with plain `node` is up
  * in about half the time of `node --import tsx`, which adds up over the many restarts the MCP
- * tests make. Written to a temporary name and renamed, so parallel workers never read half a file.
+ * tests make. Written to a temporary name and renamed, so parallel workers never read half a file;
+ * named by a hash of its text, because node_modules (and so the cache) may be shared by several
+ * checkouts whose fixtures differ.
  */
 function compiledFixture(): string {
 	if (compiled) return compiled;
@@ -23,7 +26,7 @@ function compiledFixture(): string {
 	const out = ts.transpileModule(readFileSync(fixtureServer, "utf8"), {
 		compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
 	}).outputText;
-	const file = path.join(dir, "mcp-server.mjs");
+	const file = path.join(dir, `mcp-server.${createHash("sha256").update(out).digest("hex").slice(0, 16)}.mjs`);
 	const temp = `${file}.${process.pid}.${Date.now()}`;
 	writeFileSync(temp, out);
 	renameSync(temp, file);

@@ -602,8 +602,9 @@ export function createAnthropicHandler(out: OutputBuilder): WireHandler {
 					return;
 			}
 		},
+		finished: () => stopped,
+		finishSignal: "message_stop",
 		onEnd() {
-			if (!stopped) throw new ProviderError("Anthropic stream ended before message_stop", { retryable: true });
 			const mapped = mapStopReason(stopReason);
 			if (mapped === "error") {
 				const explanation = typeof stopDetails?.explanation === "string" ? `: ${stopDetails.explanation}` : "";

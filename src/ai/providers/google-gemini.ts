@@ -583,13 +583,13 @@ export function createGeminiHandler(out: OutputBuilder): WireHandler {
 				});
 			}
 		},
+		// Gemini has no end event: the chunk with a finishReason (or a blocked prompt's feedback) is the last word.
+		finished: () => finishReason !== undefined || blockReason !== undefined,
+		finishSignal: "finishReason",
 		onEnd() {
 			closeStreaming();
 			closeCurrent();
-			if (!finishReason) {
-				if (blockReason) throw new ProviderError(`Gemini blocked the prompt: ${blockReason}`, { type: blockReason });
-				throw new ProviderError("Gemini stream ended without a finishReason", { retryable: true });
-			}
+			if (!finishReason) throw new ProviderError(`Gemini blocked the prompt: ${blockReason}`, { type: blockReason });
 			const mapped = mapStopReason(finishReason);
 			if (mapped === "error") {
 				throw new ProviderError(

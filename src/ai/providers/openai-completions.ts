@@ -11,6 +11,7 @@
  * `tool_calls` (keyed by `index`, arguments streamed as JSON text); `finish_reason` gives the stop
  * reason; usage arrives in a last chunk with `choices: []` (`stream_options.include_usage`); an
  * `{error}` payload mid-stream (OpenRouter, vLLM) fails the call. Other choices (`n > 1`) are ignored.
+ * A stream that ends with neither a `finish_reason` nor `data: [DONE]` was cut short and fails.
  */
 
 import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
@@ -504,6 +505,9 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 
 			if (choice.finish_reason) finishReason = choice.finish_reason;
 		},
+		// A proxy that cuts the stream ends it cleanly; only a finish_reason or [DONE] says the answer is whole.
+		finished: (done) => done || finishReason !== undefined,
+		finishSignal: "finish_reason or [DONE]",
 		onEnd() {
 			closeThinking();
 			// Fast-path chunks are content: any output counts as a response.

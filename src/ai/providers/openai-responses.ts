@@ -392,9 +392,8 @@ export function createResponsesHandler(out: OutputBuilder): WireHandler {
 					return;
 			}
 		},
-		onEnd() {
-			if (!completed) throw new ProviderError("Stream ended before response.completed");
-		},
+		finished: () => completed,
+		finishSignal: "response.completed",
 	};
 }
 

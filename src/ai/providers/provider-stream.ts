@@ -17,7 +17,8 @@ import { OutputBuilder } from "./output-builder.js";
  *     createHandler: (out) => ({
  *       onEvent(data, event) { ...map one SSE payload to out.startText()/appendText()/endBlock()...;
  *                              return true when the protocol's end marker was seen },
- *       onEnd() { ...throw new ProviderError("stream ended early") if the stream was cut short },
+ *       finished: () => stopReasonSeen, finishSignal: "stop_reason",
+ *       onEnd() { ...set the stop reason, or throw a ProviderError for a refusal },
  *     }),
  *   });
  * }
@@ -39,16 +40,19 @@ import { OutputBuilder } from "./output-builder.js";
  *    anywhere, even inside a multi-byte character), parses SSE with eventsource-parser (LF, CR and
  *    CRLF framing), `JSON.parse`s each event's data (invalid JSON is an error; empty data is
  *    skipped; `[DONE]` ends the stream) and hands it to the handler's `onEvent(data, eventName)`.
- * 7. At the end of the body (or when `onEvent` returned `true`, or on `[DONE]`): `onEnd()`, then
- *    `done` with the stop reason the handler set (`stop` by default; `stop` with tool calls becomes
- *    `toolUse`). The rest of the body is drained in the background so the connection is reused.
+ * 7. At the end of the body (or when `onEvent` returned `true`, or on `[DONE]`): the handler's
+ *    `finished()` decides whether the provider completed the response — a body that ended before
+ *    fails (retryable while nothing was streamed); then `onEnd()`, then `done` with the stop reason
+ *    the handler set (`stop` by default; `stop` with tool calls becomes `toolUse`). The rest of the
+ *    body is drained in the background so the connection is reused.
  *
  * Failure, never thrown — each ends the stream with one `error` event whose message carries
  * `errorMessage` and the content streamed so far:
  * - abort (`options.signal`, before or during the call, or while waiting to retry) → `stopReason:
  *   "aborted"`;
- * - idle timeout: no byte for `options.timeoutMs` (default {@link DEFAULT_IDLE_TIMEOUT_MS}) while
- *   waiting for headers or body;
+ * - idle timeout: no byte for `options.timeoutMs`, else the model's `idleTimeoutMs`, else
+ *   {@link DEFAULT_IDLE_TIMEOUT_MS} (0 = none), while waiting for headers or body — one timer for
+ *   both, re-armed by every chunk; not retried (a provider that stalls once usually stalls again);
  * - HTTP status, connection reset/refused, invalid JSON, a {@link ProviderError} (or any error)
  *   thrown by the handler, e.g. for a mid-stream error event;
  * - an invalid proxy variable (`HttpProxyConfigError`, naming it; not retried).
@@ -124,7 +128,18 @@ export interface WireHandler {
 	/** One SSE event: `data` is the parsed JSON payload, `event` the `event:` field if any. Return `true` at the protocol's end marker. */
 	// biome-ignore lint/suspicious/noConfusingVoidType: a handler that never ends early returns nothing
 	onEvent(data: any, event: string | undefined): boolean | undefined | void;
-	/** The stream ended (body end, `[DONE]`, or `onEvent` returned true); throw if it ended too early. */
+	/**
+	 * Whether the provider said the response is complete: asked once the stream ended (body end,
+	 * `[DONE]`, or `onEvent` returned true), before `onEnd`; `done` is true when the stream carried
+	 * `data: [DONE]`. When false, the body was cut short (a proxy or load balancer closed it
+	 * cleanly) and the call fails with "The stream ended before the provider finished the
+	 * response" — a truncated answer never passes for a whole one. Default: the end marker was
+	 * seen (`onEvent` returned true, or `[DONE]`).
+	 */
+	finished?(done: boolean): boolean;
+	/** What a finished stream carries, named in that error (e.g. `message_stop`). */
+	readonly finishSignal?: string;
+	/** The stream ended whole (`finished` said so); throw to fail the call, e.g. for a refusal stop reason. */
 	onEnd?(): void;
 	/**
 	 * Optional shortcut for the most frequent payload shape: given the raw `data` text, handle it
@@ -250,7 +265,7 @@ async function run<TOptions extends StreamOptions>(call: ProviderCall<TOptions>,
 	const maxRetries = nonNegative(options.maxRetries, DEFAULT_MAX_RETRIES);
 	const maxDelay = nonNegative(options.maxRetryDelayMs, DEFAULT_MAX_RETRY_DELAY_MS);
 	const baseDelay = nonNegative(options.retryBaseDelayMs, DEFAULT_RETRY_BASE_DELAY_MS);
-	const idleMs = nonNegative(options.timeoutMs, DEFAULT_IDLE_TIMEOUT_MS);
+	const idleMs = nonNegative(options.timeoutMs, nonNegative(model.idleTimeoutMs, DEFAULT_IDLE_TIMEOUT_MS));
 	const retries: { attempt: number; error: string; status?: number; delayMs: number }[] = [];
 
 	let prepared:
@@ -388,6 +403,7 @@ async function attemptOnce(
 		out.start();
 		const handler = call.createHandler(out);
 		let ended = false;
+		let sawDone = false;
 		let handlerError: unknown;
 		const fastPath = handler.fastPath?.bind(handler);
 		const onMessage = (message: EventSourceMessage) => {
@@ -396,6 +412,7 @@ async function attemptOnce(
 			if (data === "" || data === undefined) return;
 			if (data === "[DONE]") {
 				ended = true;
+				sawDone = true;
 				return;
 			}
 			try {
@@ -441,6 +458,13 @@ async function attemptOnce(
 			if (handlerError !== undefined) throw handlerError;
 		} else {
 			drainRest = true;
+		}
+		// Step 7: a clean end of the body is not a finished response; the provider says when it is done.
+		if (!(handler.finished ? handler.finished(sawDone) : ended)) {
+			throw new ProviderError(
+				`The stream ended before the provider finished the response (no ${handler.finishSignal ?? "end marker"}); the answer is incomplete`,
+				{ retryable: true },
+			);
 		}
 		handler.onEnd?.();
 		return { kind: "done" };

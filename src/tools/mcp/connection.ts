@@ -6,10 +6,17 @@
  * when the transport closes (stdio process exit), a call fails at the transport level (HTTP), or a
  * ping fails; `failed` once `reconnect.maxAttempts` is exhausted; `stopped` after `stop()`.
  * While not connected, calls fail fast with a message naming the server and the retry attempt.
+ *
+ * Tools that must run as MCP tasks (`execution.taskSupport: "required"`, spec 2025-11) are left
+ * out of the tool list — a plain call of one always fails — and listed in `skippedTools`.
+ *
+ * Streamable HTTP: a server that was restarted or redeployed answers the old session id with 404
+ * (the spec's "session not found": the request was not run). The call then re-initialises the
+ * connection and is sent once more, instead of failing.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
 	type CallToolResult,
@@ -36,6 +43,20 @@ export interface McpServerStatus {
 	connectedAt?: number;
 	/** `name` and `version` the server reported at its last connect. */
 	serverInfo?: { name: string; version: string };
+	/** Tools of its list that are not offered to models, and why (absent when none). */
+	skippedTools?: SkippedMcpTool[];
+}
+
+/** A tool a server lists that sessions are not given. */
+export interface SkippedMcpTool {
+	/** The tool's name on the MCP server. */
+	name: string;
+	reason: string;
+}
+
+/** Where a connection reports what an operator should know (pino's `warn(object, message)` shape). */
+export interface McpLogger {
+	warn(details: Record<string, unknown>, message: string): void;
 }
 
 /** A config entry with `${ENV}` already substituted (see `McpManager`). */
@@ -52,9 +73,29 @@ export interface McpConnectionOptions {
 	clientInfo: { name: string; version: string };
 	/** Called after every state or tool-list change. Contract: must not throw. */
 	onChange: () => void;
+	/** Told when the set of skipped tools changes (not again on a reconnect that lists the same). */
+	logger?: McpLogger;
 }
 
+const TASK_REQUIRED_REASON =
+	'requires task-based execution (execution.taskSupport "required"), which is not supported yet';
+
 const STDERR_TAIL = 2000;
+
+/**
+ * True for the Streamable HTTP answer to a request on a session the server does not know (404,
+ * sent when the server restarted or the session expired): per the spec the request was not
+ * processed, and the client must start a new session.
+ */
+function isSessionUnknown(error: unknown, client: Client): boolean {
+	const transport = client.transport;
+	return (
+		error instanceof StreamableHTTPError &&
+		error.code === 404 &&
+		transport instanceof StreamableHTTPClientTransport &&
+		transport.sessionId !== undefined
+	);
+}
 
 function messageOf(error: unknown): string {
 	return error instanceof Error ? error.message : String(error);
@@ -68,6 +109,11 @@ export class McpServerConnection {
 	private serverInfo?: { name: string; version: string };
 	private client?: Client;
 	private remoteTools: McpTool[] = [];
+	private skippedTools: SkippedMcpTool[] = [];
+	/** The skipped names last reported, so a reconnect that lists the same tools logs nothing. */
+	private reportedSkips = "";
+	/** A re-initialisation in progress after the server forgot our session (shared by the calls that saw it). */
+	private reinitialising?: { generation: number; done: Promise<void> };
 	private retryTimer?: NodeJS.Timeout;
 	private pingTimer?: NodeJS.Timeout;
 	private stderrTail = "";
@@ -90,6 +136,7 @@ export class McpServerConnection {
 			toolCount: this.remoteTools.length,
 			...(this.connectedAt !== undefined ? { connectedAt: this.connectedAt } : {}),
 			...(this.serverInfo ? { serverInfo: this.serverInfo } : {}),
+			...(this.skippedTools.length > 0 ? { skippedTools: this.skippedTools } : {}),
 		};
 	}
 
@@ -127,6 +174,8 @@ export class McpServerConnection {
 	/**
 	 * Calls a remote tool. Throws when the server is not connected (naming the retry attempt), on
 	 * transport failures, timeouts and protocol errors; returns `isError` results as they are.
+	 * A call the server refused because it no longer knows the session is re-sent once on a fresh
+	 * session (it never ran).
 	 */
 	async callTool(
 		tool: string,
@@ -134,6 +183,26 @@ export class McpServerConnection {
 		signal?: AbortSignal,
 		onProgress?: (progress: Progress) => void,
 	): Promise<CallToolResult> {
+		const first = await this.callOnce(tool, args, signal, onProgress);
+		if (first.kind === "result") return first.result;
+		await this.reinitialise(first.generation);
+		const second = await this.callOnce(tool, args, signal, onProgress);
+		if (second.kind === "result") return second.result;
+		// Refused on the session it just created too (e.g. replicas behind a balancer without sticky sessions).
+		this.handleDisconnect(second.generation, `call to ${tool} failed: HTTP 404, session not found`);
+		throw new Error(`MCP server ${this.name} does not know the session it just created (HTTP 404); reconnecting`);
+	}
+
+	/**
+	 * One `tools/call`. A 404 on a session the server no longer knows comes back as
+	 * `session_unknown` (the call did not run); every other failure throws.
+	 */
+	private async callOnce(
+		tool: string,
+		args: Record<string, unknown>,
+		signal: AbortSignal | undefined,
+		onProgress: ((progress: Progress) => void) | undefined,
+	): Promise<{ kind: "result"; result: CallToolResult } | { kind: "session_unknown"; generation: number }> {
 		const client = this.client;
 		if (this.state !== "connected" || !client) throw new Error(this.unavailableMessage());
 		const generation = this.generation;
@@ -144,9 +213,15 @@ export class McpServerConnection {
 				resetTimeoutOnProgress: true,
 				...(onProgress ? { onprogress: onProgress } : {}),
 			});
-			return result as CallToolResult;
+			return { kind: "result", result: result as CallToolResult };
 		} catch (error) {
 			if (signal?.aborted) throw error;
+			// A call in flight on the session when another call's 404 closed it: that session is gone, so it did not run either.
+			const closedForReinit =
+				this.reinitialising?.generation === generation &&
+				error instanceof McpError &&
+				error.code === ErrorCode.ConnectionClosed;
+			if (closedForReinit || isSessionUnknown(error, client)) return { kind: "session_unknown", generation };
 			if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
 				throw new Error(`MCP server ${this.name} disconnected during the call to ${tool}; reconnecting`);
 			}
@@ -157,6 +232,23 @@ export class McpServerConnection {
 			}
 			throw new Error(`MCP tool ${this.name}__${tool} failed: ${error.message}`);
 		}
+	}
+
+	/**
+	 * Replaces the connection of `generation` by a fresh one (new `initialize`, new session) and
+	 * waits for it; concurrent callers that saw the same stale session share one attempt. A failed
+	 * attempt leaves the connection reconnecting with backoff, as after any disconnect.
+	 */
+	private reinitialise(generation: number): Promise<void> {
+		if (this.reinitialising?.generation === generation) return this.reinitialising.done;
+		if (generation !== this.generation || this.state !== "connected") return Promise.resolve();
+		clearInterval(this.pingTimer);
+		const stale = this.client;
+		// connect() moves to a new generation before its first await, so the stale client's close is ignored.
+		const done = this.connect();
+		void stale?.close().catch(() => {});
+		this.reinitialising = { generation, done };
+		return done;
 	}
 
 	private unavailableMessage(): string {
@@ -214,7 +306,7 @@ export class McpServerConnection {
 				return;
 			}
 			this.client = client;
-			this.remoteTools = tools;
+			this.setTools(tools);
 			this.state = "connected";
 			this.attempt = 0;
 			this.lastError = undefined;
@@ -248,11 +340,33 @@ export class McpServerConnection {
 		return include ? tools.filter((t) => include.includes(t.name)) : tools;
 	}
 
+	/** Keeps the tools a plain `tools/call` can run; the rest go to `skippedTools`, reported when that set changes. */
+	private setTools(listed: McpTool[]): void {
+		const offered: McpTool[] = [];
+		const skipped: SkippedMcpTool[] = [];
+		for (const tool of listed) {
+			if (tool.execution?.taskSupport === "required") skipped.push({ name: tool.name, reason: TASK_REQUIRED_REASON });
+			else offered.push(tool);
+		}
+		this.remoteTools = offered;
+		this.skippedTools = skipped;
+		const key = skipped.map((tool) => tool.name).join("\n");
+		if (key !== this.reportedSkips) {
+			this.reportedSkips = key;
+			if (skipped.length > 0) {
+				this.options.logger?.warn(
+					{ mcpServer: this.name, skippedTools: skipped.map((tool) => tool.name) },
+					`MCP server ${this.name}: tools left out: ${skipped.map((tool) => tool.name).join(", ")}; each ${TASK_REQUIRED_REASON}`,
+				);
+			}
+		}
+	}
+
 	private async refreshTools(client: Client, generation: number): Promise<void> {
 		try {
 			const tools = await this.listTools(client);
 			if (generation !== this.generation) return;
-			this.remoteTools = tools;
+			this.setTools(tools);
 			this.options.onChange();
 		} catch (error) {
 			if (generation === this.generation) this.lastError = `re-listing tools failed: ${messageOf(error)}`;

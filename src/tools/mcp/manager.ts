@@ -9,7 +9,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { AgentTool, AgentToolResult } from "../../agent/types.js";
 import type { McpServerConfig } from "../config.js";
 import { substituteEnv, substituteEnvRecord } from "../env.js";
-import { McpServerConnection, type McpServerStatus, type ResolvedMcpServer } from "./connection.js";
+import { type McpLogger, McpServerConnection, type McpServerStatus, type ResolvedMcpServer } from "./connection.js";
 import { type McpToolResultDetails, resultContent, resultErrorText } from "./content.js";
 
 export interface McpManagerOptions {
@@ -17,6 +17,8 @@ export interface McpManagerOptions {
 	env?: NodeJS.ProcessEnv;
 	/** Reported to servers at initialize. */
 	clientInfo?: { name: string; version: string };
+	/** Told which listed tools are left out and why (e.g. the server's `app.log`); default: nobody. */
+	logger?: McpLogger;
 }
 
 /** Where an MCP-provided tool comes from (for `GET /v1/tools`). */
@@ -83,6 +85,7 @@ export class McpManager {
 				...(config.includeTools ? { includeTools: config.includeTools } : {}),
 				clientInfo: options.clientInfo ?? { name: "wheelhouse", version: "0.1.0" },
 				onChange: () => this.emit(connection.status()),
+				...(options.logger ? { logger: options.logger } : {}),
 			});
 			this.connections.set(name, connection);
 		}

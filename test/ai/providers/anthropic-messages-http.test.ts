@@ -185,7 +185,9 @@ describe("anthropic-messages over HTTP", () => {
 			streamAnthropicMessages(model(), context, { apiKey: "k", maxRetries: 0 }),
 		);
 		expectProtocol(events, message);
-		expect(message.errorMessage).toBe("Anthropic stream ended before message_stop");
+		expect(message.errorMessage).toBe(
+			"The stream ended before the provider finished the response (no message_stop); the answer is incomplete",
+		);
 		expect(message.content).toEqual([{ type: "text", text: "Hi there" }]);
 	});
 

@@ -177,7 +177,9 @@ describe("google-generative-ai over HTTP", () => {
 		server.enqueue({ body: sse(textChunk("Cut")) });
 		const { message } = await collect(streamGoogleGemini(model(), context, { apiKey: "k", maxRetries: 0 }));
 		expect(message.stopReason).toBe("error");
-		expect(message.errorMessage).toBe("Gemini stream ended without a finishReason");
+		expect(message.errorMessage).toBe(
+			"The stream ended before the provider finished the response (no finishReason); the answer is incomplete",
+		);
 		expect(message.content).toEqual([{ type: "text", text: "Cut" }]);
 	});
 

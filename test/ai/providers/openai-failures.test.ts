@@ -238,7 +238,9 @@ describe("openai-responses failures and variants", () => {
 		});
 		const { message } = await drain(streamSimple(responses(), context, fast));
 		expect(message.stopReason).toBe("error");
-		expect(message.errorMessage).toBe("Stream ended before response.completed");
+		expect(message.errorMessage).toBe(
+			"The stream ended before the provider finished the response (no response.completed); the answer is incomplete",
+		);
 		expect(message.content).toEqual([{ type: "text", text: "half" }]);
 	});
 });
@@ -303,7 +305,9 @@ describe("openai-completions: responses that are not a stream", () => {
 		const { message } = await drain(streamSimple(completions(), context, { ...fast, maxRetries: 1 }));
 		expect(server.requests).toHaveLength(2);
 		expect(message.stopReason).toBe("error");
-		expect(message.errorMessage).toBe("The server ended the stream without sending any chunk");
+		expect(message.errorMessage).toBe(
+			"The stream ended before the provider finished the response (no finish_reason or [DONE]); the answer is incomplete",
+		);
 	});
 });
 
