@@ -18,6 +18,11 @@ export const ERRORS = {
 		description: "`Last-Event-ID` or `?after=` is not a non-negative integer event id.",
 	},
 	UNKNOWN_MODEL: { status: 400, description: 'The `model` is not `"provider/id"` of a model in `GET /v1/models`.' },
+	MODEL_UNAVAILABLE: {
+		status: 400,
+		description:
+			"The model needs an API key the server does not have (`available: false` in `GET /v1/models`); `message` names the variable to set.",
+	},
 	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
 	UNAUTHORIZED: {
 		status: 401,

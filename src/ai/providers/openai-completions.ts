@@ -13,7 +13,7 @@
  * `{error}` payload mid-stream (OpenRouter, vLLM) fails the call. Other choices (`n > 1`) are ignored.
  */
 
-import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
+import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	AssistantMessage,
@@ -586,15 +586,4 @@ function num(value: unknown): number {
 
 function trimSlash(url: string): string {
 	return url.replace(/\/+$/, "");
-}
-
-/** OpenAI's own endpoints need a key; local and self-hosted servers usually do not. */
-function requiresApiKey(model: Model<any>): boolean {
-	const url = (model.baseUrl ?? "").toLowerCase();
-	return (
-		url.includes("api.openai.com") ||
-		url.includes("openrouter.ai") ||
-		url.includes("groq.com") ||
-		url.includes("deepseek.com")
-	);
 }
