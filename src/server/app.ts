@@ -90,6 +90,7 @@ function logDestination(
 		colorize: toTerminal,
 		translateTime: "SYS:HH:MM:ss.l",
 		ignore: "pid,hostname",
+		singleLine: true,
 	});
 }
 
