@@ -36,7 +36,7 @@ async function paste(block: string): Promise<string> {
 	server = await startServer({ config: { fauxDelayMs: 100 } });
 	const host = new URL(server.url).host;
 	const script = `set -e\n${block.replaceAll("localhost:3000", host)}\necho "SESSION=$ID"\n`;
-	const { stdout } = await run("bash", ["-c", script], { timeout: 20_000, env: { PATH: process.env.PATH } });
+	const { stdout } = await run("bash", ["-c", script], { timeout: 50_000, env: { PATH: process.env.PATH } });
 	const id = /SESSION=(\S+)/.exec(stdout)?.[1];
 	expect(id, stdout).toBeTruthy();
 	return id!;
@@ -50,7 +50,8 @@ async function runEvents(id: string) {
 	return events.events;
 }
 
-describe("README shell examples", () => {
+// Each block starts several processes (bash, curl, node): slow on a loaded machine.
+describe("README shell examples", { timeout: 60_000 }, () => {
 	it("client-side tool: the pasted block answers the call and the model sees the result", async () => {
 		const id = await paste(blockWith("pendingClientToolCalls"));
 		const ends = (await runEvents(id)).filter((e) => e.event === "tool_execution_end");
