@@ -6,6 +6,7 @@
  * (`registerCustomModel` does it from `apiKeyEnv`). Keys are returned, never logged or put into error
  * messages: errors name the variable, not its value.
  */
+import type { Model } from "./types.js";
 
 const envKeys = new Map<string, string[]>([
 	["openai", ["OPENAI_API_KEY"]],
@@ -58,4 +59,28 @@ export function missingApiKeyMessage(provider: string): string {
 	return names
 		? `No API key for provider "${provider}": set ${names.join(" or ")} or pass options.apiKey`
 		: `No API key for provider "${provider}": pass options.apiKey, or give the model's configuration an apiKeyEnv`;
+}
+
+/** Chat Completions hosts that refuse a request without a key (a local or self-hosted server may need none). */
+const KEYED_COMPLETIONS_HOSTS = ["api.openai.com", "openrouter.ai", "groq.com", "deepseek.com"];
+
+/**
+ * Whether a call of `model` fails without an API key: every provider checks this before its
+ * request, and the server before it accepts the model for a session. Anthropic and Gemini always
+ * need one; the OpenAI wire APIs only on the hosts known to require one; other wire APIs (the
+ * scripted models, an application's own) are not known to.
+ */
+export function requiresApiKey(model: Pick<Model<any>, "api" | "baseUrl">): boolean {
+	const url = (model.baseUrl ?? "").toLowerCase();
+	switch (model.api) {
+		case "anthropic-messages":
+		case "google-gemini":
+			return true;
+		case "openai-completions":
+			return KEYED_COMPLETIONS_HOSTS.some((host) => url.includes(host));
+		case "openai-responses":
+			return url.includes("api.openai.com");
+		default:
+			return false;
+	}
 }

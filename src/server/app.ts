@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
+import pretty from "pino-pretty";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
 import { type CustomModelConfig, getModels, getProviders, registerCustomModels } from "../ai/models.js";
@@ -22,7 +23,7 @@ import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
-import { loadConfig, type ServerConfig } from "./config.js";
+import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerEchoModel } from "./echo-model.js";
@@ -72,14 +73,42 @@ const REDACT = [
 	"*.apiKeys",
 ];
 
+/**
+ * Where the logger writes: JSON lines (for collectors, the container, tests), or readable lines
+ * for a person at a terminal. `auto` is readable only when the logs go to a terminal.
+ */
+function logDestination(
+	format: ServerConfig["logFormat"],
+	stream: NodeJS.WritableStream | undefined,
+): NodeJS.WritableStream | undefined {
+	const toTerminal = !stream && process.stdout.isTTY === true;
+	if (format === "json" || (format === "auto" && !toTerminal)) return stream;
+	// Synchronous: main.ts exits right after its last line on shutdown and on startup errors.
+	return pretty({
+		destination: stream ?? 1,
+		sync: true,
+		colorize: toTerminal,
+		translateTime: "SYS:HH:MM:ss.l",
+		ignore: "pid,hostname",
+		singleLine: true,
+	});
+}
+
+/** A default model that cannot serve a session stops startup, naming the variable and the fix. */
+function checkDefaultModel(catalog: ModelCatalog, spec: string): void {
+	const problem = catalog.problem(spec);
+	if (problem) throw new ConfigError("WHEELHOUSE_DEFAULT_MODEL", problem.message);
+}
+
 export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
 	const env = options.env ?? process.env;
 	const config = loadConfig(env, options.config);
+	const logStream = logDestination(config.logFormat, options.logStream);
 	const app = Fastify({
 		logger: {
 			level: config.logLevel,
 			redact: { paths: REDACT, censor: "[redacted]" },
-			...(options.logStream ? { stream: options.logStream } : {}),
+			...(logStream ? { stream: logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
 		genReqId: () => randomUUID(),
@@ -93,15 +122,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (Array.isArray(config.models)) registerCustomModels(config.models as CustomModelConfig[]);
 	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
-	if (config.defaultModel && !catalog.resolve(config.defaultModel)) {
-		throw new Error(
-			`WHEELHOUSE_DEFAULT_MODEL: unknown model "${config.defaultModel}"; use "provider/id" of one of: ${catalog
-				.list()
-				.map((m) => m.id)
-				.slice(0, 20)
-				.join(", ")}`,
-		);
-	}
+	if (config.defaultModel) checkDefaultModel(catalog, config.defaultModel);
 
 	const toolOrigins = new Map<string, string>();
 	const tools: AgentTool<any>[] = [];
@@ -120,6 +141,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		store,
 		logger: app.log,
 		resolveModel: (spec) => catalog.resolve(spec),
+		modelProblem: (spec) => catalog.problem(spec),
 		defaultModel: catalog.defaultModel,
 		tools,
 		getApiKey: (provider) => config.providerKeys[provider] ?? getEnvApiKey(provider, env),

@@ -40,6 +40,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		description: "pino level: fatal, error, warn, info, debug, trace, silent.",
 	},
 	{
+		env: "LOG_FORMAT",
+		key: "logFormat",
+		kind: "enum",
+		default: "auto",
+		description:
+			"`json` (one JSON object a line), `pretty` (readable lines), or `auto`: `pretty` when stdout is a terminal, else `json`.",
+	},
+	{
 		env: "WHEELHOUSE_CONFIG",
 		key: "configFile",
 		kind: "string",
@@ -51,14 +59,16 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		key: "apiKeys",
 		kind: "list",
 		default: "",
-		description: "Comma-separated API keys; when set, every `/v1` route needs `Authorization: Bearer <key>`.",
+		description:
+			"Comma-separated API keys of at least 8 characters each; when set, every `/v1` route needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
 		key: "corsOrigins",
 		kind: "list",
 		default: "",
-		description: "Comma-separated allowed CORS origins, or `*`; empty disables CORS.",
+		description:
+			"Comma-separated allowed CORS origins with their scheme (`https://app.example.com`), or `*`; empty disables CORS.",
 	},
 	{
 		env: "WHEELHOUSE_DEFAULT_MODEL",
@@ -191,6 +201,7 @@ export const ServerConfigSchema = Type.Object(
 		port: Int(0, 65535),
 		host: Type.String({ minLength: 1 }),
 		logLevel: Type.Union(["fatal", "error", "warn", "info", "debug", "trace", "silent"].map((l) => Type.Literal(l))),
+		logFormat: Type.Union([Type.Literal("auto"), Type.Literal("json"), Type.Literal("pretty")]),
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
@@ -280,6 +291,7 @@ export function loadConfig(
 	env: Record<string, string | undefined> = process.env,
 	overrides: Partial<ServerConfigValues> = {},
 ): ServerConfig {
+	checkVariableNames(env);
 	const values: Record<string, unknown> = {};
 	const source: Record<string, string> = {};
 	for (const v of CONFIG_VARS) {
@@ -321,6 +333,8 @@ export function loadConfig(
 		source[key] = key;
 	}
 
+	checkApiKeys(values.apiKeys, source.apiKeys ?? "apiKeys");
+	checkCorsOrigins(values.corsOrigins, source.corsOrigins ?? "corsOrigins");
 	const first = Value.Errors(ServerConfigSchema, values).First();
 	if (first) {
 		const key = first.path.split("/")[1] ?? "";
@@ -328,6 +342,85 @@ export function loadConfig(
 		throw new ConfigError(field, describeError(first.message, first.value, first.path));
 	}
 	return values as ServerConfig;
+}
+
+/** The prefix of the server's own variables: a name with it that the server does not read is a typo. */
+const PREFIX = "WHEELHOUSE_";
+
+/**
+ * A `WHEELHOUSE_*` variable the server does not read is almost always a misspelt one, whose value
+ * would otherwise be ignored without a word: name it and the closest variable that exists.
+ */
+function checkVariableNames(env: Record<string, string | undefined>): void {
+	const known = CONFIG_VARS.map((v) => v.env);
+	for (const name of Object.keys(env).sort()) {
+		if (!name.startsWith(PREFIX) || known.includes(name)) continue;
+		// Compare without the prefix, so `WHEELHOUSE_PORT` finds `PORT`.
+		const bare = (n: string) => (n.startsWith(PREFIX) ? n.slice(PREFIX.length) : n);
+		const [closest] = known
+			.map((candidate) => ({ candidate, distance: editDistance(bare(name), bare(candidate)) }))
+			.sort((a, b) => a.distance - b.distance);
+		const hint =
+			closest && closest.distance <= Math.max(2, Math.floor(bare(name).length / 3))
+				? `did you mean ${closest.candidate}?`
+				: `the variables are: ${known.join(", ")}`;
+		throw new ConfigError(name, `not a Wheelhouse variable; ${hint}`);
+	}
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions). */
+function editDistance(a: string, b: string): number {
+	let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+	for (let i = 1; i <= a.length; i++) {
+		const current = [i];
+		for (let j = 1; j <= b.length; j++) {
+			current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+		}
+		previous = current;
+	}
+	return previous[b.length]!;
+}
+
+const MIN_API_KEY_LENGTH = 8;
+
+/** Short keys are guessable; the message counts characters and never prints a key. */
+function checkApiKeys(keys: unknown, field: string): void {
+	if (!Array.isArray(keys)) return;
+	keys.forEach((key, index) => {
+		if (typeof key === "string" && key.length < MIN_API_KEY_LENGTH) {
+			throw new ConfigError(
+				field,
+				`every key needs at least ${MIN_API_KEY_LENGTH} characters; key ${index + 1} of ${keys.length} has ${key.length}. Use long random keys, e.g. the output of \`openssl rand -hex 32\``,
+			);
+		}
+	});
+}
+
+/**
+ * A browser sends `Origin: https://app.example.com`: an entry without its scheme (or with a path)
+ * can never match it, so CORS would be silently off for that site.
+ */
+function checkCorsOrigins(origins: unknown, field: string): void {
+	if (!Array.isArray(origins)) return;
+	for (const origin of origins) {
+		if (typeof origin !== "string" || origin === "*") continue;
+		const parsed = httpUrl(origin);
+		if (parsed?.origin === origin) continue;
+		const fix = (parsed ?? httpUrl(`https://${origin}`))?.origin ?? "https://app.example.com";
+		throw new ConfigError(
+			field,
+			`"${origin}" is not an origin; write the scheme, host and port only, e.g. "${fix}" (or "*" for any origin)`,
+		);
+	}
+}
+
+function httpUrl(text: string): URL | undefined {
+	try {
+		const url = new URL(text);
+		return url.protocol === "http:" || url.protocol === "https:" ? url : undefined;
+	} catch {
+		return undefined;
+	}
 }
 
 function describeError(message: string, value: unknown, path: string): string {

@@ -22,6 +22,11 @@ export const ERRORS = {
 		description: "The `Idempotency-Key` header is not 1–255 printable ASCII characters (space to `~`).",
 	},
 	UNKNOWN_MODEL: { status: 400, description: 'The `model` is not `"provider/id"` of a model in `GET /v1/models`.' },
+	MODEL_UNAVAILABLE: {
+		status: 400,
+		description:
+			"The model needs an API key the server does not have (`available: false` in `GET /v1/models`); `message` names the variable to set.",
+	},
 	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
 	UNAUTHORIZED: {
 		status: 401,

@@ -6,8 +6,16 @@
  * rule: `WHEELHOUSE_DEFAULT_MODEL` if set, else the first model of the first provider that has a
  * key, else `faux/echo`.
  */
+import { findEnvKeys, requiresApiKey } from "../ai/env-keys.js";
 import type { Model } from "../ai/types.js";
 import { ECHO_MODEL_SPEC } from "./echo-model.js";
+import type { ErrorCode } from "./errors.js";
+
+/** Why a session cannot use a model; `message` says what to do about it. */
+export interface ModelProblem {
+	code: Extract<ErrorCode, "UNKNOWN_MODEL" | "MODEL_UNAVAILABLE">;
+	message: string;
+}
 
 export interface ModelInfo {
 	/** `"provider/id"`: what sessions take as `model`. */
@@ -23,7 +31,10 @@ export interface ModelInfo {
 	cost: Model<any>["cost"];
 	/** True for `faux/echo`: not an LLM, a stand-in so the server works without keys. */
 	standIn: boolean;
-	/** Whether a key for the provider is configured (always true for the stand-in). */
+	/**
+	 * Whether a session can use it: the stand-in, a model whose server needs no key (a local
+	 * server), or one whose provider's key is configured. Sessions are refused the others.
+	 */
 	available: boolean;
 }
 
@@ -56,6 +67,31 @@ export class ModelCatalog {
 		return this.byId.get(spec);
 	}
 
+	/** A model the server has no key for would only fail at its first call, inside a stream. */
+	private available(model: Model<any>): boolean {
+		return specOf(model) === ECHO_MODEL_SPEC || !requiresApiKey(model) || this.hasKey(model.provider);
+	}
+
+	/** Why a session cannot use `spec`, or undefined when it can. */
+	problem(spec: string): ModelProblem | undefined {
+		const model = this.byId.get(spec);
+		if (!model) {
+			return {
+				code: "UNKNOWN_MODEL",
+				message: `Unknown model "${spec}"; use "provider/id" of one of GET /v1/models (e.g. ${ECHO_MODEL_SPEC}).`,
+			};
+		}
+		if (this.available(model)) return undefined;
+		const names = findEnvKeys(model.provider);
+		const where = names
+			? `set ${names.join(" or ")} (or providerKeys.${model.provider} in the config file)`
+			: `give the model an apiKeyEnv in the config file's models and set that variable`;
+		return {
+			code: "MODEL_UNAVAILABLE",
+			message: `Model "${spec}" needs an API key for provider "${model.provider}" and the server has none: ${where}, then restart the server. GET /v1/models shows which models are available.`,
+		};
+	}
+
 	list(): ModelInfo[] {
 		return [...this.byId.values()].map((model) => {
 			const standIn = specOf(model) === ECHO_MODEL_SPEC;
@@ -71,7 +107,7 @@ export class ModelCatalog {
 				maxTokens: model.maxTokens,
 				cost: model.cost,
 				standIn,
-				available: standIn || this.hasKey(model.provider),
+				available: this.available(model),
 			};
 		});
 	}

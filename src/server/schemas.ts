@@ -302,7 +302,10 @@ export const ModelList = Type.Object({
 				maxTokens: Type.Number(),
 				cost: Open({}),
 				standIn: Type.Boolean({ description: "True for faux/echo: a scripted stand-in, not an LLM." }),
-				available: Type.Boolean({ description: "Whether the provider has a key configured." }),
+				available: Type.Boolean({
+					description:
+						"Whether a session can use it: the stand-in, a model whose server needs no key, or one whose provider has a key configured (sessions are refused the others: MODEL_UNAVAILABLE).",
+				}),
 			},
 			{ additionalProperties: false },
 		),

@@ -14,11 +14,14 @@ import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js
 import { apiError } from "./errors.js";
 import { newSessionId } from "./ids.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
+import type { ModelProblem } from "./model-catalog.js";
 
 export interface SessionManagerOptions {
 	store: SessionStore;
 	logger: FastifyBaseLogger;
 	resolveModel(spec: string): Model<any> | undefined;
+	/** Why a session cannot use `spec` (unknown, or no key for its provider); undefined when it can. */
+	modelProblem(spec: string): ModelProblem | undefined;
 	defaultModel: string;
 	tools: AgentTool<any>[];
 	getApiKey(provider: string): string | undefined;
@@ -119,9 +122,8 @@ export class SessionManager {
 	// --- validation ---------------------------------------------------------------------------
 
 	private checkModel(spec: string): void {
-		if (!this.options.resolveModel(spec)) {
-			throw apiError("UNKNOWN_MODEL", `Unknown model "${spec}"; use "provider/id" of one of GET /v1/models.`);
-		}
+		const problem = this.options.modelProblem(spec);
+		if (problem) throw apiError(problem.code, problem.message);
 	}
 
 	/** Exact names must be registered tools; a `prefix*` pattern may match none yet (its tools may come later). */

@@ -130,6 +130,14 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 	serverTools.mcp.onChange(syncMcp);
 	await serverTools.start();
 	syncMcp();
+	// Startup goes on without a server that is down; say so once, where the operator looks first.
+	for (const status of serverTools.mcpStatus()) {
+		if (status.state === "connected") continue;
+		app.log.warn(
+			{ mcpServer: status.name, state: status.state, error: status.lastError },
+			`MCP server "${status.name}" is unreachable (${status.lastError ?? status.state}); its tools are missing until it connects. Retrying in the background; GET /v1/tools/mcp-servers shows its state`,
+		);
+	}
 	app.addHook("onClose", async function stopMcpServers() {
 		await serverTools.stop();
 	});

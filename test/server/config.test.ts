@@ -21,6 +21,7 @@ describe("loadConfig", () => {
 			port: 3000,
 			host: "127.0.0.1",
 			logLevel: "info",
+			logFormat: "auto",
 			apiKeys: [],
 			fauxDelayMs: 30,
 			heartbeatMs: 15000,
@@ -60,6 +61,42 @@ describe("loadConfig", () => {
 		expect(model.field).toBe("WHEELHOUSE_DEFAULT_MODEL");
 		const shortKey = configError(() => loadConfig({ WHEELHOUSE_API_KEYS: "short" }));
 		expect(shortKey.field).toBe("WHEELHOUSE_API_KEYS");
+	});
+
+	it("short API keys stop startup with the rule, never the key", () => {
+		const err = configError(() => loadConfig({ WHEELHOUSE_API_KEYS: "key1,key2" }));
+		expect(err.field).toBe("WHEELHOUSE_API_KEYS");
+		expect(err.message).toMatch(/at least 8 characters; key 1 of 2 has 4/);
+		expect(err.message).not.toContain("key1");
+	});
+
+	it("a CORS origin without its scheme stops startup with the origin to write instead", () => {
+		for (const [origin, fix] of [
+			["example.com", "https://example.com"],
+			["https://example.com/", "https://example.com"],
+			["localhost:5173", "https://localhost:5173"],
+		]) {
+			const err = configError(() => loadConfig({ WHEELHOUSE_CORS_ORIGINS: `https://ok.example,${origin}` }));
+			expect(err.field).toBe("WHEELHOUSE_CORS_ORIGINS");
+			expect(err.message).toContain(`"${origin}" is not an origin`);
+			expect(err.message).toContain(`"${fix}"`);
+		}
+		expect(loadConfig({ WHEELHOUSE_CORS_ORIGINS: "*" }).corsOrigins).toEqual(["*"]);
+		expect(loadConfig({ WHEELHOUSE_CORS_ORIGINS: "http://localhost:5173" }).corsOrigins).toEqual([
+			"http://localhost:5173",
+		]);
+	});
+
+	it("a WHEELHOUSE_ variable the server does not read stops startup with the closest one", () => {
+		const plural = configError(() => loadConfig({ WHEELHOUSE_API_KEY: "long-enough-key" }));
+		expect(plural.field).toBe("WHEELHOUSE_API_KEY");
+		expect(plural.message).toMatch(/not a Wheelhouse variable; did you mean WHEELHOUSE_API_KEYS\?/);
+		expect(configError(() => loadConfig({ WHEELHOUSE_PORT: "8080" })).message).toMatch(/did you mean PORT\?/);
+		expect(configError(() => loadConfig({ WHEELHOUSE_SQL_URL: "x" })).message).toMatch(
+			/the variables are: PORT, .*WHEELHOUSE_DB/,
+		);
+		// Other variables are not the server's business.
+		expect(loadConfig({ HOME: "/root", WHEELHOUSEKEEPER: "x" }).port).toBe(3000);
 	});
 
 	it("reads a JSON config file, env wins over it, unknown fields are rejected", () => {

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { CONFIG_VARS, PROVIDER_KEY_VARS } from "../../src/server/config.js";
+import { CONFIG_VARS, loadConfig, PROVIDER_KEY_VARS } from "../../src/server/config.js";
 
 const readme = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), "../../README.md"), "utf8");
 
@@ -35,6 +35,14 @@ describe("README configuration table", () => {
 			expect(rows.get(v.env), `${v.env} in the README table`).toEqual({ key: v.key, default: v.default });
 		}
 		expect([...rows.keys()].sort()).toEqual(CONFIG_VARS.map((v) => v.env).sort());
+	});
+
+	it("shows API keys the server accepts, and the header that uses one", () => {
+		const example = /`WHEELHOUSE_API_KEYS=([^`\s]+)`/.exec(readme)?.[1];
+		expect(example, "README shows a WHEELHOUSE_API_KEYS value").toBeDefined();
+		const keys = loadConfig({ WHEELHOUSE_API_KEYS: example }).apiKeys;
+		const bearer = /'authorization: Bearer ([^']+)'/.exec(readme)?.[1];
+		expect(keys).toContain(bearer);
 	});
 
 	it("names every provider key variable", () => {

@@ -14,7 +14,7 @@
  * A stream that ends with neither a `finish_reason` nor `data: [DONE]` was cut short and fails.
  */
 
-import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
+import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	AssistantMessage,
@@ -590,15 +590,4 @@ function num(value: unknown): number {
 
 function trimSlash(url: string): string {
 	return url.replace(/\/+$/, "");
-}
-
-/** OpenAI's own endpoints need a key; local and self-hosted servers usually do not. */
-function requiresApiKey(model: Model<any>): boolean {
-	const url = (model.baseUrl ?? "").toLowerCase();
-	return (
-		url.includes("api.openai.com") ||
-		url.includes("openrouter.ai") ||
-		url.includes("groq.com") ||
-		url.includes("deepseek.com")
-	);
 }

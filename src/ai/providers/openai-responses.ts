@@ -16,7 +16,7 @@
  * reason, `response.failed` and `error` fail the call.
  */
 
-import { missingApiKeyMessage, resolveApiKey } from "../env-keys.js";
+import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	AssistantMessage,
@@ -55,9 +55,7 @@ export function streamOpenAIResponses(
 		options,
 		buildRequest: () => {
 			const apiKey = resolveApiKey(String(model.provider), options.apiKey);
-			const url = (model.baseUrl ?? "").toLowerCase();
-			if (!apiKey && url.includes("api.openai.com"))
-				throw new ProviderError(missingApiKeyMessage(String(model.provider)));
+			if (!apiKey && requiresApiKey(model)) throw new ProviderError(missingApiKeyMessage(String(model.provider)));
 			const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 			if (options.sessionId && model.compat && (model.compat as any).sendSessionIdHeader)
 				headers.session_id = options.sessionId;

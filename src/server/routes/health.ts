@@ -1,11 +1,15 @@
 import type { FastifyPluginAsync } from "fastify";
 import { Health } from "../schemas.js";
 
-/** `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open). */
+/**
+ * `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open).
+ * Orchestrators probe them every few seconds: their requests are logged from `warn` only, so the
+ * log shows what clients do.
+ */
 export const healthRoutes: FastifyPluginAsync = async (app) => {
 	app.get(
 		"/healthz",
-		{ schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
+		{ logLevel: "warn", schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
 		async function healthz() {
 			return { status: "ok" };
 		},
@@ -13,7 +17,10 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 
 	app.get(
 		"/readyz",
-		{ schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } } },
+		{
+			logLevel: "warn",
+			schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } },
+		},
 		async function readyz(_request, reply) {
 			const ctx = app.wheelhouse;
 			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
