@@ -35,7 +35,9 @@ import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
+import { streamTokenRoutes } from "./routes/stream-token.js";
 import { SessionManager } from "./sessions.js";
+import { serializeRequest } from "./request-log.js";
 import { beforeSseWrites } from "./sse.js";
 import { registerTools } from "./tools-plugin.js";
 import { installValidation } from "./validation.js";
@@ -79,6 +81,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		logger: {
 			level: config.logLevel,
 			redact: { paths: REDACT, censor: "[redacted]" },
+			serializers: { req: serializeRequest },
 			...(options.logStream ? { stream: options.logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
@@ -146,7 +149,6 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	app.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
 	});
-	installAuth(app, config.apiKeys);
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
 			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
@@ -155,6 +157,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
 		});
 	}
+	// After CORS: its hook answers preflights, which carry no credentials.
+	const streamTokens = installAuth(app, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
 	await app.register(openApiPlugin);
 
 	await app.register(healthRoutes);
@@ -162,6 +166,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(sessionRoutes);
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
+	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await registerTools(app, { env: env as NodeJS.ProcessEnv });
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the

@@ -51,7 +51,8 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		key: "apiKeys",
 		kind: "list",
 		default: "",
-		description: "Comma-separated API keys; when set, every `/v1` route needs `Authorization: Bearer <key>`.",
+		description:
+			"Comma-separated API keys (8+ characters each); when set, every route but `/healthz`, `/readyz` and `/openapi.json` needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
@@ -59,6 +60,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description: "Comma-separated allowed CORS origins, or `*`; empty disables CORS.",
+	},
+	{
+		env: "WHEELHOUSE_STREAM_TOKEN_TTL_MS",
+		key: "streamTokenTtlMs",
+		kind: "int",
+		default: "300000",
+		description:
+			"How long a stream token (`POST /v1/sessions/:id/stream-token`, for `EventSource`) can open the session's event stream.",
 	},
 	{
 		env: "WHEELHOUSE_DEFAULT_MODEL",
@@ -186,6 +195,7 @@ export const ServerConfigSchema = Type.Object(
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
+		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
 		fauxDelayMs: Int(0, 60_000),
 		heartbeatMs: Int(0, 3_600_000),

@@ -5,7 +5,8 @@
  *
  * Register {@link openApiPlugin} before the routes (it collects them through an `onRoute` hook).
  * Routes need no OpenAPI-specific fields: the `transform` here derives each operation's tag from
- * its URL and marks every `/v1` operation as needing the bearer key.
+ * its URL and marks every operation not declared open (`config: { public: true }`) as needing
+ * the bearer key.
  */
 import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
@@ -98,7 +99,8 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 			if (!out.tags) out.tags = [tagFor(url)];
 			const method = Array.isArray(route.method) ? route.method[0] : route.method;
 			if (!out.operationId) out.operationId = operationIdFor(method, url);
-			if (url.startsWith("/v1/") && !out.security) out.security = [{ bearerAuth: [] }];
+			// The same declaration the auth hook reads: every route that is not declared open needs a key.
+			if (route.config?.public !== true && !out.security) out.security = [{ bearerAuth: [] }];
 			if (out.response && typeof out.response === "object") out.response = describeResponses(out.response);
 			return { schema: out as typeof schema, url };
 		},
@@ -106,6 +108,7 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 	app.get(
 		"/openapi.json",
 		{
+			config: { public: true },
 			schema: {
 				summary: "This OpenAPI document (JSON).",
 				response: {

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsync } from "fastify";
 import { Health } from "../schemas.js";
 
-/** `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open). */
+/**
+ * `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open).
+ * Both are open without an API key: probes carry none.
+ */
 export const healthRoutes: FastifyPluginAsync = async (app) => {
 	app.get(
 		"/healthz",
-		{ schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
+		{ config: { public: true }, schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
 		async function healthz() {
 			return { status: "ok" };
 		},
@@ -13,7 +16,10 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 
 	app.get(
 		"/readyz",
-		{ schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } } },
+		{
+			config: { public: true },
+			schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } },
+		},
 		async function readyz(_request, reply) {
 			const ctx = app.wheelhouse;
 			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
