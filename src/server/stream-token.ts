@@ -41,7 +41,8 @@ export class StreamTokens {
 		keys: ReadonlyArray<{ apiKey: string; ownerId: string }>,
 		readonly ttlMs: number,
 	) {
-		for (const { apiKey, ownerId } of keys) this.secrets.set(ownerId, createHmac("sha256", apiKey).update(LABEL).digest());
+		for (const { apiKey, ownerId } of keys)
+			this.secrets.set(ownerId, createHmac("sha256", apiKey).update(LABEL).digest());
 		if (keys.length === 0) this.secrets.set(NO_OWNER, randomBytes(32));
 	}
 
