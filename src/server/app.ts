@@ -16,7 +16,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
-import { type CustomModelConfig, getModels, getProviders, registerCustomModels } from "../ai/models.js";
+import { getModels, getProviders } from "../ai/models.js";
 import type { Model } from "../ai/types.js";
 import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
@@ -25,6 +25,7 @@ import { installAuth } from "./auth.js";
 import { loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
+import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { installErrorHandling } from "./error-handler.js";
 import type { SessionExtension } from "./live-session.js";
@@ -93,7 +94,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
 	const echo = registerEchoModel({ delayMs: () => config.fauxDelayMs });
 	const hasKey = (provider: string) => Boolean(config.providerKeys[provider] ?? getEnvApiKey(provider, env));
-	if (Array.isArray(config.models)) registerCustomModels(config.models as CustomModelConfig[]);
+	registerConfiguredModels(config.models, env);
 	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel && !catalog.resolve(config.defaultModel)) {

@@ -12,6 +12,7 @@
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { redactSecrets } from "./redact.js";
 
 /** One configuration variable: its environment name, config-file key, default and meaning. */
 export interface ConfigVar {
@@ -337,11 +338,7 @@ function describeError(message: string, value: unknown, path: string): string {
 	return `${message.toLowerCase()}${sub ? ` (at ${sub})` : ""} (got ${got})`;
 }
 
-/** The configuration with secrets replaced, for the startup log. */
+/** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */
 export function redactConfig(config: ServerConfig): Record<string, unknown> {
-	return {
-		...config,
-		apiKeys: config.apiKeys.map(() => "[redacted]"),
-		providerKeys: Object.fromEntries(Object.keys(config.providerKeys).map((k) => [k, "[redacted]"])),
-	};
+	return redactSecrets(config) as Record<string, unknown>;
 }
