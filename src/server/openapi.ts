@@ -80,7 +80,8 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 				description:
 					"HTTP/SSE agent server: sessions each owning an agent; runs stream AgentEvents as resumable " +
 					"Server-Sent Events (per-session integer ids, `Last-Event-ID` resume); steering and follow-up queues. " +
-					"When the server has API keys configured, every `/v1` route needs `Authorization: Bearer <key>`.",
+					"When the server has API keys configured, every operation marked with `bearerAuth` needs `Authorization: Bearer <key>` " +
+					"(the event stream also opens with a stream token in `?token=`).",
 				license: { name: "MIT", identifier: "MIT" },
 			},
 			components: {
