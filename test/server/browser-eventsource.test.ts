@@ -97,7 +97,7 @@ describe("a browser on another origin, with API keys set", () => {
 				if (message.type() === "error") consoleErrors.push(message.text());
 			});
 			await page.goto(`${pageOrigin}/`);
-			const result = await page.evaluate(() => (window as unknown as { result: Promise<unknown> }).result);
+			const result = await page.evaluate(() => (globalThis as unknown as { result: Promise<unknown> }).result);
 
 			expect(consoleErrors, "browser console errors (CORS failures show here)").toEqual([]);
 			const { events, eventsUrl } = result as { events: { type: string; text?: string }[]; eventsUrl: string };
