@@ -17,7 +17,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import pretty from "pino-pretty";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
-import { type CustomModelConfig, getModels, getProviders, registerCustomModels } from "../ai/models.js";
+import { getModels, getProviders } from "../ai/models.js";
 import type { Model } from "../ai/types.js";
 import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
@@ -26,16 +26,19 @@ import { installAuth } from "./auth.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
+import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { installErrorHandling } from "./error-handler.js";
 import type { SessionExtension } from "./live-session.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
+import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes } from "./routes/health.js";
 import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
+import { streamTokenRoutes } from "./routes/stream-token.js";
 import { SessionManager } from "./sessions.js";
 import { beforeSseWrites } from "./sse.js";
 import { registerTools } from "./tools-plugin.js";
@@ -108,6 +111,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		logger: {
 			level: config.logLevel,
 			redact: { paths: REDACT, censor: "[redacted]" },
+			serializers: { req: serializeRequest },
 			...(logStream ? { stream: logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
@@ -119,7 +123,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
 	const echo = registerEchoModel({ delayMs: () => config.fauxDelayMs });
 	const hasKey = (provider: string) => Boolean(config.providerKeys[provider] ?? getEnvApiKey(provider, env));
-	if (Array.isArray(config.models)) registerCustomModels(config.models as CustomModelConfig[]);
+	registerConfiguredModels(config.models, env);
 	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel) checkDefaultModel(catalog, config.defaultModel);
@@ -169,7 +173,6 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	app.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
 	});
-	installAuth(app, config.apiKeys);
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
 			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
@@ -178,6 +181,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
 		});
 	}
+	// After CORS: its hook answers preflights, which carry no credentials.
+	const streamTokens = installAuth(app, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
 	await app.register(openApiPlugin);
 
 	await app.register(healthRoutes);
@@ -185,6 +190,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(sessionRoutes);
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
+	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await registerTools(app, { env: env as NodeJS.ProcessEnv });
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the

@@ -1,9 +1,18 @@
 /**
- * Bearer-token auth for `/v1`.
+ * Bearer-token auth, decided on the matched route, deny by default.
  *
- * With API keys configured every request whose path starts with `/v1` needs
- * `Authorization: Bearer <key>`; `/healthz`, `/readyz` and `/openapi.json` stay open. Keys are
- * compared in constant time: both sides are hashed with SHA-256 and compared with
+ * With API keys configured every request needs `Authorization: Bearer <key>` unless the route it
+ * matched is declared open (`config: { public: true }`: `/healthz`, `/readyz`, `/openapi.json`).
+ * The decision reads the route the router chose, never the URL text: the router decodes
+ * percent-encoding and accepts absolute-form targets (`GET http://host/v1/...`), so any test of
+ * the URL's spelling can be walked around. A request that matches no route needs a key too (its
+ * 404 tells nothing to a caller without one). CORS preflights are answered by the CORS hook, which
+ * must be installed before this one (browsers never send credentials on a preflight).
+ *
+ * A route declared `config: { streamToken: true }` also accepts, instead of the header, a stream
+ * token in `?token=` minted for the session in its `:id` (see stream-token.ts).
+ *
+ * Keys are compared in constant time: both sides are hashed with SHA-256 and compared with
  * `crypto.timingSafeEqual`, and every configured key is checked (no early exit), so neither the
  * key's length nor which key matched leaks through timing.
  *
@@ -11,13 +20,20 @@
  * when auth is off. Sessions are owned by the `ownerId` that created them.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { apiError } from "./errors.js";
+import { STREAM_TOKEN_PARAM, StreamTokens } from "./stream-token.js";
 
 declare module "fastify" {
 	interface FastifyRequest {
 		/** Hash id of the API key that authenticated the request; `null` when auth is off. */
 		ownerId: string | null;
+	}
+	interface FastifyContextConfig {
+		/** Open without an API key. Default false: every route needs one when keys are configured. */
+		public?: boolean;
+		/** Also accepts a stream token (`?token=`) minted for the session in the route's `:id`. */
+		streamToken?: boolean;
 	}
 }
 
@@ -30,29 +46,64 @@ export function ownerIdOf(apiKey: string): string {
 	return sha256(apiKey).toString("hex").slice(0, 16);
 }
 
-function isProtected(url: string): boolean {
-	return url === "/v1" || url.startsWith("/v1/") || url.startsWith("/v1?");
+export interface AuthOptions {
+	apiKeys: readonly string[];
+	/** Lifetime of minted stream tokens. */
+	streamTokenTtlMs: number;
 }
 
-/** Installs the auth hook on the root instance (so it covers routes registered by any plugin). */
-export function installAuth(app: FastifyInstance, apiKeys: readonly string[]): void {
+/**
+ * Installs the auth hook on the root instance (so it covers routes registered later by any
+ * plugin, and the not-found handler). Install it after CORS. Returns the app's stream tokens
+ * (the route that mints them needs them).
+ */
+export function installAuth(app: FastifyInstance, options: AuthOptions): StreamTokens {
+	const keys = options.apiKeys.map((apiKey) => ({ apiKey, hash: sha256(apiKey), ownerId: ownerIdOf(apiKey) }));
+	const tokens = new StreamTokens(keys, options.streamTokenTtlMs);
 	app.decorateRequest("ownerId", null);
-	if (apiKeys.length === 0) return;
-	const keys = apiKeys.map((key) => ({ hash: sha256(key), ownerId: ownerIdOf(key) }));
+	if (keys.length === 0) return tokens;
 
-	app.addHook("onRequest", async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
-		if (!isProtected(request.url)) return;
-		const header = request.headers.authorization;
-		const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-		if (!match) {
-			throw apiError("UNAUTHORIZED", "Missing credentials: send the header `Authorization: Bearer <api key>`.");
-		}
-		const presented = sha256(match[1]);
+	function ownerOfKey(presentedKey: string): string | null {
+		const presented = sha256(presentedKey);
 		let ownerId: string | null = null;
 		for (const key of keys) {
 			if (timingSafeEqual(presented, key.hash)) ownerId = key.ownerId;
 		}
+		return ownerId;
+	}
+
+	function ownerOfStreamToken(request: FastifyRequest): string | null | undefined {
+		const token = (request.query as Record<string, unknown> | undefined)?.[STREAM_TOKEN_PARAM];
+		const sessionId = (request.params as Record<string, unknown> | undefined)?.id;
+		if (typeof token !== "string" || typeof sessionId !== "string") return undefined;
+		const verified = tokens.verify(token, sessionId);
+		if (!verified) {
+			throw apiError(
+				"UNAUTHORIZED",
+				"The stream token is expired or was not minted for this session: mint a new one with POST /v1/sessions/:id/stream-token.",
+			);
+		}
+		return verified.ownerId;
+	}
+
+	app.addHook("onRequest", async function authenticate(request: FastifyRequest) {
+		const route = request.routeOptions.config;
+		if (route?.public === true) return;
+		const header = request.headers.authorization;
+		if (header === undefined && route?.streamToken === true) {
+			const ownerId = ownerOfStreamToken(request);
+			if (ownerId !== undefined) {
+				request.ownerId = ownerId;
+				return;
+			}
+		}
+		const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+		if (!match) {
+			throw apiError("UNAUTHORIZED", "Missing credentials: send the header `Authorization: Bearer <api key>`.");
+		}
+		const ownerId = ownerOfKey(match[1]);
 		if (ownerId === null) throw apiError("UNAUTHORIZED", "The API key is not valid for this server.");
 		request.ownerId = ownerId;
 	});
+	return tokens;
 }

@@ -12,6 +12,7 @@
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { redactSecrets } from "./redact.js";
 
 /** One configuration variable: its environment name, config-file key, default and meaning. */
 export interface ConfigVar {
@@ -60,7 +61,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description:
-			"Comma-separated API keys of at least 8 characters each; when set, every `/v1` route needs `Authorization: Bearer <key>`.",
+			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz` and `/openapi.json` needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
@@ -69,6 +70,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		default: "",
 		description:
 			"Comma-separated allowed CORS origins with their scheme (`https://app.example.com`), or `*`; empty disables CORS.",
+	},
+	{
+		env: "WHEELHOUSE_STREAM_TOKEN_TTL_MS",
+		key: "streamTokenTtlMs",
+		kind: "int",
+		default: "300000",
+		description:
+			"How long a stream token (`POST /v1/sessions/:id/stream-token`, for `EventSource`) can open the session's event stream.",
 	},
 	{
 		env: "WHEELHOUSE_DEFAULT_MODEL",
@@ -205,6 +214,7 @@ export const ServerConfigSchema = Type.Object(
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
+		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
 		providerIdleTimeoutMs: Int(0),
 		fauxDelayMs: Int(0, 60_000),
@@ -429,11 +439,7 @@ function describeError(message: string, value: unknown, path: string): string {
 	return `${message.toLowerCase()}${sub ? ` (at ${sub})` : ""} (got ${got})`;
 }
 
-/** The configuration with secrets replaced, for the startup log. */
+/** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */
 export function redactConfig(config: ServerConfig): Record<string, unknown> {
-	return {
-		...config,
-		apiKeys: config.apiKeys.map(() => "[redacted]"),
-		providerKeys: Object.fromEntries(Object.keys(config.providerKeys).map((k) => [k, "[redacted]"])),
-	};
+	return redactSecrets(config) as Record<string, unknown>;
 }

@@ -30,7 +30,8 @@ export const ERRORS = {
 	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
 	UNAUTHORIZED: {
 		status: 401,
-		description: "API keys are configured and the request has no valid `Authorization: Bearer <key>`.",
+		description:
+			"API keys are configured and the request has no valid `Authorization: Bearer <key>` (on `/events`: nor a valid, unexpired stream token for this session).",
 	},
 	NOT_FOUND: { status: 404, description: "No route matches the method and path." },
 	SESSION_NOT_FOUND: {

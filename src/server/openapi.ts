@@ -5,7 +5,8 @@
  *
  * Register {@link openApiPlugin} before the routes (it collects them through an `onRoute` hook).
  * Routes need no OpenAPI-specific fields: the `transform` here derives each operation's tag from
- * its URL and marks every `/v1` operation as needing the bearer key.
+ * its URL and marks every operation not declared open (`config: { public: true }`) as needing
+ * the bearer key.
  */
 import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
@@ -79,7 +80,8 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 				description:
 					"HTTP/SSE agent server: sessions each owning an agent; runs stream AgentEvents as resumable " +
 					"Server-Sent Events (per-session integer ids, `Last-Event-ID` resume); steering and follow-up queues. " +
-					"When the server has API keys configured, every `/v1` route needs `Authorization: Bearer <key>`.",
+					"When the server has API keys configured, every operation marked with `bearerAuth` needs `Authorization: Bearer <key>` " +
+					"(the event stream also opens with a stream token in `?token=`).",
 				license: { name: "MIT", identifier: "MIT" },
 			},
 			components: {
@@ -98,7 +100,8 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 			if (!out.tags) out.tags = [tagFor(url)];
 			const method = Array.isArray(route.method) ? route.method[0] : route.method;
 			if (!out.operationId) out.operationId = operationIdFor(method, url);
-			if (url.startsWith("/v1/") && !out.security) out.security = [{ bearerAuth: [] }];
+			// The same declaration the auth hook reads: every route that is not declared open needs a key.
+			if (route.config?.public !== true && !out.security) out.security = [{ bearerAuth: [] }];
 			if (out.response && typeof out.response === "object") out.response = describeResponses(out.response);
 			return { schema: out as typeof schema, url };
 		},
@@ -106,6 +109,7 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 	app.get(
 		"/openapi.json",
 		{
+			config: { public: true },
 			schema: {
 				summary: "This OpenAPI document (JSON).",
 				response: {

@@ -282,6 +282,13 @@ export const EventsQuery = Type.Object(
 		after: Type.Optional(
 			Type.String({ description: "Resume after this event id (same as the Last-Event-ID header, which wins)." }),
 		),
+		token: Type.Optional(
+			Type.String({
+				maxLength: 200,
+				description:
+					"A stream token from POST /v1/sessions/:id/stream-token, in place of the Authorization header (for EventSource). Checked when the stream opens.",
+			}),
+		),
 	},
 	{ additionalProperties: false },
 );

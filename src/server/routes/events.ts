@@ -15,11 +15,15 @@ export function parseEventId(raw: string, source: string): number {
 	return Number(value);
 }
 
-/** `GET /v1/sessions/:id/events`: the session's resumable live stream. */
+/**
+ * `GET /v1/sessions/:id/events`: the session's resumable live stream. Besides the bearer key it
+ * accepts a stream token in `?token=` (auth.ts checks it), the one way `EventSource` can authenticate.
+ */
 export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 	app.get(
 		"/v1/sessions/:id/events",
 		{
+			config: { streamToken: true },
 			schema: {
 				tags: ["events"],
 				summary:

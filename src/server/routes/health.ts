@@ -3,13 +3,17 @@ import { Health } from "../schemas.js";
 
 /**
  * `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open).
- * Orchestrators probe them every few seconds: their requests are logged from `warn` only, so the
- * log shows what clients do.
+ * Both are open without an API key: probes carry none. Orchestrators probe them every few seconds:
+ * their requests are logged from `warn` only, so the log shows what clients do.
  */
 export const healthRoutes: FastifyPluginAsync = async (app) => {
 	app.get(
 		"/healthz",
-		{ logLevel: "warn", schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } } },
+		{
+			logLevel: "warn",
+			config: { public: true },
+			schema: { tags: ["health"], summary: "Liveness", response: { 200: Health } },
+		},
 		async function healthz() {
 			return { status: "ok" };
 		},
@@ -19,6 +23,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 		"/readyz",
 		{
 			logLevel: "warn",
+			config: { public: true },
 			schema: { tags: ["health"], summary: "Readiness", response: { 200: Health, 503: Health } },
 		},
 		async function readyz(_request, reply) {
