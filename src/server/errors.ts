@@ -49,7 +49,7 @@ export const ERRORS = {
 	},
 	REQUEST_TIMEOUT: {
 		status: 408,
-		description: "The request's headers and body did not arrive within the server's request timeout.",
+		description: "The request's headers did not arrive within node's `headersTimeout`; the connection is closed.",
 	},
 	TOOL_CALL_FINISHED: {
 		status: 409,
