@@ -23,12 +23,13 @@ import { createMemoryStore } from "../store/memory.js";
 import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
+import { installBodyParser } from "./body-parser.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
-import { installErrorHandling } from "./error-handler.js";
+import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
 import type { SessionExtension } from "./live-session.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
@@ -39,6 +40,7 @@ import { healthRoutes } from "./routes/health.js";
 import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { streamTokenRoutes } from "./routes/stream-token.js";
+import { MAX_ID_LENGTH } from "./schemas.js";
 import { SessionManager } from "./sessions.js";
 import { beforeSseWrites } from "./sse.js";
 import { registerTools } from "./tools-plugin.js";
@@ -118,6 +120,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		genReqId: () => randomUUID(),
 		requestIdHeader: "x-request-id",
 		forceCloseConnections: false,
+		// Errors the router and node's HTTP parser raise before any route runs: the envelope too.
+		frameworkErrors,
+		clientErrorHandler,
+		routerOptions: { maxParamLength: MAX_ID_LENGTH },
+		// Checked by a hook instead, so that the answer is the envelope (node's is an empty 400).
+		http: { requireHostHeader: false },
 	}).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
@@ -170,6 +178,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 
 	installErrorHandling(app);
 	installValidation(app);
+	installBodyParser(app);
 	app.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
 	});

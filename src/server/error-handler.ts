@@ -1,14 +1,26 @@
 /**
- * The error and not-found handlers: every failure leaves as the envelope of `errors.ts`.
+ * Every failure leaves as the envelope of `errors.ts`, whichever layer answers it:
  *
- * - {@link ApiError}: sent as is (its code's status, its message).
- * - Fastify validation errors: 400 `VALIDATION_FAILED`, the message names each field and the fix.
- * - Body parser errors: 413 `PAYLOAD_TOO_LARGE`, 400 `INVALID_JSON`, 415 `UNSUPPORTED_MEDIA_TYPE`.
- * - Anything else: 500 `INTERNAL_ERROR` with a fixed message (never the internal one; Fastify's
- *   default handler would forward it), logged in full with the request id.
+ * - Routes and hooks (the error handler): an {@link ApiError} as is (its code's status, its
+ *   message); Fastify validation errors as 400 `VALIDATION_FAILED`, the message naming each field
+ *   and the fix; body parser errors as 413 `PAYLOAD_TOO_LARGE`, 400 `INVALID_JSON`, 415
+ *   `UNSUPPORTED_MEDIA_TYPE`; anything else as 500 `INTERNAL_ERROR` with a fixed message (never
+ *   the internal one; Fastify's default handler would forward it), logged in full with the
+ *   request id.
+ * - The router: no route is 404 `NOT_FOUND`, or 405 `METHOD_NOT_ALLOWED` with `Allow` when the
+ *   path has routes for other methods; a path it cannot decode, or a parameter longer than the
+ *   router keeps ({@link frameworkErrors}), 400.
+ * - The HTTP parser, before there is a request ({@link clientErrorHandler}): unparsable HTTP,
+ *   headers over node's limit, a request that does not arrive in time. These are written on the
+ *   socket as a complete response, and the connection is closed (the parser cannot find where
+ *   the next request would start). An HTTP/1.1 request without `Host` (which node would answer
+ *   with an empty 400) is refused by a hook instead.
  */
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorCode, type ErrorEnvelope } from "./errors.js";
+import { ApiError, ERRORS, type ErrorCode, type ErrorEnvelope } from "./errors.js";
+import { MAX_ID_LENGTH } from "./schemas.js";
 
 interface AjvLikeError {
 	instancePath?: string;
@@ -77,8 +89,104 @@ function classify(error: FastifyError): { status: number; body: ErrorEnvelope } 
 	return undefined;
 }
 
-/** Installs both handlers on the root instance. */
+/** Methods a path can have; the 405's `Allow` lists those of them that the path has. */
+const METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
+
+/** The methods the router has a route for at `url` (empty when the path does not exist at all). */
+function allowedMethods(app: FastifyInstance, url: string): string[] {
+	return METHODS.filter((method) => {
+		try {
+			return app.findRoute({ method, url }) !== null;
+		} catch {
+			return false;
+		}
+	});
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors of the router, raised before any route or hook runs.
+ * `maxParamLength` is {@link MAX_ID_LENGTH}, so a longer parameter is the same mistake as one the
+ * route's schema refuses.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+	switch (error.code) {
+		case "FST_ERR_BAD_URL":
+			reply
+				.code(400)
+				.send(
+					envelope(
+						"MALFORMED_REQUEST",
+						"The request path is not valid percent-encoding (a `%` must be followed by two hex digits of UTF-8); encode the path parameters with encodeURIComponent.",
+					),
+				);
+			return;
+		case "FST_ERR_MAX_PARAM_LENGTH":
+			reply
+				.code(400)
+				.send(
+					envelope(
+						"VALIDATION_FAILED",
+						`A path parameter is longer than ${MAX_ID_LENGTH} characters; ids are at most ${MAX_ID_LENGTH} characters.`,
+					),
+				);
+			return;
+		default:
+			request.log.error({ err: error }, "router error");
+			reply.code(500).send(envelope("INTERNAL_ERROR", `Internal server error (request id ${request.id}).`));
+	}
+}
+
+/** The answer to an error of node's HTTP parser, by its code. */
+function describeClientError(err: NodeJS.ErrnoException): { code: ErrorCode; message: string } {
+	switch (err.code) {
+		case "HPE_HEADER_OVERFLOW":
+			return {
+				code: "HEADERS_TOO_LARGE",
+				message: "The request line and headers are larger than the server accepts; send fewer or shorter headers.",
+			};
+		case "ERR_HTTP_REQUEST_TIMEOUT":
+			return {
+				code: "REQUEST_TIMEOUT",
+				message: "The request did not arrive completely within the server's request timeout.",
+			};
+		default:
+			return {
+				code: "MALFORMED_REQUEST",
+				message: `The request is not valid HTTP/1.1 (${err.code ?? "parse error"}); check the request line, the header syntax and Content-Length / Transfer-Encoding.`,
+			};
+	}
+}
+
+/**
+ * Fastify's `clientErrorHandler` option (node's `clientError` event): writes the envelope as a raw
+ * HTTP response, then closes the connection. `this` is the Fastify instance.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+	// A reset connection has no one to answer; a socket that is mid-response cannot take another.
+	const inResponse = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+	if (err.code === "ECONNRESET" || socket.destroyed || !socket.writable || inResponse) {
+		socket.destroy();
+		return;
+	}
+	const { code, message } = describeClientError(err);
+	const status = ERRORS[code].status;
+	const body = JSON.stringify(envelope(code, message));
+	this.log.debug({ err }, "client error");
+	socket.end(
+		`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+	);
+}
+
+/** Installs the error and not-found handlers and the `Host` check on the root instance. */
 export function installErrorHandling(app: FastifyInstance): void {
+	// Runs first: node's own check (`requireHostHeader`) is off so that this answer is the envelope.
+	app.addHook("onRequest", async function requireHost(request, reply) {
+		if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) {
+			reply.header("connection", "close");
+			throw new ApiError("MALFORMED_REQUEST", "An HTTP/1.1 request must have a `Host` header.");
+		}
+	});
+
 	app.setErrorHandler(function handleError(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
 		const known = classify(error);
 		if (known) {
@@ -94,6 +202,18 @@ export function installErrorHandling(app: FastifyInstance): void {
 	});
 
 	app.setNotFoundHandler(function handleNotFound(request: FastifyRequest, reply: FastifyReply) {
+		const allowed = allowedMethods(app, request.url);
+		if (allowed.length > 0) {
+			return reply
+				.code(405)
+				.header("allow", allowed.join(", "))
+				.send(
+					envelope(
+						"METHOD_NOT_ALLOWED",
+						`${request.method} is not a method of ${request.url.split("?")[0]}; it has ${allowed.join(", ")}. See GET /openapi.json.`,
+					),
+				);
+		}
 		return reply
 			.code(404)
 			.send(envelope("NOT_FOUND", `No route ${request.method} ${request.url.split("?")[0]}; see GET /openapi.json.`));

@@ -13,6 +13,16 @@ export const ERRORS = {
 		description: "A parameter, query string, header or body field is missing or invalid; `message` names the field.",
 	},
 	INVALID_JSON: { status: 400, description: "The request body is not valid JSON." },
+	JSON_TOO_DEEP: {
+		status: 400,
+		description:
+			"The JSON body nests arrays and objects deeper than the server accepts (`MAX_JSON_DEPTH`, 64 levels, the body itself included).",
+	},
+	MALFORMED_REQUEST: {
+		status: 400,
+		description:
+			"The request is not valid HTTP/1.1: unparsable request line or headers, an HTTP/1.1 request without `Host`, or a path with invalid percent-encoding. The connection is closed after the answer when the request could not be parsed.",
+	},
 	INVALID_EVENT_ID: {
 		status: 400,
 		description: "`Last-Event-ID` or `?after=` is not a non-negative integer event id.",
@@ -42,6 +52,14 @@ export const ERRORS = {
 		status: 404,
 		description:
 			"No tool call with this id waits for a result or approval in this session (never requested, or another kind).",
+	},
+	METHOD_NOT_ALLOWED: {
+		status: 405,
+		description: "The path exists but not with this method; the `Allow` header lists the methods it has.",
+	},
+	REQUEST_TIMEOUT: {
+		status: 408,
+		description: "The request's headers did not arrive within node's `headersTimeout`; the connection is closed.",
 	},
 	TOOL_CALL_FINISHED: {
 		status: 409,
@@ -83,6 +101,10 @@ export const ERRORS = {
 	TOO_MANY_SESSIONS: {
 		status: 429,
 		description: "The server holds the maximum number of sessions (`WHEELHOUSE_MAX_SESSIONS`).",
+	},
+	HEADERS_TOO_LARGE: {
+		status: 431,
+		description: "The request line and headers together exceed the HTTP server's limit (16 KiB by default).",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

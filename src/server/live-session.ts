@@ -540,13 +540,23 @@ export class LiveSession {
 				resolveFirst(id);
 			},
 		};
-		if (this.deps.store.startRun(this.id, run.id, Date.now(), prompt) && prompt.length > 0) {
-			this.persistedCount += prompt.length;
-			for (const message of prompt) this.storedWithRun.add(message);
+		// Between the claim and the run's start, a throw (the store refusing the write, an attach
+		// that fails) must give the session back: otherwise it stays busy with no run to end it.
+		let recorded = false;
+		try {
+			recorded = this.deps.store.startRun(this.id, run.id, Date.now(), prompt);
+			if (recorded && prompt.length > 0) {
+				this.persistedCount += prompt.length;
+				for (const message of prompt) this.storedWithRun.add(message);
+			}
+			this.activeRun = run;
+			this.lastActiveAt = Date.now();
+			attach?.(run);
+		} catch (err) {
+			this.abandonLaunch(run, recorded ? prompt : undefined, err);
+			settle();
+			throw err;
 		}
-		this.activeRun = run;
-		this.lastActiveAt = Date.now();
-		attach?.(run);
 		void (async () => {
 			try {
 				await start();
@@ -563,6 +573,29 @@ export class LiveSession {
 			}
 		})();
 		return run;
+	}
+
+	/**
+	 * Undoes a launch that threw before its run started and releases the claim. When the run's
+	 * start was stored (`stored` is its prompt), the run is ended as failed and the agent gets the
+	 * stored prompt too, so its transcript and the store's stay the same.
+	 */
+	private abandonLaunch(run: ActiveRun, stored: AgentMessage[] | undefined, err: unknown): void {
+		if (this.activeRun === run) this.activeRun = undefined;
+		if (stored) {
+			for (const message of stored) this.storedWithRun.delete(message);
+			if (stored.length > 0) this.agent.state.messages = [...this.agent.state.messages, ...stored];
+			try {
+				this.endRun(run, err instanceof Error ? err.message : String(err));
+			} catch (endErr) {
+				this.deps.logger.error(
+					{ err: endErr, sessionId: this.id, runId: run.id },
+					"could not end a run that failed to start",
+				);
+			}
+		}
+		run.resolveFirst(this.lastEventId);
+		this.release();
 	}
 
 	private endRun(run: ActiveRun, failure?: string): void {

@@ -177,7 +177,10 @@ export const SessionList = Type.Object({
 	nextCursor: Type.Optional(Type.String({ description: "Pass as `cursor` for the next page; absent on the last." })),
 });
 
-export const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) });
+/** Longest id a path parameter may carry (session and tool call ids); also the router's `maxParamLength`. */
+export const MAX_ID_LENGTH = 200;
+
+export const SessionParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH }) });
 
 export const ListQuery = Type.Object(
 	{

@@ -35,6 +35,9 @@ export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?:
 		onClose,
 	});
 	sse.open();
+	// HEAD (Fastify's automatic HEAD route runs the GET handler): the GET's status and headers,
+	// then the end; node sends no body for HEAD, and a stream that never ends would never answer.
+	if (reply.request.method === "HEAD") sse.end();
 	return sse;
 }
 
