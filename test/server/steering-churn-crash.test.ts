@@ -27,8 +27,6 @@ const SENDERS = 4;
 /** Answers a restarted server gives before the kill moment is counted from. */
 const WARMUP_ACKS = 20;
 const MAX_KILL_DELAY_MS = 300;
-/** The store's longest wait before a queued write commits on its own (the default is 5 ms). */
-const SYNC_DELAY_MS = Number(process.env.CHURN_SYNC_MS ?? 5);
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -62,7 +60,7 @@ interface ServerProcess {
 function spawnServer(db: string): ServerProcess {
 	const child = spawn(
 		process.execPath,
-		["--import", "tsx", path.join(import.meta.dirname, "fixtures", "churn-server.ts"), db, String(SYNC_DELAY_MS)],
+		["--import", "tsx", path.join(import.meta.dirname, "fixtures", "churn-server.ts"), db],
 		{ stdio: ["pipe", "pipe", "pipe"] },
 	);
 	children.push(child);
@@ -156,9 +154,7 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 	for (let k = 0; k < KILLS; k++) {
 		const server = next;
 		await server.loaded;
-		if (process.env.DEBUG_CHURN) console.log("loaded", Date.now());
 		const url = await server.start();
-		if (process.env.DEBUG_CHURN) console.log("started", Date.now());
 		if (k + 1 < KILLS) next = spawnServer(db); // loads while this one serves
 		if (k === 0) {
 			const res = await fetch(`${url}/v1/sessions`, {
@@ -183,18 +179,21 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 		);
 		// Killed at a seeded moment once the churn is under way (the first answers of a fresh process are slow).
 		const killAfter = Math.floor(random() * MAX_KILL_DELAY_MS);
-		await churn;
+		await Promise.race([churn, server.exited]);
 		await new Promise((resolve) => setTimeout(resolve, killAfter));
 		server.child.kill("SIGKILL");
-		await server.exited;
+		const [, signal] = (await server.exited) as [number | null, NodeJS.Signals | null];
+		expect(signal, "the server died before it was killed").toBe("SIGKILL");
 		await Promise.all(senders);
 		await dispatcher.destroy();
 		ackedPerRun.push(acked.size - before);
-		if (process.env.DEBUG_CHURN) console.log(k, killAfter, acked.size - before, Date.now());
 	}
 
-	// Every server took messages, so every kill landed during churn.
-	expect(ackedPerRun.filter((n) => n === 0)).toEqual([]);
+	// Every kill landed during churn.
+	expect(
+		ackedPerRun.every((n) => n >= WARMUP_ACKS),
+		`acknowledged per server: ${ackedPerRun}`,
+	).toBe(true);
 
 	const store = openSqliteStore({ path: db });
 	try {
@@ -212,11 +211,13 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 
 		const lost = [...acked].filter((text) => !seen.has(text));
 		const duplicated = [...seen].filter(([, n]) => n > 1).map(([text]) => text);
-		if (process.env.DEBUG_CHURN) console.log({ acked: acked.size, lost, duplicated, total, queued: queued.length });
-		expect({ lost, duplicated }).toEqual({ lost: [], duplicated: [] });
+		expect({ lost, duplicated }, `${acked.size} acknowledged over ${KILLS} kills`).toEqual({
+			lost: [],
+			duplicated: [],
+		});
 		// The churn drained messages into the transcript (not just queued them).
 		expect(seen.size - queued.length).toBeGreaterThan(KILLS * 10);
 	} finally {
 		store.close();
 	}
-}, 300_000);
+}, 180_000);
