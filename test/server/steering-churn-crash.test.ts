@@ -81,6 +81,8 @@ function spawnServer(db: string): ServerProcess {
 			exited.then(() => reject(new Error(`server exited before printing ${match}: ${stderr}`)));
 		});
 	const loaded = line(/^loaded$/).then(() => undefined);
+	// A server spawned ahead and killed by the cleanup before it loaded is no failure.
+	loaded.catch(() => undefined);
 	return {
 		child,
 		loaded,
@@ -220,4 +222,4 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 	} finally {
 		store.close();
 	}
-}, 180_000);
+}, 300_000); // ~25 s on an idle 2-core machine; process starts take far longer on a loaded one
