@@ -222,4 +222,4 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 	} finally {
 		store.close();
 	}
-}, 300_000); // ~25 s on an idle 2-core machine; process starts take far longer on a loaded one
+}, 300_000); // the process starts dominate, and take far longer on a loaded machine
