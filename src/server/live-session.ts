@@ -16,8 +16,9 @@
  * `steer` / `followUp` go into the Agent's own queues (what `getSteeringMessages` /
  * `getFollowUpMessages` drain) and into the store (durable before the 202). A queued message is
  * known to be drained when the loop emits `message_start` for that very message object; then it
- * is removed from the store and a `queue_update` with `action: "drained"` precedes its
- * `message_start` on the stream.
+ * moves from the store's queue into its transcript in one write (`drainQueued`), so a crash at
+ * any moment leaves it in exactly one of the two, and a `queue_update` with `action: "drained"`
+ * precedes its `message_start` on the stream. Its `message_end` stores nothing more.
  *
  * ## Runs
  *
@@ -167,8 +168,13 @@ export class LiveSession {
 	private runSeq = 0;
 	/** Transcript length in the store (messages appended so far). */
 	private persistedCount: number;
-	/** Prompt messages stored with their run's start (`startRun`): their `message_end` stores nothing. */
+	/**
+	 * Messages stored before their `message_end`, which then stores nothing: prompts (with their run's
+	 * start, `startRun`) and drained queued messages (at their `message_start`, `drainQueued`).
+	 */
 	private readonly storedWithRun = new Set<AgentMessage>();
+	/** Drained queued messages not yet moved into the stored transcript, with their queue entry ids. */
+	private readonly drainedIds = new Map<AgentMessage, number>();
 	private deleted = false;
 	lastActiveAt = Date.now();
 
@@ -373,6 +379,7 @@ export class LiveSession {
 					break;
 				case "agent_end":
 					this.storedWithRun.clear();
+					this.drainedIds.clear();
 					this.reconcileTranscript();
 					if (run) this.endRun(run);
 					break;
@@ -386,8 +393,14 @@ export class LiveSession {
 		}
 	}
 
+	/** Stores a completed message; a drained queued message leaves the stored queue in the same write. */
 	private persistMessage(message: AgentMessage): void {
-		const length = this.deps.store.appendMessages(this.id, [message]);
+		const entryId = this.drainedIds.get(message);
+		const length =
+			entryId === undefined
+				? this.deps.store.appendMessages(this.id, [message])
+				: this.deps.store.drainQueued(this.id, [entryId], [message]);
+		this.drainedIds.delete(message);
 		if (length !== undefined) this.persistedCount = length;
 	}
 
@@ -412,7 +425,11 @@ export class LiveSession {
 		const index = this.queue.findIndex((entry) => entry.message === message);
 		if (index < 0) return;
 		const [entry] = this.queue.splice(index, 1);
-		this.deps.store.removeQueued(this.id, [entry.id]);
+		// Stored now, not at its message_end: no client sees it drained before it is in the stored
+		// transcript. Should this write fail, its message_end tries again.
+		this.drainedIds.set(message, entry.id);
+		this.persistMessage(message);
+		this.storedWithRun.add(message);
 		this.publishQueue("drained", entry.kind, [entry]);
 	}
 

@@ -288,6 +288,12 @@ export class MemorySessionStore implements SessionStore {
 		return before - s.queue.length;
 	}
 
+	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): number | undefined {
+		if (!this.get(sessionId)) return undefined;
+		this.removeQueued(sessionId, ids);
+		return this.appendMessages(sessionId, messages);
+	}
+
 	clearQueue(sessionId: string, kind?: QueueKind): number {
 		const s = this.get(sessionId);
 		if (!s) return 0;

@@ -1068,6 +1068,32 @@ export class SqliteSessionStore implements SessionStore {
 		);
 	}
 
+	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): number | undefined {
+		this.open();
+		const log = this.log(sessionId);
+		if (!log) return undefined;
+		const tally = this.tally(log);
+		const runId = tally.runId;
+		const rows = messages.map((m) => JSON.stringify(m));
+		const targets = rows.map((json, i) => ({ seq: tally.messages + i, json }));
+		// A durable write, not a queued one: the queue rows go in the same commit as the messages, and
+		// that commit runs the session's queued writes first, so the messages land after those before them.
+		const stored = this.durableFor(sessionId, () => {
+			if (!this.row(sessionId)) return false;
+			for (const id of ids) this.s.deleteQueued.run(sessionId, id);
+			if (rows.length > 0) this.insertMessages(sessionId, runId, rows);
+			return true;
+		});
+		if (!stored) return undefined;
+		// A queued write of this session that failed in the same commit reset the tally (re-read from disk).
+		if (log.tally === tally) {
+			tally.messages += rows.length;
+			log.refs.push(...targets);
+			if (log.refs.length > MAX_REFS) log.refs.splice(0, log.refs.length - MAX_REFS);
+		}
+		return this.tally(log).messages;
+	}
+
 	clearQueue(sessionId: string, kind?: QueueKind): number {
 		return this.durableFor(
 			sessionId,

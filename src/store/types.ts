@@ -15,7 +15,7 @@
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
  * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
- *   `deleteSessions`, `enqueue`, `removeQueued`, `clearQueue`, `putPending`,
+ *   `deleteSessions`, `enqueue`, `removeQueued`, `drainQueued`, `clearQueue`, `putPending`,
  *   `resolvePending`, `deletePending`, `putIdempotencyKey`, `deleteIdempotencyKeys`,
  *   `recoverInterrupted`, `flush`.
  * - Durable at the next sync: `startRun`, `appendMessages` and `endRun`. Their effect is visible to
@@ -374,8 +374,20 @@ export interface SessionStore {
 	/** Queued messages in enqueue order, of one kind or both. `[]` for an unknown session. */
 	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[];
 
-	/** Removes entries by id once the loop has drained them. Returns how many were removed. Durable on return. */
+	/** Removes entries by id (without storing their messages). Returns how many were removed. Durable on return. */
 	removeQueued(sessionId: string, ids: number[]): number;
+
+	/**
+	 * Moves messages the loop drained from the queue into the transcript: removes the entries `ids`
+	 * and appends `messages` (what the loop delivered for them, in order) to the transcript, tagged
+	 * with the session's current run as `appendMessages` does, after every message appended before,
+	 * in one transaction. A crash therefore leaves a queued message either still queued or in the
+	 * transcript, never in neither and never in both: an acknowledged `enqueue` is never lost, and
+	 * a restart never delivers a message that is already in the transcript. The messages are
+	 * appended even if an id is no longer queued. Returns the new transcript length, or undefined
+	 * for an unknown session. Durable on return.
+	 */
+	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): number | undefined;
 
 	/** Removes every queued message of one kind or both. Returns how many were removed. Durable on return. */
 	clearQueue(sessionId: string, kind?: QueueKind): number;

@@ -381,6 +381,30 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.removeQueued("s2", [q?.id ?? -1])).toBe(0);
 				expect(store.listQueued("s1")).toHaveLength(1);
 			});
+
+			it("moves a drained message from the queue into the transcript in one step, after the messages before it", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const a = store.enqueue("s1", "steer", user("steer a"), 2000);
+				const b = store.enqueue("s1", "followUp", user("follow b"), 2001);
+				store.startRun("s1", "r1", 2002, [user("prompt")]);
+				store.appendMessages("s1", [assistant("answer")]);
+				expect(store.drainQueued("s1", [a?.id ?? -1], [user("steer a")])).toBe(3);
+				expect(store.listQueued("s1").map((q) => q.id)).toEqual([b?.id]);
+				expect(store.countMessages("s1")).toBe(3);
+				expect(store.getSession("s1")?.messageCount).toBe(3);
+				expect(store.listMessages("s1")?.messages).toEqual([user("prompt"), assistant("answer"), user("steer a")]);
+				// The messages are stored even if their entry is gone (the loop delivered them); other
+				// sessions' entries are never touched.
+				store.createSession(newSession("s2"));
+				const other = store.enqueue("s2", "steer", user("s2 only"), 2003);
+				expect(store.drainQueued("s1", [a?.id ?? -1, other?.id ?? -1], [user("again")])).toBe(4);
+				expect(store.listQueued("s2").map((q) => q.id)).toEqual([other?.id]);
+				expect(store.drainQueued("s1", [b?.id ?? -1], [])).toBe(4);
+				expect(store.listQueued("s1")).toEqual([]);
+				expect(store.drainQueued("x", [other?.id ?? -1], [user("nobody")])).toBeUndefined();
+				expect(store.listQueued("s2")).toHaveLength(1);
+			});
 		});
 
 		describe("runs and recovery", () => {
@@ -608,6 +632,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(store.enqueue("x", "steer", user("a"), 1)).toBeUndefined();
 				expect(store.listQueued("x")).toEqual([]);
 				expect(store.removeQueued("x", [1])).toBe(0);
+				expect(store.drainQueued("x", [1], [user("a")])).toBeUndefined();
 				expect(store.clearQueue("x")).toBe(0);
 				expect(store.startRun("x", "r", 1)).toBe(false);
 				expect(store.endRun("x", "r", { status: "aborted", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);

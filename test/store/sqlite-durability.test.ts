@@ -165,6 +165,31 @@ describe("SQLite store durability", () => {
 		expect(b.readEvents("s1", 3).map((e) => e.id)).toEqual([next]);
 	});
 
+	it("a drained queued message is on disk in the queue or in the transcript at every moment, never neither", () => {
+		const path = join(dir, "drain.db");
+		const a = store(path, { flushIntervalMs: 60_000, syncDelayMs: 60_000 });
+		/** What a SIGKILL now would leave: a copy of the files, opened by a new store. */
+		const crashCopy = (name: string) => {
+			const copy = join(dir, name);
+			copyFileSync(path, copy);
+			if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`);
+			const b = store(copy);
+			return {
+				queued: b.listQueued("s1").map((q) => (q.message as { content: string }).content),
+				transcript: b.listMessages("s1")?.messages.map((m) => (m.role === "user" ? m.content : m.role)),
+			};
+		};
+		a.createSession(newSession("s1"));
+		const steer = a.enqueue("s1", "steer", user("steer"), 1);
+		a.startRun("s1", "r1", 2, [user("prompt")]);
+		a.appendMessages("s1", [assistant("answer")]);
+		expect(crashCopy("before.db")).toEqual({ queued: ["steer"], transcript: [] });
+		expect(a.drainQueued("s1", [steer?.id ?? -1], [user("steer")])).toBe(3);
+		// Durable on return, with the run start and the messages queued before it, in order.
+		expect(crashCopy("after.db")).toEqual({ queued: [], transcript: ["prompt", "assistant", "steer"] });
+		expect(a.listRuns("s1").map((r) => r.status)).toEqual(["running"]);
+	});
+
 	it("buffers event appends and writes them with the next durable write, at flush(), or on the timer", async () => {
 		const path = join(dir, "batch.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
