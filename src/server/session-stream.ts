@@ -11,6 +11,7 @@
  * so no event is lost or sent twice.
  */
 import type { FastifyReply } from "fastify";
+import type { SseEventName } from "../client/wire.js";
 import type { SessionStore } from "../store/types.js";
 import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
 import { formatComment, formatEventFrame, formatFrame, SseConnection } from "./sse.js";
@@ -62,7 +63,7 @@ export function snapshotFrame(session: LiveSession, reset: boolean): { id: numbe
 		...(session.streamingMessage ? { streamingMessage: session.streamingMessage } : {}),
 	});
 	// The snapshot carries the id of the last event it reflects: resuming from it is exact.
-	return { id, frame: formatFrame({ id, event: "session_snapshot", data }) };
+	return { id, frame: formatFrame({ id, event: "session_snapshot" satisfies SseEventName, data }) };
 }
 
 /**

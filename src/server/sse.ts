@@ -19,6 +19,7 @@
  * client resumes with `Last-Event-ID`; the run is never affected.
  */
 import type { ServerResponse } from "node:http";
+import type { SseEventName } from "../client/wire.js";
 
 const LINE_BREAK = /\r\n|\r|\n/;
 
@@ -414,7 +415,7 @@ export class SseConnection {
 			lastEventId: this.lastSentId ?? null,
 		});
 		this.finish(
-			`${formatComment("dropped: slow consumer")}${formatFrame({ event: "stream_dropped", data: notice })}`,
+			`${formatComment("dropped: slow consumer")}${formatFrame({ event: "stream_dropped" satisfies SseEventName, data: notice })}`,
 			"overflow",
 		);
 	}
