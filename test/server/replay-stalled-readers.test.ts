@@ -171,14 +171,20 @@ it("stalled replayers hold about their buffer each, are dropped, and resume from
 	// process by over a hundred megabytes when a replay queued whole pages of events).
 	expect(peak - before).toBeLessThan(READERS * BUFFER_BYTES * 2 + 24 * 1024 * 1024);
 
-	// Reading now: what each was sent, then the drop notice with the last id it got, then the end.
-	for (const res of stalled) {
-		res.setEncoding("utf8");
-		let text = "";
-		res.on("data", (chunk: string) => {
-			text += chunk;
-		});
-		await once(res, "end");
+	// Reading now (all at once: a dropped peer has a few seconds to take its last bytes): what each
+	// was sent, then the drop notice with the last id it got, then the end.
+	const texts = await Promise.all(
+		stalled.map(async (res) => {
+			res.setEncoding("utf8");
+			let text = "";
+			res.on("data", (chunk: string) => {
+				text += chunk;
+			});
+			await once(res, "end");
+			return text;
+		}),
+	);
+	for (const text of texts) {
 		const { ids, lastEvent, dropped } = parseFrames(text);
 		expect(lastEvent).toBe("stream_dropped");
 		expect(dropped.reason).toBe("slow_consumer");
@@ -190,7 +196,7 @@ it("stalled replayers hold about their buffer each, are dropped, and resume from
 		const resumed = await openSse(`${server.url}/v1/sessions/${id}/events`, {
 			headers: { "last-event-id": String(dropped.lastEventId) },
 		});
-		await resumed.waitFor((e) => e.id === lastEventId, 10_000);
+		await resumed.waitFor((e) => e.id === lastEventId, 20_000);
 		expect([...ids, ...resumed.ids()]).toEqual(allIds);
 		resumed.close();
 	}
