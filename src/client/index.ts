@@ -16,12 +16,16 @@ export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, str
 export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
 export { type ReceivedEvent, type StreamEventsOptions, streamEvents, WheelhouseHttpError } from "./stream-events.js";
 export {
+	AGENT_EVENT_NAMES,
 	type ApprovalRequestedEvent,
 	type ApprovalResolvedEvent,
 	encodeWireData,
 	type QueueUpdateEvent,
+	SERVER_EVENT_NAMES,
 	type ServerEvent,
 	type SessionSnapshotEvent,
+	SSE_EVENT_NAMES,
+	type SseEventName,
 	type StreamDroppedEvent,
 	toWireEvent,
 	type WireAssistantMessageEvent,

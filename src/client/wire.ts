@@ -132,6 +132,44 @@ export type ServerEvent =
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
 
+/** The SSE `event:` name of every frame that carries data: the event's `type`. */
+export type SseEventName = WireEvent["type"];
+
+// Records keyed by the unions: a type that is added to (or removed from) AgentEvent or ServerEvent
+// and not to (from) these lists does not compile, so the lists below cannot go stale.
+const AGENT_EVENTS: Record<AgentEvent["type"], true> = {
+	agent_start: true,
+	turn_start: true,
+	message_start: true,
+	message_update: true,
+	message_end: true,
+	tool_execution_start: true,
+	tool_execution_update: true,
+	tool_execution_end: true,
+	turn_end: true,
+	agent_end: true,
+};
+const SERVER_EVENTS: Record<ServerEvent["type"], true> = {
+	session_snapshot: true,
+	queue_update: true,
+	approval_requested: true,
+	approval_resolved: true,
+	stream_dropped: true,
+};
+
+/** The names of the AgentEvent types, as the SSE `event:` names of those events. */
+export const AGENT_EVENT_NAMES = Object.freeze(Object.keys(AGENT_EVENTS) as AgentEvent["type"][]);
+
+/** The names of the server-level events (never an AgentEvent type). */
+export const SERVER_EVENT_NAMES = Object.freeze(Object.keys(SERVER_EVENTS) as ServerEvent["type"][]);
+
+/**
+ * Every SSE `event:` name the server sends. Every frame that carries data is named, so a generic
+ * `EventSource` client gets nothing on `onmessage` and must `addEventListener` each of these;
+ * the other frames (`retry:`, `:` comments such as heartbeats) dispatch nothing.
+ */
+export const SSE_EVENT_NAMES: readonly SseEventName[] = Object.freeze([...AGENT_EVENT_NAMES, ...SERVER_EVENT_NAMES]);
+
 const BULKY_FIELD: Record<string, "text" | "thinking" | "arguments"> = {
 	text_end: "text",
 	thinking_end: "thinking",

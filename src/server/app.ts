@@ -170,7 +170,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		config,
 		sessions,
 		catalog,
-		stream: { heartbeatMs: config.heartbeatMs, retryMs: config.sseRetryMs, maxBufferBytes: config.sseBufferBytes },
+		stream: {
+			heartbeatMs: config.heartbeatMs,
+			retryMs: config.sseRetryMs,
+			maxBufferBytes: config.sseBufferBytes,
+			stallMs: config.sseStallMs,
+		},
 		toolOrigins,
 		isShuttingDown: () => shuttingDown || sessions.isShuttingDown,
 	};

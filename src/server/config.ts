@@ -163,7 +163,16 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		key: "sseBufferBytes",
 		kind: "int",
 		default: "1048576",
-		description: "Per-subscriber unsent SSE bytes before a slow subscriber is dropped (it can resume).",
+		description:
+			"Per-subscriber SSE bytes not yet flushed to the socket (queued or in its buffer) before a subscriber that is behind is dropped (it can resume); a resume replays the log in pages of half this.",
+	},
+	{
+		env: "WHEELHOUSE_SSE_STALL_MS",
+		key: "sseStallMs",
+		kind: "int",
+		default: "30000",
+		description:
+			"A subscriber whose socket takes nothing for this long while it is behind (live or replaying) is dropped (it can resume); 0 disables.",
 	},
 	{
 		env: "WHEELHOUSE_SHUTDOWN_GRACE_MS",
@@ -227,6 +236,7 @@ export const ServerConfigSchema = Type.Object(
 		maxQueuedMessages: Int(1),
 		eventRetention: Int(10),
 		sseBufferBytes: Int(1024),
+		sseStallMs: Int(0, 3_600_000),
 		shutdownGraceMs: Int(0),
 		sessionTtlMs: Int(1000),
 		sessionDeleteAfterMs: Int(0),

@@ -39,7 +39,7 @@ import type {
 } from "../agent/types.js";
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
-import { encodeWireData } from "../client/wire.js";
+import { encodeWireData, type ServerEvent, type SseEventName } from "../client/wire.js";
 import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
 import { selectTools } from "../tools/selection.js";
 import { apiError } from "./errors.js";
@@ -328,7 +328,7 @@ export class LiveSession {
 	 * Appends an event to the log and delivers it to every subscriber. `data` is the serialised
 	 * JSON payload. Returns the id (undefined when the session is gone from the store).
 	 */
-	private append(type: string, data: string): number | undefined {
+	private append(type: SseEventName, data: string): number | undefined {
 		const id = this.deps.store.appendEvent(this.id, type, data);
 		if (id === undefined) return undefined;
 		const frame = formatEventFrame(id, type, data);
@@ -348,7 +348,7 @@ export class LiveSession {
 	 * Publishes a server-level event (a name that is not an AgentEvent type, e.g.
 	 * `approval_requested`) on the session's stream with the next id. `payload.type` is set to `type`.
 	 */
-	publish(type: string, payload: Record<string, unknown>): number | undefined {
+	publish(type: ServerEvent["type"], payload: Record<string, unknown>): number | undefined {
 		return this.append(type, JSON.stringify({ ...payload, type }));
 	}
 

@@ -2,12 +2,16 @@
  * Binds SSE responses to sessions: the live `/events` stream (snapshot or replay, then live) and
  * the stream of one run (`POST /prompt` / `/continue` with `Accept: text/event-stream`).
  *
- * Replay is paced by the socket: the backlog is read from the store a page at a time, the next
- * page only once the socket drained, so a resume of 10,000 events never sits in memory at once.
- * The switch from replay to live happens in the same tick as the read that reached the end of the
- * log, so no event is lost or sent twice.
+ * Replay is paced by the socket and held to the subscriber's buffer budget like live events: the
+ * backlog is read from the store a page at a time, each page sized in bytes to fit half the budget
+ * (less what the socket still holds), the next one only once the socket took the last, so a resume
+ * of a long log never sits in memory at once. A replayer whose socket stops draining is dropped by
+ * the connection's stall rule with `stream_dropped` and resumes from the last id it was sent. The
+ * switch from replay to live happens in the same tick as the read that reached the end of the log,
+ * so no event is lost or sent twice.
  */
 import type { FastifyReply } from "fastify";
+import type { SseEventName } from "../client/wire.js";
 import type { SessionStore } from "../store/types.js";
 import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
 import { formatComment, formatEventFrame, formatFrame, SseConnection } from "./sse.js";
@@ -16,12 +20,16 @@ export interface StreamSettings {
 	heartbeatMs: number;
 	retryMs: number;
 	maxBufferBytes: number;
+	/** How long a subscriber's socket may go without draining before it is dropped (0: never). */
+	stallMs: number;
 }
 
-const REPLAY_PAGE = 500;
+/** Most events in a replay page; pages are sized by bytes first, this only bounds tiny events. */
+const REPLAY_PAGE_EVENTS = 1000;
 
 /** Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS). */
 export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?: () => void): SseConnection {
+	const log = reply.request.log;
 	reply.hijack();
 	const headers = { ...reply.getHeaders(), "x-request-id": String(reply.request.id) } as Record<
 		string,
@@ -31,8 +39,14 @@ export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?:
 		heartbeatMs: settings.heartbeatMs,
 		retryMs: settings.retryMs,
 		maxBufferBytes: settings.maxBufferBytes,
+		stallMs: settings.stallMs,
 		headers,
-		onClose,
+		onClose(reason) {
+			if (reason === "overflow") {
+				log.info({ lastEventId: sse.lastSentId ?? null }, "SSE subscriber dropped: it did not keep up (it can resume)");
+			}
+			onClose?.();
+		},
 	});
 	sse.open();
 	// HEAD (Fastify's automatic HEAD route runs the GET handler): the GET's status and headers,
@@ -52,7 +66,7 @@ export function snapshotFrame(session: LiveSession, reset: boolean): { id: numbe
 		...(session.streamingMessage ? { streamingMessage: session.streamingMessage } : {}),
 	});
 	// The snapshot carries the id of the last event it reflects: resuming from it is exact.
-	return { id, frame: formatFrame({ id, event: "session_snapshot", data }) };
+	return { id, frame: formatFrame({ id, event: "session_snapshot" satisfies SseEventName, data }) };
 }
 
 /**
@@ -108,8 +122,12 @@ export function streamSessionEvents(
 
 	async function replay(): Promise<void> {
 		for (;;) {
+			await sse.whenWritable();
 			if (sse.isClosed) return;
-			const events = store.readEvents(session.id, cursor, REPLAY_PAGE);
+			// Half the budget: the frames that follow a page (heartbeats, live events after the switch)
+			// must not push a subscriber that keeps up over its budget.
+			const room = Math.max(1, Math.floor(settings.maxBufferBytes / 2) - sse.bufferedBytes);
+			const events = store.readEvents(session.id, cursor, REPLAY_PAGE_EVENTS, room);
 			if (events.length > 0 && events[0].id > cursor + 1 && !isRetained(store, session.id, cursor)) {
 				// The log was trimmed past us while we replayed (a very slow reader): start over.
 				sendSnapshot(true);
@@ -119,12 +137,10 @@ export function streamSessionEvents(
 				sse.send(formatEventFrame(event.id, event.type, event.data), event.id);
 				cursor = event.id;
 			}
-			if (events.length < REPLAY_PAGE) {
+			if (events.length === 0 || cursor >= session.lastEventId) {
 				live = true; // same tick as the read that reached the end: nothing in between
 				return;
 			}
-			await sse.whenDrained();
-			await new Promise((resolve) => setImmediate(resolve));
 		}
 	}
 }

@@ -6,14 +6,20 @@
  * line (split on CRLF, CR and LF); `id` and `event` must not contain CR or LF (a caller passing
  * one is a bug, so it throws); a comment line starts with `:`.
  *
- * Backpressure: while the socket has not drained its last write, new frames wait here; when more
- * than `maxBufferBytes` wait, the subscriber is dropped (memory per subscriber is bounded by that
- * plus the one batch the socket holds). The dropped subscriber
- * gets a final `stream_dropped` event naming the reason and the last id it was sent, the
- * response ends, and the socket is destroyed if the peer still does not read. The client
- * resumes with `Last-Event-ID`; the run is never affected.
+ * Backpressure: while the socket has not drained its last write, new frames wait here. A
+ * subscriber is dropped when the bytes it has not taken — frames waiting here plus what the socket
+ * was handed and has not flushed — pass `maxBufferBytes` while the socket is behind, or when the
+ * socket has not drained for `stallMs` (a peer that stopped reading with less than its budget
+ * outstanding, or a replay waiting for room). Memory per subscriber is thus bounded by its budget
+ * (an event larger than the budget still goes out, alone). Producers that can produce faster than
+ * any socket (a replay of the log) wait for {@link SseConnection.whenWritable} and size what they
+ * queue by {@link SseConnection.bufferedBytes}, so they are held to the same budget as live events.
+ * The dropped subscriber gets a final `stream_dropped` event naming the reason and the last id it
+ * was sent, the response ends, and the socket is destroyed if the peer still does not read. The
+ * client resumes with `Last-Event-ID`; the run is never affected.
  */
 import type { ServerResponse } from "node:http";
+import type { SseEventName } from "../client/wire.js";
 
 const LINE_BREAK = /\r\n|\r|\n/;
 
@@ -77,8 +83,10 @@ export interface SseConnectionOptions {
 	heartbeatMs: number;
 	/** Sent as `retry:` at the start. */
 	retryMs: number;
-	/** Most unsent bytes held for this subscriber before it is dropped. */
+	/** Most bytes queued for this subscriber, here or in its socket, before it is dropped while behind. */
 	maxBufferBytes: number;
+	/** How long the socket may go without draining before the subscriber is dropped; 0 disables. */
+	stallMs: number;
 	/** Extra response headers (CORS headers a hook set before the reply was hijacked). */
 	headers?: Record<string, string | string[] | number | undefined>;
 	/** Called once when the connection closes for any reason (peer gone, dropped, ended). */
@@ -241,6 +249,8 @@ export class SseConnection {
 	private scheduled = false;
 	private waitingForDrain = false;
 	private heartbeat: NodeJS.Timeout | undefined;
+	/** Runs while the socket is behind; drops the subscriber when it has not drained for `stallMs`. */
+	private stallTimer: NodeJS.Timeout | undefined;
 	private closed = false;
 	private ending = false;
 	/** `end()` was called: the next write pass sends what is pending and ends the response. */
@@ -255,6 +265,7 @@ export class SseConnection {
 	) {
 		this.onResClose = this.onResClose.bind(this);
 		this.onDrain = this.onDrain.bind(this);
+		this.onStall = this.onStall.bind(this);
 	}
 
 	/**
@@ -298,32 +309,41 @@ export class SseConnection {
 		this.sendRaw(frame);
 	}
 
-	/** Bytes queued here or in the socket and not yet sent. */
+	/**
+	 * Bytes queued for this subscriber and not yet flushed: frames waiting here plus what the socket
+	 * was handed and has not passed on (`writableLength`). What the budget bounds.
+	 */
 	get bufferedBytes(): number {
 		return this.pending.length + this.res.writableLength;
 	}
 
-	/** True when the socket is behind (a replay reader should wait for {@link whenDrained}). */
-	get isBackedUp(): boolean {
-		return this.waitingForDrain || this.bufferedBytes > this.options.maxBufferBytes / 2;
-	}
-
 	private drainWaiters: (() => void)[] = [];
 
-	/** Resolves when the socket has drained (or the connection closed). */
-	whenDrained(): Promise<void> {
-		if (!this.isBackedUp || this.isClosed) return Promise.resolve();
+	/**
+	 * Resolves once every queued frame has been handed to a socket that took it without asking to
+	 * wait (or the connection closed — check {@link isClosed}). A producer that can outrun the
+	 * socket (a replay) waits for this before queueing more; while it waits, the stall rule applies.
+	 */
+	whenWritable(): Promise<void> {
+		if (this.isClosed || this.isWritable) return Promise.resolve();
 		return new Promise((resolve) => this.drainWaiters.push(resolve));
+	}
+
+	private get isWritable(): boolean {
+		return !this.waitingForDrain && this.pending === "";
+	}
+
+	private wakeWaiters(): void {
+		for (const resolve of this.drainWaiters.splice(0)) resolve();
 	}
 
 	private sendRaw(chunk: string): void {
 		if (this.isClosed) return;
 		framesQueued++;
 		this.pending += chunk;
-		// Frames pile up here only while the socket has not drained its last write: that backlog is
-		// what a slow reader costs, so that is what the limit bounds (the socket itself holds at most
-		// one flushed batch).
-		if (this.waitingForDrain && this.pending.length > this.options.maxBufferBytes) {
+		// Frames pile up here only while the socket has not drained its last write: that backlog, with
+		// what the socket holds unflushed, is what a slow reader costs, so that is what the limit bounds.
+		if (this.waitingForDrain && this.bufferedBytes > this.options.maxBufferBytes) {
 			this.drop();
 			return;
 		}
@@ -359,17 +379,26 @@ export class SseConnection {
 		this.writeHead();
 		const ok = this.res.write(chunk);
 		socket?.uncork();
-		if (!ok) this.waitingForDrain = true;
+		if (!ok) {
+			this.waitingForDrain = true;
+			if (this.options.stallMs > 0) this.stallTimer = setTimeout(this.onStall, this.options.stallMs).unref();
+		} else if (this.drainWaiters.length > 0) this.wakeWaiters();
 		return flowing;
 	}
 
 	private onDrain(): void {
 		this.waitingForDrain = false;
+		clearTimeout(this.stallTimer);
+		this.stallTimer = undefined;
 		// The next write pass (after the pre-write hooks) sends the rest.
 		if (this.pending !== "" || this.endRequested) this.queueForPass();
-		if (!this.isBackedUp) {
-			for (const resolve of this.drainWaiters.splice(0)) resolve();
-		}
+		else this.wakeWaiters();
+	}
+
+	/** The socket has not drained for `stallMs`: the peer is not reading (fast enough) — drop it. */
+	private onStall(): void {
+		this.stallTimer = undefined;
+		if (this.waitingForDrain) this.drop();
 	}
 
 	/**
@@ -386,7 +415,7 @@ export class SseConnection {
 			lastEventId: this.lastSentId ?? null,
 		});
 		this.finish(
-			`${formatComment("dropped: slow consumer")}${formatFrame({ event: "stream_dropped", data: notice })}`,
+			`${formatComment("dropped: slow consumer")}${formatFrame({ event: "stream_dropped" satisfies SseEventName, data: notice })}`,
 			"overflow",
 		);
 	}
@@ -442,6 +471,8 @@ export class SseConnection {
 	private stopTimers(): void {
 		if (this.heartbeat) clearInterval(this.heartbeat);
 		this.heartbeat = undefined;
+		clearTimeout(this.stallTimer);
+		this.stallTimer = undefined;
 	}
 
 	private cleanup(reason: SseCloseReason): void {
@@ -450,7 +481,7 @@ export class SseConnection {
 		this.stopTimers();
 		this.pending = "";
 		this.res.off("drain", this.onDrain);
-		for (const resolve of this.drainWaiters.splice(0)) resolve();
+		this.wakeWaiters();
 		this.options.onClose?.(reason);
 	}
 }

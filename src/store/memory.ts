@@ -12,6 +12,7 @@ import {
 	decodeCursor,
 	duplicateRunError,
 	duplicateSessionError,
+	EventPage,
 	encodeCursor,
 	maxIdempotencyKeys,
 	sumAssistantUsage,
@@ -238,8 +239,9 @@ export class MemorySessionStore implements SessionStore {
 		return id;
 	}
 
-	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[] {
+	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): StoredEvent[] {
 		const max = checkLimit("limit", limit, 1000, 1, 100_000);
+		const page = new EventPage(max, maxBytes);
 		const s = this.get(sessionId);
 		if (!s) return [];
 		// Ids are strictly increasing: binary-search the first one after `afterId`.
@@ -250,7 +252,10 @@ export class MemorySessionStore implements SessionStore {
 			if ((s.events[mid] as StoredEvent).id <= afterId) lo = mid + 1;
 			else hi = mid;
 		}
-		return s.events.slice(lo, lo + max).map((e) => ({ ...e }));
+		for (let i = lo; i < s.events.length; i++) {
+			if (!page.add({ ...(s.events[i] as StoredEvent) })) break;
+		}
+		return page.events;
 	}
 
 	lastEventId(sessionId: string): number | undefined {

@@ -3,7 +3,7 @@
  * session-list cursor, and usage arithmetic. Kept here so both behave identically.
  */
 import type { AgentMessage } from "../agent/types.js";
-import type { UsageTotals } from "./types.js";
+import type { StoredEvent, UsageTotals } from "./types.js";
 
 export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
@@ -27,6 +27,40 @@ export function checkLimit(
 		throw new RangeError(`${name} must be an integer between ${min} and ${max}; got ${String(value)}`);
 	}
 	return v;
+}
+
+/**
+ * A page of events being read, bounded by a count and by the sum of the events' `data.length`
+ * (see `SessionStore.readEvents`): the first event always fits, so a page always makes progress.
+ */
+export class EventPage {
+	readonly events: StoredEvent[] = [];
+	private bytes = 0;
+	private readonly maxBytes: number;
+
+	constructor(
+		private readonly limit: number,
+		maxBytes: number | undefined,
+	) {
+		this.maxBytes = checkLimit("maxBytes", maxBytes, Number.MAX_SAFE_INTEGER, 1, Number.MAX_SAFE_INTEGER);
+	}
+
+	/** True while another event may be added. */
+	get open(): boolean {
+		return this.events.length < this.limit && this.bytes < this.maxBytes;
+	}
+
+	/** Adds `event` if it fits; returns whether the page takes more after it. */
+	add(event: StoredEvent): boolean {
+		if (!this.open) return false;
+		if (this.events.length > 0 && this.bytes + event.data.length > this.maxBytes) {
+			this.bytes = this.maxBytes; // full: the next event starts the next page
+			return false;
+		}
+		this.events.push(event);
+		this.bytes += event.data.length;
+		return this.open;
+	}
 }
 
 /** The position of a session in list order: `[createdAt, id]`. */

@@ -53,6 +53,7 @@ import {
 	decodeCursor,
 	duplicateRunError,
 	duplicateSessionError,
+	EventPage,
 	encodeCursor,
 	maxIdempotencyKeys,
 	sumAssistantUsage,
@@ -977,14 +978,13 @@ export class SqliteSessionStore implements SessionStore {
 		return id;
 	}
 
-	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[] {
-		const max = checkLimit("limit", limit, 1000, 1, 100_000);
+	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): StoredEvent[] {
+		const page = new EventPage(checkLimit("limit", limit, 1000, 1, 100_000), maxBytes);
 		this.flush();
 		const log = this.log(sessionId);
 		if (!log) return [];
 		// Ids at or below `floor` are outside the cap even if their batch is still on disk.
 		const from = Math.max(afterId, log.last - this.maxEventsPerSession);
-		const out: StoredEvent[] = [];
 		// From the streaming message's `message_start` on, the memory window has every event (the
 		// disk has the same ones minus the deltas): the disk serves what is before it.
 		const streaming = log.streaming;
@@ -998,26 +998,25 @@ export class SqliteSessionStore implements SessionStore {
 					row.first_id,
 					row.data,
 					(e) => {
-						if (e.id >= windowStart || out.length >= max) {
+						if (e.id >= windowStart || !page.open) {
 							done = true;
 							return false;
 						}
-						if (e.id > from) out.push(e);
+						if (e.id > from) page.add(e);
 						return true;
 					},
 					resolve,
 				);
-				if (done || out.length >= max) break;
+				if (done || !page.open) break;
 			}
 		}
-		if (streaming && out.length < max) {
+		if (streaming && page.open) {
 			for (const e of streaming) {
 				if (e.id <= from) continue;
-				out.push({ ...e });
-				if (out.length >= max) break;
+				if (!page.add({ ...e })) break;
 			}
 		}
-		return out;
+		return page.events;
 	}
 
 	lastEventId(sessionId: string): number | undefined {

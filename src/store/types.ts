@@ -323,11 +323,15 @@ export interface SessionStore {
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined;
 
 	/**
-	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000).
-	 * `[]` for an unknown session. On SQLite this first flushes the buffer (a commit): it is for
-	 * resuming a stream, not for the per-event path.
+	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000)
+	 * and, when `maxBytes` is given, no more than fit in it: the page stops before the event whose
+	 * `data` would bring the sum of the page's `data.length` above `maxBytes`, except that the first
+	 * event is always included however large (a page always makes progress). Readers that pace
+	 * themselves by a memory budget (an SSE replay) size pages this way; a count alone says nothing
+	 * about bytes. `[]` for an unknown session. On SQLite this first flushes the buffer (a commit):
+	 * it is for resuming a stream, not for the per-event path.
 	 */
-	readEvents(sessionId: string, afterId: number, limit?: number): StoredEvent[];
+	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): StoredEvent[];
 
 	/**
 	 * Highest id assigned (0 if none yet); undefined for an unknown session. Cheap (no I/O once the

@@ -1,11 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import { get, type IncomingMessage } from "node:http";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse } from "../helpers/sse.js";
 
 let server: TestServer;
 const controllers: AbortController[] = [];
+const responses: IncomingMessage[] = [];
 afterEach(async () => {
 	for (const c of controllers.splice(0)) c.abort();
+	for (const r of responses.splice(0)) r.destroy();
 	await server?.close();
 });
 
@@ -66,4 +70,49 @@ describe("a slow subscriber", () => {
 		expect(resumed.events[0].id).toBe(data.lastEventId + 1);
 		resumed.close();
 	}, 60_000);
+
+	it("is dropped when its socket takes nothing for the stall time, though its backlog is within the limit", async () => {
+		server = await startServer({ config: { sseBufferBytes: 64 * 1024 * 1024, sseStallMs: 300 } });
+		const id = (await server.request("POST", "/v1/sessions", { body: {} })).body.id;
+		const session = server.app.wheelhouse.sessions.get(id, null);
+		// A subscriber that never reads; one run fills its socket, then the session is quiet.
+		const res = await new Promise<IncomingMessage>((resolve, reject) => {
+			const req = get(`${server.url}/v1/sessions/${id}/events`, {
+				agent: false,
+				headers: { accept: "text/event-stream" },
+			});
+			req.on("response", resolve).on("error", reject);
+		});
+		responses.push(res);
+		expect(
+			(await server.request("POST", `/v1/sessions/${id}/prompt`, { body: { message: "x".repeat(1024 * 1024) } }))
+				.status,
+		).toBe(202);
+		await session.waitForIdle();
+		const { lastEventId } = (await server.request("GET", `/v1/sessions/${id}`)).body;
+		await vi.waitFor(() => expect(session.subscriberCount).toBe(0), { timeout: 5000, interval: 20 });
+
+		// What it was sent, then the notice with the last id, then the end; it resumes from there.
+		res.setEncoding("utf8");
+		let text = "";
+		res.on("data", (chunk: string) => {
+			text += chunk;
+		});
+		await once(res, "end");
+		const notice = /event: stream_dropped\ndata: (.*)\n/.exec(text);
+		expect(notice).not.toBeNull();
+		const data = JSON.parse(notice![1]);
+		const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+		expect(data.lastEventId).toBe(ids.at(-1));
+		expect(data.lastEventId).toBeLessThanOrEqual(lastEventId);
+		const resumed = await openSse(`${server.url}/v1/sessions/${id}/events`, {
+			headers: { "last-event-id": String(data.lastEventId) },
+		});
+		expect((await server.request("POST", `/v1/sessions/${id}/prompt`, { body: { message: "again" } })).status).toBe(
+			202,
+		);
+		await resumed.waitForType("agent_end");
+		expect(resumed.ids()[0]).toBe(data.lastEventId + 1);
+		resumed.close();
+	}, 20_000);
 });

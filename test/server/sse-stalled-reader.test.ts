@@ -44,6 +44,7 @@ describe("SSE end while the socket is backed up", () => {
 			heartbeatMs: 0,
 			retryMs: 1000,
 			maxBufferBytes: 512 * 1024 * 1024,
+			stallMs: 0,
 			onClose: (reason) => closes.push(reason),
 		});
 		sse.open();

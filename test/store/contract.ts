@@ -324,6 +324,22 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(() => store.appendEvent("s1", "", "{}")).toThrow(/non-empty event name/);
 			});
 
+			it("sizes a page by bytes when asked: stops before the event that does not fit, never returns an empty page", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				for (const size of [10, 30, 30, 100, 5]) store.appendEvent("s1", "e", "x".repeat(size));
+				const ids = (after: number, maxBytes: number, limit?: number) =>
+					store.readEvents("s1", after, limit, maxBytes).map((e) => e.id);
+				expect(ids(0, 70)).toEqual([1, 2, 3]);
+				expect(ids(0, 69)).toEqual([1, 2]);
+				expect(ids(0, 70, 2)).toEqual([1, 2]);
+				// An event larger than the budget comes alone.
+				expect(ids(3, 50)).toEqual([4]);
+				expect(ids(3, 1000)).toEqual([4, 5]);
+				expect(ids(5, 1)).toEqual([]);
+				expect(() => store.readEvents("s1", 0, 10, 0)).toThrow(/maxBytes/);
+			});
+
 			it("stores data verbatim (not re-serialised)", () => {
 				const store = open();
 				store.createSession(newSession("s1"));
