@@ -10,10 +10,8 @@
  */
 import type { FastifyReply } from "fastify";
 import type { LiveSession, RunHandle } from "./live-session.js";
-import { openSse, type StreamSettings, snapshotFrame } from "./session-stream.js";
+import { openSse, REPLAY_PAGE_EVENTS, replayPageBytes, type StreamSettings, snapshotFrame } from "./session-stream.js";
 import { formatComment, formatEventFrame } from "./sse.js";
-
-const REPLAY_PAGE = 500;
 
 /** The run to re-attach to: its id and the id of its first event. */
 export interface RunPosition {
@@ -77,8 +75,9 @@ export function resumeRunStream(
 
 	async function replay(): Promise<void> {
 		for (;;) {
+			await sse.whenWritable();
 			if (sse.isClosed) return;
-			const events = store.readEvents(session.id, cursor, REPLAY_PAGE);
+			const events = store.readEvents(session.id, cursor, REPLAY_PAGE_EVENTS, replayPageBytes(settings, sse));
 			const oldest = store.oldestEventId(session.id);
 			if (events.length > 0 && events[0].id > cursor + 1 && (oldest === undefined || cursor < oldest - 1)) {
 				// The log no longer holds the run's events after the cursor (trimmed): say so as /events does.
@@ -100,12 +99,10 @@ export function resumeRunStream(
 					return;
 				}
 			}
-			if (events.length < REPLAY_PAGE) {
+			if (events.length === 0 || cursor >= session.lastEventId) {
 				goLive();
 				return;
 			}
-			await sse.whenDrained();
-			await new Promise((resolve) => setImmediate(resolve));
 		}
 	}
 }

@@ -25,7 +25,7 @@ export interface StreamSettings {
 }
 
 /** Most events in a replay page; pages are sized by bytes first, this only bounds tiny events. */
-const REPLAY_PAGE_EVENTS = 1000;
+export const REPLAY_PAGE_EVENTS = 1000;
 
 /** Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS). */
 export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?: () => void): SseConnection {
@@ -124,10 +124,7 @@ export function streamSessionEvents(
 		for (;;) {
 			await sse.whenWritable();
 			if (sse.isClosed) return;
-			// Half the budget: the frames that follow a page (heartbeats, live events after the switch)
-			// must not push a subscriber that keeps up over its budget.
-			const room = Math.max(1, Math.floor(settings.maxBufferBytes / 2) - sse.bufferedBytes);
-			const events = store.readEvents(session.id, cursor, REPLAY_PAGE_EVENTS, room);
+			const events = store.readEvents(session.id, cursor, REPLAY_PAGE_EVENTS, replayPageBytes(settings, sse));
 			if (events.length > 0 && events[0].id > cursor + 1 && !isRetained(store, session.id, cursor)) {
 				// The log was trimmed past us while we replayed (a very slow reader): start over.
 				sendSnapshot(true);
@@ -143,6 +140,15 @@ export function streamSessionEvents(
 			}
 		}
 	}
+}
+
+/**
+ * The bytes the next replay page may take: half the budget, less what the connection still holds.
+ * Half, because the frames that follow a page (heartbeats, live events after the switch) must not
+ * push a subscriber that keeps up over its budget.
+ */
+export function replayPageBytes(settings: StreamSettings, sse: SseConnection): number {
+	return Math.max(1, Math.floor(settings.maxBufferBytes / 2) - sse.bufferedBytes);
 }
 
 function isRetained(store: SessionStore, sessionId: string, afterId: number): boolean {
