@@ -35,6 +35,20 @@ export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage
 
 const MAX_PAGE = 1000;
 
+/** How long aborted runs may take to emit their `agent_end` at shutdown. */
+export const SHUTDOWN_ABORT_WAIT_MS = 2_000;
+
+/** Waits for `promise` at most `ms`. */
+async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"settled" | "timeout"> {
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<"timeout">((resolve) => {
+		timer = setTimeout(() => resolve("timeout"), ms);
+	});
+	const outcome = await Promise.race([promise.then(() => "settled" as const), timeout]);
+	clearTimeout(timer);
+	return outcome;
+}
+
 /** Error results for the tool calls of the last assistant message that have none yet. */
 export function interruptedToolResults(messages: AgentMessage[]): ToolResultMessage[] {
 	let index = messages.length - 1;
@@ -323,24 +337,22 @@ export class SessionManager {
 
 	/**
 	 * Graceful shutdown: no new runs; running runs get `graceMs` to finish, then are aborted (each
-	 * still emits `agent_end`); then every stream is closed and the store flushed.
+	 * still emits `agent_end`) and get up to {@link SHUTDOWN_ABORT_WAIT_MS} to settle; then every
+	 * stream is closed and the store flushed.
 	 */
 	async shutdown(graceMs: number): Promise<void> {
 		this.shuttingDown = true;
 		if (this.evictTimer) clearInterval(this.evictTimer);
 		const sessions = [...this.live.values()];
 		const allIdle = Promise.all(sessions.map((s) => s.waitForIdle()));
-		let timer: NodeJS.Timeout | undefined;
-		const graceOver = new Promise<"timeout">((resolve) => {
-			timer = setTimeout(() => resolve("timeout"), graceMs);
-		});
-		const outcome = await Promise.race([allIdle.then(() => "idle" as const), graceOver]);
-		clearTimeout(timer);
+		const outcome = await settleWithin(allIdle, graceMs);
 		if (outcome === "timeout") {
 			for (const session of sessions) session.abort();
-			await Promise.race([allIdle, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+			await settleWithin(allIdle, SHUTDOWN_ABORT_WAIT_MS);
 		}
-		for (const session of sessions) session.closeSubscribers("server shutting down");
+		// Every session in memory now: one loaded during the drain (a request on a connection that
+		// was already open) may have subscribers too.
+		for (const session of this.live.values()) session.closeSubscribers("server shutting down");
 		this.options.store.flush();
 	}
 }
