@@ -151,14 +151,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	});
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
-	let shuttingDown = false;
 	const context: ServerContext = {
 		config,
 		sessions,
 		catalog,
 		stream: { heartbeatMs: config.heartbeatMs, retryMs: config.sseRetryMs, maxBufferBytes: config.sseBufferBytes },
 		toolOrigins,
-		isShuttingDown: () => shuttingDown || sessions.isShuttingDown,
+		isShuttingDown: () => sessions.isShuttingDown,
 	};
 	app.decorate("wheelhouse", context);
 
@@ -206,20 +205,17 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	let forceClose: NodeJS.Timeout | undefined;
 	app.addHook("preClose", async function drainSessions() {
 		// 1. Not ready: /readyz answers 503 and no new session or run starts.
-		shuttingDown = true;
+		sessions.stopAccepting();
 		// 2. Time for a load balancer probing /readyz to take this process out of rotation.
 		if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
 		// 3. Stop listening before any stream ends: a reconnecting EventSource is then refused at the
 		// TCP level and retries until the next process listens, where an HTTP status would stop it
-		// for good. (Node also closes the idle keep-alive connections; Fastify's own close, after
-		// these hooks, waits for the rest.)
+		// for good. Every connection is closed once idle (the idle ones now), so a client's next
+		// request does not reach this process on a kept-alive connection either.
 		if (app.server.listening) app.server.close();
-		// 4. Runs finish within the grace period or are aborted; every stream ends with its connection.
+		connections.drain();
+		// 4. Runs finish within the grace period or are aborted; every stream ends.
 		await sessions.shutdown(config.shutdownGraceMs);
-		// A connection with no request in flight (keep-alive, or opened ahead by a client pool and
-		// never used, which node's closeIdleConnections leaves open) would only hold the close until
-		// the client times it out.
-		connections.destroyIdle();
 		// 5. A reader that does not take its last bytes, or a request still on its way in, holds the
 		// close this long at most.
 		forceClose = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_FLUSH_MS);

@@ -74,7 +74,7 @@ export function streamSessionEvents(
 			sse.send(frame, id);
 		},
 		close(reason) {
-			sse.end(formatComment(`closing: ${reason}`), { closeConnection: true });
+			sse.end(formatComment(`closing: ${reason}`));
 		},
 	};
 
@@ -153,7 +153,7 @@ export function runStreamAttacher(
 				}
 			},
 			close(reason) {
-				sse.end(formatComment(`closing: ${reason}`), { closeConnection: true });
+				sse.end(formatComment(`closing: ${reason}`));
 			},
 		});
 		// A run that ends without agent_end (it failed to start) must not leave the stream open.

@@ -335,14 +335,19 @@ export class SessionManager {
 		return evicted;
 	}
 
+	/** The first step of a shutdown: no new session or run starts from now on (`SHUTTING_DOWN`). */
+	stopAccepting(): void {
+		this.shuttingDown = true;
+		if (this.evictTimer) clearInterval(this.evictTimer);
+	}
+
 	/**
 	 * Graceful shutdown: no new runs; running runs get `graceMs` to finish, then are aborted (each
 	 * still emits `agent_end`) and get up to {@link SHUTDOWN_ABORT_WAIT_MS} to settle; then every
 	 * stream is closed and the store flushed.
 	 */
 	async shutdown(graceMs: number): Promise<void> {
-		this.shuttingDown = true;
-		if (this.evictTimer) clearInterval(this.evictTimer);
+		this.stopAccepting();
 		const sessions = [...this.live.values()];
 		const allIdle = Promise.all(sessions.map((s) => s.waitForIdle()));
 		const outcome = await settleWithin(allIdle, graceMs);

@@ -245,8 +245,6 @@ export class SseConnection {
 	private ending = false;
 	/** `end()` was called: the next write pass sends what is pending and ends the response. */
 	private endRequested = false;
-	/** `end()` asked to close the connection after the response. */
-	private closeConnection = false;
 	/** The id of the last frame written to the socket (the drop notice tells the client to resume from it). */
 	lastSentId: number | undefined;
 	private pendingLastId: number | undefined;
@@ -395,15 +393,11 @@ export class SseConnection {
 
 	/**
 	 * Sends what is pending plus `finalChunk` with the next write pass (after the pre-write hooks,
-	 * like every frame), then ends the response and cleans up. Idempotent. `closeConnection`: close
-	 * the connection once the last bytes are out, for a stream the server ends while the client
-	 * still wants it (shutdown, session gone): its reconnect then opens a new connection, which
-	 * reaches whatever listens now (the next process after a restart) instead of this one.
+	 * like every frame), then ends the response and cleans up. Idempotent.
 	 */
-	end(finalChunk = "", options: { closeConnection?: boolean } = {}): void {
+	end(finalChunk = ""): void {
 		if (this.isClosed) return;
 		this.endRequested = true;
-		this.closeConnection = options.closeConnection === true;
 		this.stopTimers();
 		this.pending += finalChunk;
 		if (this.waitingForDrain) {
@@ -429,13 +423,10 @@ export class SseConnection {
 		const res = this.res;
 		if (!res.writableEnded) this.writeHead();
 		// A dropped subscriber's connection is closed once its last bytes are flushed (it must
-		// reconnect anyway), as is one `end()` was asked to close; a normally ended stream keeps its
-		// keep-alive connection.
-		// The socket is taken now: node detaches it from the response before `end`'s callback runs.
-		const socket = reason === "overflow" || this.closeConnection ? res.socket : null;
+		// reconnect anyway); a normally ended stream keeps its keep-alive connection.
 		const onFinished = () => {
 			clearTimeout(linger);
-			socket?.end();
+			if (reason === "overflow") res.socket?.end();
 		};
 		if (!res.writableEnded) res.end(chunk, onFinished);
 		// A peer that never reads would keep the socket (and its buffer) forever.
