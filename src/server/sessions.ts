@@ -8,12 +8,13 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../agent/types.js";
-import type { AssistantMessage, Model, ToolCall, ToolResultMessage } from "../ai/types.js";
+import type { Model } from "../ai/types.js";
 import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { newSessionId } from "./ids.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
+import { interruptedToolResults } from "./recovery.js";
 
 export interface SessionManagerOptions {
 	store: SessionStore;
@@ -47,25 +48,6 @@ async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"set
 	const outcome = await Promise.race([promise.then(() => "settled" as const), timeout]);
 	clearTimeout(timer);
 	return outcome;
-}
-
-/** Error results for the tool calls of the last assistant message that have none yet. */
-export function interruptedToolResults(messages: AgentMessage[]): ToolResultMessage[] {
-	let index = messages.length - 1;
-	while (index >= 0 && (messages[index] as { role?: string }).role === "toolResult") index--;
-	const assistant = messages[index] as AssistantMessage | undefined;
-	if (assistant?.role !== "assistant") return [];
-	const answered = new Set(messages.slice(index + 1).map((m) => (m as ToolResultMessage).toolCallId));
-	return assistant.content
-		.filter((block): block is ToolCall => block.type === "toolCall" && !answered.has(block.id))
-		.map((call) => ({
-			role: "toolResult",
-			toolCallId: call.id,
-			toolName: call.name,
-			content: [{ type: "text", text: "The tool call was interrupted by a server restart and did not complete." }],
-			isError: true,
-			timestamp: Date.now(),
-		}));
 }
 
 export class SessionManager {
@@ -194,8 +176,9 @@ export class SessionManager {
 		if (!record) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
 		const transcript = messages ?? this.loadTranscript(id);
 		if (record.status === "interrupted") {
-			// A restart cut a tool batch short: its calls have no results, so the transcript could
-			// not be continued. Record them as failed, as the loop does for an aborted tool.
+			// Startup recovery records the results of a tool batch a restart cut short; a session
+			// interrupted under an older version may still lack them, and the transcript could not
+			// be continued without them.
 			const missing = interruptedToolResults(transcript);
 			if (missing.length > 0) {
 				store.appendMessages(id, missing);
