@@ -16,7 +16,7 @@
  */
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../ai/types.js";
-import { encodeWireData } from "../client/wire.js";
+import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../client/wire.js";
 import type { SessionStore } from "../store/types.js";
 import { INTERRUPTED_RESOLUTION } from "../tools/index.js";
 
@@ -35,7 +35,7 @@ function announceInterruption(store: SessionStore, sessionId: string, at: number
 	const record = store.getSession(sessionId);
 	if (!record) return;
 	const agentEvent = (event: AgentEvent) => store.appendEvent(sessionId, event.type, encodeWireData(event), at);
-	const serverEvent = (type: string, payload: Record<string, unknown>) =>
+	const serverEvent = (type: string, payload: object) =>
 		store.appendEvent(sessionId, type, JSON.stringify({ ...payload, type }), at);
 
 	// 1. What waited for a client waits no more.
@@ -43,11 +43,12 @@ function announceInterruption(store: SessionStore, sessionId: string, at: number
 		store.resolvePending(sessionId, pending.toolCallId, INTERRUPTED_RESOLUTION, at);
 		if (pending.kind !== "approval") continue; // a client tool call is settled by its tool_execution_end
 		const payload = JSON.parse(pending.payload) as { toolName?: string };
-		serverEvent("approval_resolved", {
+		const resolved: Omit<ApprovalResolvedEvent, "type"> = {
 			toolCallId: pending.toolCallId,
 			toolName: payload.toolName ?? "",
 			outcome: { kind: "interrupted" },
-		});
+		};
+		serverEvent("approval_resolved", resolved);
 	}
 
 	// 2. The tool calls cut short get their error results, as the loop gives an aborted call.
@@ -68,13 +69,14 @@ function announceInterruption(store: SessionStore, sessionId: string, at: number
 	}
 
 	// 3. The run is over.
-	serverEvent("run_interrupted", {
+	const interrupted: Omit<RunInterruptedEvent, "type"> = {
 		runId: record.currentRunId,
 		reason: "server_restart",
 		interruptedAt: at,
 		message:
 			"The server stopped during this run; it will not continue by itself. POST /v1/sessions/:id/continue resumes the session.",
-	});
+	};
+	serverEvent("run_interrupted", interrupted);
 }
 
 /** Error results for the tool calls of the last assistant message that have none yet. */
