@@ -2,7 +2,8 @@
  * A graceful restart as a standard `EventSource` (the `eventsource` package) lives it: the server
  * process gets SIGTERM while a run streams, a new process starts on the same port and SQLite
  * file, and the same EventSource instances reconnect by themselves (with `Last-Event-ID` when
- * they had one) and receive the next run's events. Real child processes.
+ * they had one) and receive the next run's events. Real child processes (two starts: tens of
+ * seconds on a busy machine).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -71,7 +72,7 @@ function watch(url: string): { source: EventSource; seen: Seen[]; waitFor(p: (e:
 
 describe("graceful restart with a standard EventSource", () => {
 	it("streams end with their connection, reconnects are never refused with a status, and the next process serves them", {
-		timeout: 60_000,
+		timeout: 120_000,
 	}, async () => {
 		const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-es-restart-"));
 		dirs.push(dir);
