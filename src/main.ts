@@ -1,14 +1,20 @@
 /**
  * The server process: config → store → buildApp → listen; SIGTERM/SIGINT → graceful shutdown.
  *
- * Shutdown: stop accepting connections, let running runs finish within
+ * Startup: a run the last process left active is marked interrupted, and its session's stream
+ * says so (`recoverInterruptedRuns`).
+ *
+ * Shutdown (the order is in app.ts's close hook): /readyz turns 503, after
+ * `WHEELHOUSE_SHUTDOWN_DELAY_MS` stop listening, let running runs finish within
  * `WHEELHOUSE_SHUTDOWN_GRACE_MS`, then abort the rest (each still emits `agent_end` to its
- * streams), close every stream, flush and close the store, exit 0. A second signal exits at once.
+ * streams), close every stream and its connection, flush and close the store, exit 0. A second
+ * signal exits at once.
  */
 import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
+import { recoverInterruptedRuns } from "./server/recovery.js";
 import { openStore } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
@@ -44,7 +50,7 @@ async function main(): Promise<void> {
 	let store: SessionStore;
 	try {
 		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
-		const interrupted = store.recoverInterrupted(Date.now());
+		const interrupted = recoverInterruptedRuns(store, Date.now());
 		if (interrupted.length > 0) {
 			process.stdout.write(
 				`${interrupted.length} run(s) were interrupted by the last stop; POST /continue resumes them\n`,

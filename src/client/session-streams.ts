@@ -33,13 +33,14 @@ export function sessionEvents(options: SessionStreamOptions): AsyncGenerator<Rec
 
 /**
  * Runs a prompt and streams its run (`POST /v1/sessions/:id/prompt` with `Accept: text/event-stream`)
- * up to and including its `agent_end`. A disconnect resumes on the session's `/events` stream with
- * `Last-Event-ID`; the POST is never repeated.
+ * up to and including its `agent_end` (or its `run_interrupted`, when the server process died
+ * during the run). A disconnect resumes on the session's `/events` stream with `Last-Event-ID`; the
+ * POST is never repeated.
  */
 export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
 	const { message, body, ...rest } = options;
 	return streamEvents({
-		until: (event) => event.type === "agent_end",
+		until: (event) => event.type === "agent_end" || event.type === "run_interrupted",
 		...rest,
 		url: new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/prompt`, options.baseUrl),
 		init: {

@@ -118,7 +118,24 @@ export interface ApprovalResolvedEvent {
 		| { kind: "approved"; reason?: string }
 		| { kind: "denied"; reason?: string }
 		| { kind: "timeout"; timeoutMs: number }
-		| { kind: "aborted" };
+		| { kind: "aborted" }
+		/** The server process died while the call waited (sent by startup recovery, before `run_interrupted`). */
+		| { kind: "interrupted" };
+}
+
+/**
+ * The server process died during run `runId` (a crash or a kill): sent by the next process at
+ * startup, after `approval_resolved` (outcome `interrupted`) for each approval that waited and the
+ * error results of the tool calls cut short (`tool_execution_end`, `message_start`,
+ * `message_end`). The run is over: no `agent_end` follows, and a message that was streaming was
+ * not kept. `POST /v1/sessions/:id/continue` resumes the session.
+ */
+export interface RunInterruptedEvent {
+	type: "run_interrupted";
+	runId: string | null;
+	reason: "server_restart";
+	interruptedAt: number;
+	message: string;
 }
 
 /** Server-level events; their names never collide with AgentEvent types. */
@@ -127,7 +144,8 @@ export type ServerEvent =
 	| QueueUpdateEvent
 	| StreamDroppedEvent
 	| ApprovalRequestedEvent
-	| ApprovalResolvedEvent;
+	| ApprovalResolvedEvent
+	| RunInterruptedEvent;
 
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
@@ -155,6 +173,7 @@ const SERVER_EVENTS: Record<ServerEvent["type"], true> = {
 	approval_requested: true,
 	approval_resolved: true,
 	stream_dropped: true,
+	run_interrupted: true,
 };
 
 /** The names of the AgentEvent types, as the SSE `event:` names of those events. */

@@ -41,7 +41,7 @@ import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { streamTokenRoutes } from "./routes/stream-token.js";
 import { MAX_ID_LENGTH } from "./schemas.js";
-import { SessionManager } from "./sessions.js";
+import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./sessions.js";
 import { beforeSseWrites } from "./sse.js";
 import { registerTools } from "./tools-plugin.js";
 import { installValidation } from "./validation.js";
@@ -65,6 +65,20 @@ export interface BuildAppOptions {
 	logStream?: NodeJS.WritableStream;
 	/** Environment to read config and provider keys from (default `process.env`). */
 	env?: Record<string, string | undefined>;
+}
+
+/** How long, after the streams ended at shutdown, connections may take to finish before they are cut. */
+const SHUTDOWN_FLUSH_MS = 1_000;
+
+/**
+ * The longest a close may take: the readiness delay, the grace period, the wait for aborted runs,
+ * the flush, and a margin (at least Fastify's default of 10 s).
+ */
+function closeTimeoutMs(config: ServerConfig): number {
+	return Math.max(
+		10_000,
+		config.shutdownDelayMs + config.shutdownGraceMs + SHUTDOWN_ABORT_WAIT_MS + SHUTDOWN_FLUSH_MS + 5_000,
+	);
 }
 
 /** Log paths never written: credentials in headers and config. */
@@ -126,6 +140,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		routerOptions: { maxParamLength: MAX_ID_LENGTH },
 		// Checked by a hook instead, so that the answer is the envelope (node's is an empty 400).
 		http: { requireHostHeader: false },
+		// While the server drains, requests reach the routes (with `Connection: close`, which Fastify
+		// sets): /readyz says `shutting_down`, what would start work gets the `SHUTTING_DOWN`
+		// envelope, and what helps a running run finish (an approval, a tool result, an abort) works.
+		return503OnClosing: false,
+		// Fastify's close, the drain included, runs in an onClose handler that avvio fails after
+		// `pluginTimeout`: it must outlast the longest drain.
+		pluginTimeout: closeTimeoutMs(config),
 	}).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
@@ -165,7 +186,6 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	});
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
-	let shuttingDown = false;
 	const context: ServerContext = {
 		config,
 		sessions,
@@ -177,7 +197,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			stallMs: config.sseStallMs,
 		},
 		toolOrigins,
-		isShuttingDown: () => shuttingDown || sessions.isShuttingDown,
+		isShuttingDown: () => sessions.isShuttingDown,
 	};
 	app.decorate("wheelhouse", context);
 
@@ -225,13 +245,27 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	app.addHook("onClose", async function removeStoreSync() {
 		removeSseHook();
 	});
+	let forceClose: NodeJS.Timeout | undefined;
 	app.addHook("preClose", async function drainSessions() {
-		shuttingDown = true;
+		// 1. Not ready: /readyz answers 503 and no new session or run starts.
+		sessions.stopAccepting();
+		// 2. Time for a load balancer probing /readyz to take this process out of rotation.
+		if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+		// 3. Stop listening before any stream ends: a reconnecting EventSource is then refused at the
+		// TCP level and retries until the next process listens, where an HTTP status would stop it
+		// for good. Every connection is closed once idle (the idle ones now), so a client's next
+		// request does not reach this process on a kept-alive connection either.
+		if (app.server.listening) app.server.close();
+		connections.drain();
+		// 4. Runs finish within the grace period or are aborted; every stream ends.
 		await sessions.shutdown(config.shutdownGraceMs);
-		// Runs are settled and streams ended: a connection with no request in flight (keep-alive, or
-		// opened ahead by a client pool and never used, which node's closeIdleConnections leaves
-		// open) would only hold the close until the client times it out.
-		connections.destroyIdle();
+		// 5. A reader that does not take its last bytes, or a request still on its way in, holds the
+		// close this long at most.
+		forceClose = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_FLUSH_MS);
+		forceClose.unref();
+	});
+	app.addHook("onClose", async function stopForceClose() {
+		clearTimeout(forceClose);
 	});
 	if (!options.store)
 		app.addHook("onClose", async function closeOwnStore() {

@@ -178,8 +178,17 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		env: "WHEELHOUSE_SHUTDOWN_GRACE_MS",
 		key: "shutdownGraceMs",
 		kind: "int",
-		default: "10000",
-		description: "On SIGTERM/SIGINT, how long running runs may finish before they are aborted.",
+		default: "5000",
+		description:
+			"On SIGTERM/SIGINT, how long running runs may finish before they are aborted. The whole stop takes at most this plus `WHEELHOUSE_SHUTDOWN_DELAY_MS` plus about 3 s: keep it under the runtime's kill timeout (10 s for `docker stop`).",
+	},
+	{
+		env: "WHEELHOUSE_SHUTDOWN_DELAY_MS",
+		key: "shutdownDelayMs",
+		kind: "int",
+		default: "0",
+		description:
+			"On SIGTERM/SIGINT, how long `/readyz` answers 503 while new connections are still accepted, before the server stops listening (time for a load balancer to take it out of rotation).",
 	},
 	{
 		env: "WHEELHOUSE_SESSION_TTL_MS",
@@ -238,6 +247,7 @@ export const ServerConfigSchema = Type.Object(
 		sseBufferBytes: Int(1024),
 		sseStallMs: Int(0, 3_600_000),
 		shutdownGraceMs: Int(0),
+		shutdownDelayMs: Int(0),
 		sessionTtlMs: Int(1000),
 		sessionDeleteAfterMs: Int(0),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),

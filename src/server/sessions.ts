@@ -8,13 +8,14 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../agent/types.js";
-import type { AssistantMessage, Model, ToolCall, ToolResultMessage } from "../ai/types.js";
+import type { Model } from "../ai/types.js";
 import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { newSessionId } from "./ids.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 import type { ModelProblem } from "./model-catalog.js";
+import { interruptedToolResults } from "./recovery.js";
 
 export interface SessionManagerOptions {
 	store: SessionStore;
@@ -40,23 +41,18 @@ export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage
 
 const MAX_PAGE = 1000;
 
-/** Error results for the tool calls of the last assistant message that have none yet. */
-export function interruptedToolResults(messages: AgentMessage[]): ToolResultMessage[] {
-	let index = messages.length - 1;
-	while (index >= 0 && (messages[index] as { role?: string }).role === "toolResult") index--;
-	const assistant = messages[index] as AssistantMessage | undefined;
-	if (assistant?.role !== "assistant") return [];
-	const answered = new Set(messages.slice(index + 1).map((m) => (m as ToolResultMessage).toolCallId));
-	return assistant.content
-		.filter((block): block is ToolCall => block.type === "toolCall" && !answered.has(block.id))
-		.map((call) => ({
-			role: "toolResult",
-			toolCallId: call.id,
-			toolName: call.name,
-			content: [{ type: "text", text: "The tool call was interrupted by a server restart and did not complete." }],
-			isError: true,
-			timestamp: Date.now(),
-		}));
+/** How long aborted runs may take to emit their `agent_end` at shutdown. */
+export const SHUTDOWN_ABORT_WAIT_MS = 2_000;
+
+/** Waits for `promise` at most `ms`. */
+async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"settled" | "timeout"> {
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<"timeout">((resolve) => {
+		timer = setTimeout(() => resolve("timeout"), ms);
+	});
+	const outcome = await Promise.race([promise.then(() => "settled" as const), timeout]);
+	clearTimeout(timer);
+	return outcome;
 }
 
 export class SessionManager {
@@ -184,8 +180,9 @@ export class SessionManager {
 		if (!record) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
 		const transcript = messages ?? this.loadTranscript(id);
 		if (record.status === "interrupted") {
-			// A restart cut a tool batch short: its calls have no results, so the transcript could
-			// not be continued. Record them as failed, as the loop does for an aborted tool.
+			// Startup recovery records the results of a tool batch a restart cut short; a session
+			// interrupted under an older version may still lack them, and the transcript could not
+			// be continued without them.
 			const missing = interruptedToolResults(transcript);
 			if (missing.length > 0) {
 				store.appendMessages(id, missing);
@@ -326,26 +323,29 @@ export class SessionManager {
 		return evicted;
 	}
 
-	/**
-	 * Graceful shutdown: no new runs; running runs get `graceMs` to finish, then are aborted (each
-	 * still emits `agent_end`); then every stream is closed and the store flushed.
-	 */
-	async shutdown(graceMs: number): Promise<void> {
+	/** The first step of a shutdown: no new session or run starts from now on (`SHUTTING_DOWN`). */
+	stopAccepting(): void {
 		this.shuttingDown = true;
 		if (this.evictTimer) clearInterval(this.evictTimer);
+	}
+
+	/**
+	 * Graceful shutdown: no new runs; running runs get `graceMs` to finish, then are aborted (each
+	 * still emits `agent_end`) and get up to {@link SHUTDOWN_ABORT_WAIT_MS} to settle; then every
+	 * stream is closed and the store flushed.
+	 */
+	async shutdown(graceMs: number): Promise<void> {
+		this.stopAccepting();
 		const sessions = [...this.live.values()];
 		const allIdle = Promise.all(sessions.map((s) => s.waitForIdle()));
-		let timer: NodeJS.Timeout | undefined;
-		const graceOver = new Promise<"timeout">((resolve) => {
-			timer = setTimeout(() => resolve("timeout"), graceMs);
-		});
-		const outcome = await Promise.race([allIdle.then(() => "idle" as const), graceOver]);
-		clearTimeout(timer);
+		const outcome = await settleWithin(allIdle, graceMs);
 		if (outcome === "timeout") {
 			for (const session of sessions) session.abort();
-			await Promise.race([allIdle, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+			await settleWithin(allIdle, SHUTDOWN_ABORT_WAIT_MS);
 		}
-		for (const session of sessions) session.closeSubscribers("server shutting down");
+		// Every session in memory now: one loaded during the drain (a request on a connection that
+		// was already open) may have subscribers too.
+		for (const session of this.live.values()) session.closeSubscribers("server shutting down");
 		this.options.store.flush();
 	}
 }

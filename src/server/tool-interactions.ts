@@ -8,7 +8,10 @@
  * wait ends. A client tool call is announced by the loop's own `tool_execution_start`. Pending
  * approvals and client tool calls are in the session state (`pendingApprovals`,
  * `pendingClientToolCalls`), so `GET /v1/sessions/:id` and every new subscriber's
- * `session_snapshot` show them; resuming with `Last-Event-ID` replays the events themselves.
+ * `session_snapshot` show them; resuming with `Last-Event-ID` replays the events themselves. When
+ * the process dies while a call waits, startup recovery (recovery.ts) ends the wait in the store
+ * and on the stream (`approval_resolved` with outcome `interrupted`); answering it then gets a 409
+ * that names the restart.
  *
  * A session's declarations (`clientTools`, `toolApprovals`) are part of its stored config: `POST`,
  * `PATCH` and `PUT .../tool-declarations` write them to the store, and this extension reads them

@@ -33,6 +33,7 @@ export {
 	type ApprovalDecision,
 	type ClientToolResult,
 	formatDuration,
+	INTERRUPTED_RESOLUTION,
 	PendingInteractions,
 	type PendingInteractionsOptions,
 	type PendingKind,

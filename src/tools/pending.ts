@@ -51,9 +51,13 @@ export type WaitOutcome<T> =
 /**
  * `resolved`: delivered to the waiting tool call. `unknown`: no such call is or was waiting (404).
  * `finished`: the call was waiting but has ended (answered, timed out, aborted, or orphaned by a
- * restart) (409).
+ * restart) (409). `interrupted`: the call was waiting when the server process died; startup
+ * recovery ended the wait (409).
  */
-export type ResolveOutcome = "resolved" | "unknown" | "finished";
+export type ResolveOutcome = "resolved" | "unknown" | "finished" | "interrupted";
+
+/** The `resolution` startup recovery stores for an interaction whose run died with the process. */
+export const INTERRUPTED_RESOLUTION = JSON.stringify({ kind: "interrupted" });
 
 /**
  * The subset of the session store (`SessionStore` in src/store/types.ts) used to persist pending
@@ -72,7 +76,14 @@ export interface PendingPersistence {
 	listPending(
 		sessionId: string,
 		options?: { includeResolved?: boolean },
-	): { toolCallId: string; kind: PendingKind; payload: string; createdAt: number }[];
+	): {
+		toolCallId: string;
+		kind: PendingKind;
+		payload: string;
+		createdAt: number;
+		resolvedAt: number | null;
+		resolution: string | null;
+	}[];
 }
 
 export interface PendingInteractionsOptions {
@@ -104,6 +115,9 @@ export class PendingInteractions {
 	private readonly waiters = new Map<string, Waiter>();
 	private readonly orphans = new Map<string, PendingRequest>();
 	private readonly finished = new Set<string>();
+	/** Waits that a restart ended (startup recovery), so their 409 can say so. */
+	private readonly interrupted = new Set<string>();
+	private interruptedStored = true;
 	private readonly now: () => number;
 
 	constructor(
@@ -111,7 +125,12 @@ export class PendingInteractions {
 		private readonly options: PendingInteractionsOptions = {},
 	) {
 		this.now = options.now ?? Date.now;
-		for (const record of options.store?.listPending(sessionId) ?? []) {
+		for (const record of options.store?.listPending(sessionId, { includeResolved: true }) ?? []) {
+			if (record.resolution === INTERRUPTED_RESOLUTION) {
+				this.interrupted.add(keyOf(record.kind, record.toolCallId));
+				continue;
+			}
+			if (record.resolvedAt !== null) continue;
 			const payload = safeParse(record.payload);
 			this.orphans.set(keyOf(record.kind, record.toolCallId), {
 				kind: record.kind,
@@ -187,7 +206,10 @@ export class PendingInteractions {
 	resolve<K extends PendingKind>(kind: K, toolCallId: string, value: PendingValue<K>): ResolveOutcome {
 		const key = keyOf(kind, toolCallId);
 		const waiter = this.waiters.get(key);
-		if (!waiter) return this.finished.has(key) || this.orphans.has(key) ? "finished" : "unknown";
+		if (!waiter) {
+			if (this.interrupted.has(key)) return "interrupted";
+			return this.finished.has(key) || this.orphans.has(key) ? "finished" : "unknown";
+		}
 		this.persist((store) => store.resolvePending(this.sessionId, toolCallId, JSON.stringify(value), this.now()));
 		waiter.settle({ kind: "resolved", value });
 		return "resolved";
@@ -209,8 +231,17 @@ export class PendingInteractions {
 		for (const waiter of [...this.waiters.values()]) waiter.settle({ kind: "aborted", reason });
 	}
 
-	/** Forgets the orphans of a previous process and deletes them from the store. */
+	/**
+	 * Forgets the orphans of a previous process and deletes them, and the waits a restart ended,
+	 * from the store (those still answer `interrupted` while this process lives).
+	 */
 	clearOrphaned(): number {
+		if (this.interruptedStored) {
+			this.interruptedStored = false;
+			for (const key of this.interrupted) {
+				this.persist((store) => store.deletePending(this.sessionId, key.slice(key.indexOf(":") + 1)));
+			}
+		}
 		const count = this.orphans.size;
 		for (const [key, orphan] of this.orphans) {
 			this.persist((store) => store.deletePending(this.sessionId, orphan.toolCallId));

@@ -1,101 +1,90 @@
 /**
- * Pending interactions survive a crash of the server process: the SQLite store keeps them, and
- * the restarted server lists them (marked `orphaned`: the run that waited died with the process)
- * until the next run starts. A real child process, SIGKILLed.
+ * A crash while a tool call waits for approval, as a client lives it: the server process is
+ * SIGKILLed, restarted on the same SQLite file, and a client resuming with `Last-Event-ID` learns
+ * from the stream alone that the approval no longer waits, that the call failed, and that the run
+ * is over; answering the approval says why it is too late; continue shows the model the failed call.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
+import { json, startMain, stopAll } from "../helpers/main-process.js";
 import { openSse } from "../helpers/sse.js";
-import { repoRoot } from "../tools/helpers.js";
 
-let dir: string;
-let child: ChildProcess | undefined;
-
-beforeAll(() => {
-	dir = mkdtempSync(path.join(tmpdir(), "wh-restart-"));
-	writeFileSync(path.join(dir, "config.json"), JSON.stringify({ tools: { approval: { calculate: "always" } } }));
-});
+const dirs: string[] = [];
 afterEach(() => {
-	if (child && child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+	stopAll();
+	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Starts `src/main.ts` on a free port with the SQLite store in `dir`; resolves with its base URL. */
-function startMain(): Promise<string> {
-	const proc = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-		cwd: repoRoot,
-		env: {
-			...process.env,
-			PORT: "0",
-			HOST: "127.0.0.1",
-			LOG_LEVEL: "info",
-			WHEELHOUSE_STORE: "sqlite",
-			WHEELHOUSE_DB: path.join(dir, "wh.db"),
-			WHEELHOUSE_CONFIG: path.join(dir, "config.json"),
-			WHEELHOUSE_FAUX_DELAY_MS: "0",
-			OPENAI_API_KEY: "",
-			ANTHROPIC_API_KEY: "",
-			GEMINI_API_KEY: "",
-		},
-		stdio: ["ignore", "pipe", "pipe"],
-	});
-	child = proc;
-	return new Promise((resolve, reject) => {
-		let seen = "";
-		const onData = (chunk: Buffer) => {
-			seen += chunk.toString();
-			const match = /Wheelhouse listening on (http:\/\/[^"\s]+)/.exec(seen);
-			if (match) resolve(match[1]!);
-		};
-		proc.stdout!.on("data", onData);
-		proc.stderr!.on("data", onData);
-		proc.once("exit", (code) => reject(new Error(`exited with ${code}:\n${seen}`)));
-	});
-}
-
-async function json(method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
-	const res = await fetch(url, {
-		method,
-		headers: body === undefined ? {} : { "content-type": "application/json" },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	return { status: res.status, body: await res.json() };
-}
-
-describe("pending approvals across a crash", () => {
-	it("are listed as orphaned after a restart, answer 409, and clear when the next run starts", {
-		timeout: 60_000,
+describe("a pending approval across a crash", () => {
+	it("is settled on the stream at restart: approval_resolved interrupted, the error result, run_interrupted", {
+		timeout: 90_000,
 	}, async () => {
-		let base = await startMain();
-		const id = (await json("POST", `${base}/v1/sessions`, {})).body.id;
-		const events = await openSse(`${base}/v1/sessions/${id}/events`);
-		await json("POST", `${base}/v1/sessions/${id}/prompt`, { message: '/tool calculate {"expression": "1"}' });
+		const dir = mkdtempSync(path.join(tmpdir(), "wh-restart-"));
+		dirs.push(dir);
+		writeFileSync(path.join(dir, "config.json"), JSON.stringify({ tools: { approval: { calculate: "always" } } }));
+		const options = { db: path.join(dir, "wh.db"), env: { WHEELHOUSE_CONFIG: path.join(dir, "config.json") } };
+
+		const first = await startMain(options);
+		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const events = await openSse(`${first.url}/v1/sessions/${id}/events`);
+		const prompt = await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", {
+			message: '/tool calculate {"expression": "1"}',
+		});
+		expect(prompt.status).toBe(202);
 		const requested = await events.waitForType("approval_requested", 15_000);
 		const { toolCallId } = requested.data;
+		const lastSeen = events.events.at(-1)!.id!;
 		events.close();
+		first.child.kill("SIGKILL");
+		await first.exited;
 
-		const crashed = new Promise((resolve) => child!.once("exit", resolve));
-		child!.kill("SIGKILL");
-		await crashed;
-
-		base = await startMain();
-		const state = (await json("GET", `${base}/v1/sessions/${id}`)).body;
-		expect(state.status).toBe("interrupted");
-		expect(state.pendingApprovals).toMatchObject([
-			{ toolCallId, toolName: "calculate", args: { expression: "1" }, orphaned: true },
-		]);
-		const late = await json("POST", `${base}/v1/sessions/${id}/approvals/${toolCallId}`, { approve: true });
-		expect([late.status, late.body.error.code]).toEqual([409, "TOOL_CALL_FINISHED"]);
-
-		const next = await openSse(`${base}/v1/sessions/${id}/prompt`, {
-			method: "POST",
-			headers: { "content-type": "application/json" },
-			body: JSON.stringify({ message: "hello again" }),
+		const second = await startMain(options);
+		const base = `${second.url}/v1/sessions/${id}`;
+		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
+		const interrupted = await resumed.waitForType("run_interrupted", 15_000);
+		expect(interrupted.data).toMatchObject({
+			type: "run_interrupted",
+			runId: prompt.body.runId,
+			reason: "server_restart",
+			interruptedAt: expect.any(Number),
 		});
-		await next.waitForEnd(15_000);
-		expect((await json("GET", `${base}/v1/sessions/${id}`)).body.pendingApprovals).toEqual([]);
+		const after = resumed.events.filter((e) => e.id! > lastSeen);
+		expect(after.map((e) => e.event)).toEqual([
+			"approval_resolved",
+			"tool_execution_end",
+			"message_start",
+			"message_end",
+			"run_interrupted",
+		]);
+		expect(after[0].data).toEqual({
+			type: "approval_resolved",
+			toolCallId,
+			toolName: "calculate",
+			outcome: { kind: "interrupted" },
+		});
+		expect(after[1].data).toMatchObject({ toolCallId, toolName: "calculate", isError: true });
+		expect(after[3].data.message).toMatchObject({ role: "toolResult", toolCallId, isError: true });
+		expect(after[3].data.message.content[0].text).toMatch(/interrupted by a server restart/);
+
+		// The state agrees with the stream: nothing waits, the result is in the transcript.
+		const state = (await json(base)).body;
+		expect(state).toMatchObject({ status: "interrupted", pendingApprovals: [], lastEventId: interrupted.id });
+		const transcript = (await json(`${base}/messages`)).body.messages;
+		expect(transcript.map((m: any) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+
+		// Answering the approval now says why it is too late.
+		const late = await json(`${base}/approvals/${toolCallId}`, "POST", { approve: true });
+		expect([late.status, late.body.error.code]).toEqual([409, "TOOL_CALL_FINISHED"]);
+		expect(late.body.error.message).toMatch(/interrupted by a server restart/);
+
+		// continue shows the model the failed call.
+		expect((await json(`${base}/continue`, "POST")).status).toBe(202);
+		const end = await resumed.waitFor((e) => e.event === "agent_end" && e.id! > interrupted.id!, 15_000);
+		expect(end.data.messages.at(-1).content[0].text).toMatch(
+			/^Tool results: calculate \(error\): The tool call was interrupted/,
+		);
+		resumed.close();
 	});
 });

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { streamPrompt } from "../../src/client/session-streams.js";
+import { openSqliteStore } from "../../src/store/sqlite.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const children: ChildProcess[] = [];
@@ -34,10 +35,11 @@ async function freePort(): Promise<number> {
 
 async function startServer(
 	env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string; output: () => string }> {
+): Promise<{ child: ChildProcess; url: string; db: string; output: () => string }> {
 	const port = await freePort();
 	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-shutdown-"));
 	dirs.push(dir);
+	const db = path.join(dir, "wheelhouse.db");
 	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
 		cwd: repoRoot,
 		env: {
@@ -45,7 +47,7 @@ async function startServer(
 			PORT: String(port),
 			HOST: "127.0.0.1",
 			WHEELHOUSE_STORE: "sqlite",
-			WHEELHOUSE_DB: path.join(dir, "wheelhouse.db"),
+			WHEELHOUSE_DB: db,
 			...env,
 		},
 	});
@@ -60,7 +62,7 @@ async function startServer(
 		child.stderr!.on("data", onData);
 		child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${output}`)));
 	});
-	return { child, url: `http://127.0.0.1:${port}`, output: () => output };
+	return { child, url: `http://127.0.0.1:${port}`, db, output: () => output };
 }
 
 async function createSession(url: string): Promise<string> {
@@ -93,7 +95,7 @@ async function signalMidStream(stopSignal: NodeJS.Signals, words: number, env: R
 		if (expanded.type === "agent_end") agentEnd = expanded;
 	}
 	const [code, signal] = await exited;
-	return { types, agentEnd, assembler, code, signal, output: server.output() };
+	return { types, agentEnd, assembler, code, signal, output: server.output(), db: server.db, sessionId: id };
 }
 
 describe("graceful shutdown (SIGTERM / SIGINT)", () => {
@@ -110,6 +112,24 @@ describe("graceful shutdown (SIGTERM / SIGINT)", () => {
 		expect(last.content[0]?.text?.split(" ").length ?? 0).toBeLessThan(400);
 		expect(result.assembler.message).toEqual(last);
 		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
+	}, 60_000);
+
+	it("with the default grace period, stops in time: the run is aborted with its agent_end, the store closed, exit 0", async () => {
+		// 800 words at 25 ms: the run would last 20 s, longer than any grace period that fits in the
+		// 10 s a container runtime allows.
+		const result = await signalMidStream("SIGTERM", 800, { WHEELHOUSE_FAUX_DELAY_MS: "25" });
+		expect({ code: result.code, signal: result.signal }, result.output).toEqual({ code: 0, signal: null });
+		expect(result.types.at(-1)).toBe("agent_end");
+		expect(result.agentEnd.messages.at(-1).stopReason).toBe("aborted");
+		// The store was closed: its write-ahead log was checkpointed and removed, and the run is stored as aborted.
+		expect(existsSync(`${result.db}-wal`)).toBe(false);
+		const store = openSqliteStore({ path: result.db });
+		try {
+			expect(store.listRuns(result.sessionId).map((run) => run.status)).toEqual(["aborted"]);
+			expect(store.getSession(result.sessionId)?.status).toBe("idle");
+		} finally {
+			store.close();
+		}
 	}, 60_000);
 
 	it("on SIGINT, lets a run that ends within the grace period finish normally, then exits 0", async () => {

@@ -19,8 +19,14 @@ export const InteractionAccepted = Type.Object({
 export function answerRejected(
 	kind: "result" | "decision",
 	toolCallId: string,
-	outcome: "unknown" | "finished",
+	outcome: "unknown" | "finished" | "interrupted",
 ): never {
+	if (outcome === "interrupted") {
+		throw apiError(
+			"TOOL_CALL_FINISHED",
+			`Tool call ${toolCallId} no longer waits for a ${kind}: its run was interrupted by a server restart (see the session's run_interrupted event). POST /v1/sessions/:id/continue lets the model call the tool again.`,
+		);
+	}
 	if (outcome === "finished") {
 		throw apiError(
 			"TOOL_CALL_FINISHED",
