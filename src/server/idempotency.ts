@@ -20,7 +20,7 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
-import type { SessionStore } from "../store/types.js";
+import type { IdempotencyRecord, SessionStore } from "../store/types.js";
 import { apiError } from "./errors.js";
 import type { LiveSession, RunHandle } from "./live-session.js";
 
@@ -48,6 +48,11 @@ export type KeyedRequest =
 			record(outcome: IdempotentOutcome): void;
 			/** Records a run that `launch` just started, before its first event. */
 			recordRun(run: RunHandle): void;
+			/**
+			 * The record of `outcome`, not written: for a store write that puts it in its own commit
+			 * (`SessionStore.enqueue`). Contract: pure.
+			 */
+			recordOf(outcome: IdempotentOutcome): IdempotencyRecord;
 			/** Ends the first request's processing (call in `finally`, recorded or not). */
 			release(): void;
 	  };
@@ -124,41 +129,46 @@ export class IdempotencyKeys {
 			);
 		}
 		this.inFlight.add(slot);
-		const record = (outcome: IdempotentOutcome) => this.record(store, session.id, key, operation, fingerprint, outcome);
+		this.purgeExpired(store, now);
+		const recordOf = (outcome: IdempotentOutcome): IdempotencyRecord => ({
+			sessionId: session.id,
+			key,
+			operation,
+			fingerprint,
+			outcome: JSON.stringify(outcome),
+			createdAt: Date.now(),
+		});
+		const record = (outcome: IdempotentOutcome) => this.put(store, recordOf(outcome));
 		return {
 			kind: "first",
 			record,
 			// The next event id is the run's first (its agent_start): nothing of it is logged yet.
 			recordRun: (run) => record({ kind: "run", runId: run.id, firstEventId: session.lastEventId + 1 }),
+			recordOf,
 			release: () => this.inFlight.delete(slot),
 		};
 	}
 
-	private record(
-		store: SessionStore,
-		sessionId: string,
-		key: string,
-		operation: string,
-		fingerprint: string,
-		outcome: IdempotentOutcome,
-	): void {
-		const now = Date.now();
+	private put(store: SessionStore, record: IdempotencyRecord): void {
 		try {
-			store.putIdempotencyKey({
-				sessionId,
-				key,
-				operation,
-				fingerprint,
-				outcome: JSON.stringify(outcome),
-				createdAt: now,
-			});
-			if (now >= this.nextPurgeAt) {
-				this.nextPurgeAt = now + PURGE_EVERY_MS;
-				store.deleteIdempotencyKeys(now - this.retentionMs);
-			}
+			store.putIdempotencyKey(record);
 		} catch (err) {
 			// The request was carried out; only its repeat is no longer recognised.
-			this.logger.error({ err, sessionId, operation }, "failed to record an idempotency key");
+			this.logger.error(
+				{ err, sessionId: record.sessionId, operation: record.operation },
+				"failed to record an idempotency key",
+			);
+		}
+	}
+
+	/** Deletes expired records, at most every {@link PURGE_EVERY_MS}, as keyed requests come in. */
+	private purgeExpired(store: SessionStore, now: number): void {
+		if (now < this.nextPurgeAt) return;
+		this.nextPurgeAt = now + PURGE_EVERY_MS;
+		try {
+			store.deleteIdempotencyKeys(now - this.retentionMs);
+		} catch (err) {
+			this.logger.error({ err }, "failed to delete expired idempotency keys");
 		}
 	}
 }

@@ -40,7 +40,14 @@ import type {
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
 import { encodeWireData, type ServerEvent, type SseEventName } from "../client/wire.js";
-import type { QueuedMessage, QueueKind, SessionConfig, SessionRecord, SessionStore } from "../store/types.js";
+import type {
+	IdempotencyRecord,
+	QueuedMessage,
+	QueueKind,
+	SessionConfig,
+	SessionRecord,
+	SessionStore,
+} from "../store/types.js";
 import { selectTools } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { newRunId } from "./ids.js";
@@ -105,6 +112,14 @@ export interface LiveSessionDeps {
 }
 
 /** A run handle (one `prompt` / `continue`). */
+/** What a request that queued a message is answered: the queue, the entry's id, the queue's length, whether no run is active. */
+export interface QueuedAnswer {
+	queue: QueueKind;
+	entryId: number;
+	queueLength: number;
+	idle: boolean;
+}
+
 export interface RunHandle {
 	id: string;
 	seq: number;
@@ -450,16 +465,30 @@ export class LiveSession {
 
 	/**
 	 * Queues a steering or follow-up message: into the store (durable before this returns) and the
-	 * Agent's queue. Throws `QUEUE_FULL` past the limit.
+	 * Agent's queue. Throws `QUEUE_FULL` past the limit. `withKey` builds, from what the caller will
+	 * answer, the idempotency record the store keeps in the message's own commit.
 	 */
-	enqueue(kind: QueueKind, message: AgentMessage): { entry: QueueEntry; queueLength: number; idle: boolean } {
+	enqueue(
+		kind: QueueKind,
+		message: AgentMessage,
+		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+	): { entry: QueueEntry; queueLength: number; idle: boolean } {
 		if (this.queue.length >= this.deps.maxQueuedMessages) {
 			throw apiError(
 				"QUEUE_FULL",
 				`Session ${this.id} already has ${this.queue.length} queued messages (limit ${this.deps.maxQueuedMessages}); wait for them to drain or DELETE the queue.`,
 			);
 		}
-		const stored = this.deps.store.enqueue(this.id, kind, message, Date.now());
+		const before = this.queueCounts();
+		const queueLength = (kind === "steer" ? before.steeringCount : before.followUpCount) + 1;
+		const idle = !this.busy;
+		const stored = this.deps.store.enqueue(
+			this.id,
+			kind,
+			message,
+			Date.now(),
+			withKey && ((queued) => withKey({ queue: kind, entryId: queued.id, queueLength, idle })),
+		);
 		if (!stored) throw apiError("SESSION_NOT_FOUND", `Session ${this.id} no longer exists.`);
 		const entry: QueueEntry = { id: stored.id, kind, message, createdAt: stored.createdAt };
 		this.queue.push(entry);
@@ -467,8 +496,7 @@ export class LiveSession {
 		else this.agent.followUp(message);
 		this.lastActiveAt = Date.now();
 		this.publishQueue("queued", kind, [entry]);
-		const counts = this.queueCounts();
-		return { entry, queueLength: kind === "steer" ? counts.steeringCount : counts.followUpCount, idle: !this.busy };
+		return { entry, queueLength, idle };
 	}
 
 	/** Clears one queue or both (Agent and store). Returns how many messages were removed. */
@@ -643,13 +671,11 @@ export class LiveSession {
 		messages: AgentMessage[],
 		ifBusy: "reject" | "steer" | "followUp" | "interrupt",
 		attach?: (run: RunHandle) => void,
-	): Promise<
-		| { kind: "started"; run: RunHandle }
-		| { kind: "queued"; queue: QueueKind; queueLength: number; idle: boolean; entryId: number }
-	> {
+		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+	): Promise<{ kind: "started"; run: RunHandle } | ({ kind: "queued" } & QueuedAnswer)> {
 		if (this.busy && (ifBusy === "steer" || ifBusy === "followUp")) {
 			if (messages.length !== 1) throw apiError("VALIDATION_FAILED", "Queue exactly one message at a time.");
-			const { entry, queueLength, idle } = this.enqueue(ifBusy, messages[0]);
+			const { entry, queueLength, idle } = this.enqueue(ifBusy, messages[0], withKey);
 			return { kind: "queued", queue: ifBusy, queueLength, idle, entryId: entry.id };
 		}
 		await this.claim(ifBusy === "interrupt" ? "interrupt" : "reject");

@@ -267,13 +267,21 @@ export class MemorySessionStore implements SessionStore {
 		return s?.events[s.eventStart]?.id;
 	}
 
-	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined {
+	enqueue(
+		sessionId: string,
+		kind: QueueKind,
+		message: AgentMessage,
+		createdAt: number,
+		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
+	): QueuedMessage | undefined {
 		const s = this.get(sessionId);
 		if (!s) return undefined;
 		const entry: QueueEntry = { id: this.nextQueueId++, kind, json: JSON.stringify(message), createdAt };
 		s.queue.push(entry);
 		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, createdAt);
-		return { id: entry.id, sessionId, kind, message: JSON.parse(entry.json), createdAt };
+		const queued: QueuedMessage = { id: entry.id, sessionId, kind, message: JSON.parse(entry.json), createdAt };
+		if (withKey) this.putIdempotencyKey(withKey(queued));
+		return queued;
 	}
 
 	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[] {

@@ -1037,13 +1037,21 @@ export class SqliteSessionStore implements SessionStore {
 
 	// --- queue ----------------------------------------------------------------------------------
 
-	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined {
+	enqueue(
+		sessionId: string,
+		kind: QueueKind,
+		message: AgentMessage,
+		createdAt: number,
+		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
+	): QueuedMessage | undefined {
 		return this.durableFor(sessionId, () => {
 			if (!this.row(sessionId)) return undefined;
 			const json = JSON.stringify(message);
 			const id = Number(this.s.insertQueued.run(sessionId, kind, json, createdAt).lastInsertRowid);
 			this.s.bumpActivity.run(createdAt, sessionId);
-			return { id, sessionId, kind, message: JSON.parse(json) as AgentMessage, createdAt };
+			const queued: QueuedMessage = { id, sessionId, kind, message: JSON.parse(json) as AgentMessage, createdAt };
+			if (withKey) this.writeIdempotencyKey(withKey(queued));
+			return queued;
 		});
 	}
 
@@ -1227,13 +1235,17 @@ export class SqliteSessionStore implements SessionStore {
 		// One commit with the session's queued writes: a run start and the key that started it.
 		return this.durableFor(record.sessionId, () => {
 			if (!this.row(record.sessionId)) return false;
-			const r = record;
-			// Delete and insert (not an upsert): the new row's id puts it last in the session's put order.
-			this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
-			this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
-			this.s.trimIdempotencyKeys.run(r.sessionId, this.maxIdempotencyKeys);
+			this.writeIdempotencyKey(record);
 			return true;
 		});
+	}
+
+	/** The statements of `putIdempotencyKey`, inside a caller's write. */
+	private writeIdempotencyKey(r: IdempotencyRecord): void {
+		// Delete and insert (not an upsert): the new row's id puts it last in the session's put order.
+		this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
+		this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
+		this.s.trimIdempotencyKeys.run(r.sessionId, this.maxIdempotencyKeys);
 	}
 
 	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined {

@@ -372,8 +372,20 @@ export interface SessionStore {
 
 	// --- steering / follow-up queue -------------------------------------------------------------
 
-	/** Queues a message. Returns the stored entry, or undefined for an unknown session. Durable on return (a 202 may be sent). */
-	enqueue(sessionId: string, kind: QueueKind, message: AgentMessage, createdAt: number): QueuedMessage | undefined;
+	/**
+	 * Queues a message. Returns the stored entry, or undefined for an unknown session. Durable on
+	 * return (a 202 may be sent). With `withKey`, the idempotency record it builds from the stored
+	 * entry is put as `putIdempotencyKey` does, in the same commit: an acknowledged message and the
+	 * key of the request that queued it are on disk together or not at all, so a retry after a crash
+	 * can neither lose the message nor queue it twice.
+	 */
+	enqueue(
+		sessionId: string,
+		kind: QueueKind,
+		message: AgentMessage,
+		createdAt: number,
+		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
+	): QueuedMessage | undefined;
 
 	/** Queued messages in enqueue order, of one kind or both. `[]` for an unknown session. */
 	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[];

@@ -552,6 +552,26 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				createdAt,
 			});
 
+			it("enqueue stores the record its withKey builds from the queued entry; nothing for an unknown session", () => {
+				const store = open();
+				store.createSession(newSession("s1"));
+				const queued = store.enqueue("s1", "followUp", user("m"), 5, (q) =>
+					record("s1", "kq", 5, JSON.stringify({ queuedId: q.id, kind: q.kind })),
+				);
+				expect(queued).toBeDefined();
+				expect(store.getIdempotencyKey("s1", "kq")?.outcome).toBe(
+					JSON.stringify({ queuedId: queued?.id, kind: "followUp" }),
+				);
+				let built = false;
+				const none = store.enqueue("nope", "steer", user("m"), 5, () => {
+					built = true;
+					return record("nope", "kq", 5);
+				});
+				expect(none).toBeUndefined();
+				expect(built).toBe(false);
+				expect(store.getIdempotencyKey("nope", "kq")).toBeUndefined();
+			});
+
 			it("stores a record per session and key, returns copies, and replaces it when put again", () => {
 				const store = open();
 				store.createSession(newSession("s1"));

@@ -419,6 +419,39 @@ describe("SQLite store durability", () => {
 		expect(onDisk()).toEqual({ runs: 1, keys: 1 });
 	});
 
+	it("commits a queued message and the idempotency record of its request in one transaction", () => {
+		const path = join(dir, "idempotency-queue.db");
+		const s = store(path, { syncDelayMs: 60_000 });
+		s.createSession(newSession("s1"));
+		const onDisk = () => {
+			const db = new Database(path, { readonly: true });
+			try {
+				return {
+					queued: db.prepare("SELECT count(*) FROM queue").pluck().get(),
+					keys: db.prepare("SELECT count(*) FROM idempotency_keys").pluck().get(),
+				};
+			} finally {
+				db.close();
+			}
+		};
+		let whileBuilding: unknown;
+		const queued = s.enqueue("s1", "steer", user("m"), 10, (q) => {
+			// Called inside the write: the queue row is not on disk yet, so the two land in one commit.
+			whileBuilding = onDisk();
+			return {
+				sessionId: "s1",
+				key: "k",
+				operation: "steer",
+				fingerprint: "f",
+				outcome: `{"id":${q.id}}`,
+				createdAt: 10,
+			};
+		});
+		expect(whileBuilding).toEqual({ queued: 0, keys: 0 });
+		expect(onDisk()).toEqual({ queued: 1, keys: 1 });
+		expect(s.getIdempotencyKey("s1", "k")?.outcome).toBe(`{"id":${queued?.id}}`);
+	});
+
 	it("close() writes the buffer", () => {
 		const path = join(dir, "close.db");
 		const s = openSqliteStore({ path, flushIntervalMs: 60_000 });

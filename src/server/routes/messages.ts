@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../ai/types.js";
 import { toUserMessage } from "../context.js";
 import { IdempotencyKeys, type IdempotentOutcome, type KeyedRequest, parseIdempotencyKey } from "../idempotency.js";
-import type { LiveSession, RunHandle } from "../live-session.js";
+import type { LiveSession, QueuedAnswer, RunHandle } from "../live-session.js";
 import { resumeRunStream } from "../run-resume.js";
 import {
 	AbortResult,
@@ -81,10 +81,25 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		};
 	}
 
-	/** Sends an accepted request's response, recorded under its key first. */
-	function sendAccepted(reply: FastifyReply, keyed: KeyedRequest | undefined, status: number, body: unknown) {
-		if (keyed?.kind === "first") keyed.record({ kind: "response", status, body });
-		return reply.code(status).send(body);
+	/** The 202 body of a queued message. */
+	function queuedBody(q: QueuedAnswer) {
+		return {
+			status: "queued" as const,
+			queue: q.queue,
+			queuedId: q.entryId,
+			queueLength: q.queueLength,
+			idle: q.idle,
+			note: queuedNote(q.idle, q.queue),
+		};
+	}
+
+	/**
+	 * The `withKey` of a message queued under a key: the store keeps the answer's record in the
+	 * message's own commit. Undefined without a key.
+	 */
+	function queuedRecord(keyed: KeyedRequest | undefined) {
+		if (keyed?.kind !== "first") return undefined;
+		return (q: QueuedAnswer) => keyed.recordOf({ kind: "response", status: 202, body: queuedBody(q) });
 	}
 
 	app.post(
@@ -107,17 +122,13 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				const sse = wantsSse(request);
 				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-				const result = await session.prompt([message], request.body.ifBusy ?? "reject", attachRun(keyed, stream));
-				if (result.kind === "queued") {
-					return sendAccepted(reply, keyed, 202, {
-						status: "queued",
-						queue: result.queue,
-						queuedId: result.entryId,
-						queueLength: result.queueLength,
-						idle: result.idle,
-						note: queuedNote(result.idle, result.queue),
-					});
-				}
+				const result = await session.prompt(
+					[message],
+					request.body.ifBusy ?? "reject",
+					attachRun(keyed, stream),
+					queuedRecord(keyed),
+				);
+				if (result.kind === "queued") return reply.code(202).send(queuedBody(result));
 				return await answerRun(reply, result.run, sse);
 			} finally {
 				keyed?.release();
@@ -177,15 +188,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 				try {
 					const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
-					const { entry, queueLength, idle } = session.enqueue(kind, message);
-					return sendAccepted(reply, keyed, 202, {
-						status: "queued",
-						queue: kind,
-						queuedId: entry.id,
-						queueLength,
-						idle,
-						note: queuedNote(idle, kind),
-					});
+					const { entry, queueLength, idle } = session.enqueue(kind, message, queuedRecord(keyed));
+					return reply.code(202).send(queuedBody({ queue: kind, entryId: entry.id, queueLength, idle }));
 				} finally {
 					keyed?.release();
 				}
