@@ -156,7 +156,10 @@ describe("OpenAI Chat Completions with the openai SDK", () => {
 		const controller = new AbortController();
 		const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
 		const { data: stream, response } = await client.chat.completions
-			.create({ model: "faux/echo", messages: [{ role: "user", content: words }], stream: true }, { signal: controller.signal })
+			.create(
+				{ model: "faux/echo", messages: [{ role: "user", content: words }], stream: true },
+				{ signal: controller.signal },
+			)
 			.withResponse();
 		const sessionId = response.headers.get("x-wheelhouse-session-id");
 		for await (const chunk of stream) {

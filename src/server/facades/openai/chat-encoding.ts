@@ -34,7 +34,14 @@ function chatToolCalls(calls: ToolCall[]) {
 }
 
 /** A whole `chat.completion` (non-streaming answer). */
-export function chatCompletion(id: string, model: string, created: number, text: string, end: SegmentEnd, usage: Usage) {
+export function chatCompletion(
+	id: string,
+	model: string,
+	created: number,
+	text: string,
+	end: SegmentEnd,
+	usage: Usage,
+) {
 	const toolCalls = end.kind === "tool_calls" ? chatToolCalls(end.calls).map(({ index: _, ...call }) => call) : [];
 	return {
 		id,
@@ -67,7 +74,14 @@ export class ChatChunkEncoder {
 	) {}
 
 	private frame(choices: unknown[], extra: Record<string, unknown> = {}): string {
-		const chunk = { id: this.id, object: "chat.completion.chunk", created: this.created, model: this.model, choices, ...extra };
+		const chunk = {
+			id: this.id,
+			object: "chat.completion.chunk",
+			created: this.created,
+			model: this.model,
+			choices,
+			...extra,
+		};
 		return formatFrame({ data: JSON.stringify(chunk) });
 	}
 

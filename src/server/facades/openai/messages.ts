@@ -205,12 +205,11 @@ export function mapResponsesInput(
 			const name = toolNames.get(item.call_id);
 			if (!name) invalid(`${field}.call_id`, `"${item.call_id}" answers no function call of this conversation`);
 			const output = typeof item.output === "string" ? item.output : contentBlocks(item.output, `${field}.output`);
-			out.push(
-				toolResult(item.call_id, name, typeof output === "string" ? [{ type: "text", text: output }] : output),
-			);
+			out.push(toolResult(item.call_id, name, typeof output === "string" ? [{ type: "text", text: output }] : output));
 			return;
 		}
-		if (type !== "message") invalid(`${field}.type`, `"${type}" is not supported (message, function_call, function_call_output are)`);
+		if (type !== "message")
+			invalid(`${field}.type`, `"${type}" is not supported (message, function_call, function_call_output are)`);
 		switch (item.role) {
 			case "system":
 			case "developer":

@@ -169,7 +169,13 @@ export class ResponseBuilder {
 	/** Opens the message item of an assistant message at its first text. */
 	private openMessage(): MessageItem {
 		if (this.message) return this.message;
-		const item: MessageItem = { type: "message", id: itemId("msg"), status: "in_progress", role: "assistant", content: [] };
+		const item: MessageItem = {
+			type: "message",
+			id: itemId("msg"),
+			status: "in_progress",
+			role: "assistant",
+			content: [],
+		};
 		this.output.push(item);
 		this.message = item;
 		const output_index = this.output.length - 1;

@@ -18,7 +18,7 @@
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
 import { randomBytes } from "node:crypto";
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import { ApiError, apiError, ERRORS } from "../../errors.js";
@@ -28,7 +28,7 @@ import type { SseConnection } from "../../sse.js";
 import type { ToolInteractions } from "../../tool-interactions.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
-import { type ResponseHead, ResponseBuilder, type ResponseObject } from "./responses-encoding.js";
+import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
 import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
 import {
 	ChatCompletion,
@@ -89,7 +89,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	/** Client tool call id → the session whose run waits for its result (Chat Completions). */
 	const waitingCalls = new Map<string, string>();
 	/** Responses by id: the last state of each, and how to cancel it while it runs. */
-	const kept = new Map<string, { response: ResponseObject; cancel?: () => void }>();
+	const kept = new Map<string, { response: ResponseObject; cancel: () => void; done: Promise<ResponseObject> }>();
 
 	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
 	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
@@ -108,15 +108,22 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	 * The session whose active run waits for exactly these tool results, or undefined when there is
 	 * none (a new session then continues from them).
 	 */
-	function waitingSession(results: ToolResultMessage[], ownerId: string | null): LiveSession | undefined {
-		const ids = new Set(results.map((result) => waitingCalls.get(result.toolCallId)));
-		const sessionId = ids.size === 1 ? [...ids][0] : undefined;
-		if (!sessionId) return undefined;
+	function waitingSession(
+		results: ToolResultMessage[],
+		ownerId: string | null,
+		known?: LiveSession,
+	): LiveSession | undefined {
 		let session: LiveSession;
-		try {
-			session = sessions.get(sessionId, ownerId);
-		} catch {
-			return undefined;
+		if (known) session = known;
+		else {
+			const ids = new Set(results.map((result) => waitingCalls.get(result.toolCallId)));
+			const sessionId = ids.size === 1 ? [...ids][0] : undefined;
+			if (!sessionId) return undefined;
+			try {
+				session = sessions.get(sessionId, ownerId);
+			} catch {
+				return undefined;
+			}
 		}
 		const waiting = new Set(interactions.pending(session).map((p) => p.toolCallId));
 		return results.every((result) => waiting.has(result.toolCallId)) ? session : undefined;
@@ -163,14 +170,13 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	 * response opens once the stretch started, so a refused start is an ordinary error answer.
 	 */
 	async function drive(
-		request: FastifyRequest,
 		reply: FastifyReply,
 		begun: Start,
 		clientTools: Set<string>,
 		stream: boolean,
 		sinkFor: (write: (frame: string) => void) => SegmentSink,
+		abort = new AbortController(),
 	): Promise<{ result: SegmentResult; sse?: SseConnection }> {
-		const abort = new AbortController();
 		let sse: SseConnection | undefined;
 		const early: string[] = [];
 		const write = (frame: string) => {
@@ -203,7 +209,13 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 
 	app.get(
 		"/models",
-		{ schema: { tags, summary: "The models, in OpenAI's list shape", response: openaiResponses({ 200: ModelListSchema }) } },
+		{
+			schema: {
+				tags,
+				summary: "The models, in OpenAI's list shape",
+				response: openaiResponses({ 200: ModelListSchema }),
+			},
+		},
 		async function listModels() {
 			return {
 				object: "list" as const,
@@ -255,17 +267,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const created = Math.floor(Date.now() / 1000);
 			const encoder = new ChatChunkEncoder(id, body.model, created);
 			const stream = body.stream === true;
-			const { result, sse } = await drive(
-				request,
-				reply,
-				begun,
-				clientTools,
-				stream,
-				(write) => {
-					write(encoder.start());
-					return { textDelta: (delta) => write(encoder.text(delta)) };
-				},
-			);
+			const { result, sse } = await drive(request, reply, begun, clientTools, stream, (write) => {
+				write(encoder.start());
+				return { textDelta: (delta) => write(encoder.text(delta)) };
+			});
 			for (const call of result.end.kind === "tool_calls" ? result.end.calls : []) {
 				remember(waitingCalls, call.id, begun.session.id, MAX_WAITING_CALLS);
 			}
@@ -276,6 +281,185 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			}
 			if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
 			return chatCompletion(id, body.model, created, result.text, result.end, result.usage);
+		},
+	);
+
+	/** The session a response id names, if this key may see it. */
+	function sessionOfKnownResponse(responseId: string, ownerId: string | null, field: string): LiveSession {
+		const sessionId = sessionOfResponse(responseId);
+		try {
+			if (sessionId) return sessions.get(sessionId, ownerId);
+		} catch (err) {
+			if (!(err instanceof ApiError) || err.code !== "SESSION_NOT_FOUND") throw err;
+		}
+		throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
+	}
+
+	/** Tool call ids of a session's transcript, with their tool names (what `function_call_output` may answer). */
+	function callsOf(session: LiveSession): Map<string, string> {
+		const calls = new Map<string, string>();
+		for (const message of session.agent.state.messages as AgentMessage[]) {
+			if ((message as { role?: string }).role !== "assistant") continue;
+			for (const block of (message as { content: { type: string; id?: string; name?: string }[] }).content) {
+				if (block.type === "toolCall" && block.id && block.name) calls.set(block.id, block.name);
+			}
+		}
+		return calls;
+	}
+
+	app.post(
+		"/responses",
+		{
+			schema: {
+				tags,
+				summary: "Responses over a session: previous_response_id continues it (stream: true for semantic events)",
+				body: ResponseCreateBody,
+				response: openaiResponses({ 200: { anyOf: [ResponseObjectSchema, SseStream] } }),
+			},
+		},
+		async function createResponse(request, reply) {
+			const body = request.body as {
+				model: string;
+				input: unknown;
+				instructions?: string | null;
+				previous_response_id?: string | null;
+				stream?: boolean;
+				tools?: unknown[];
+				metadata?: Record<string, string>;
+			};
+			const model = resolveModel(body.model);
+			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
+			const previous = body.previous_response_id ?? null;
+			let begun: Start;
+			if (previous) {
+				const session = sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
+				const conversation = mapResponsesInput(body.input, undefined, model, callsOf(session));
+				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
+					if (!waitingSession(conversation.toolResults, request.ownerId, session)) {
+						throw apiError(
+							"TOOL_CALL_FINISHED",
+							`body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
+						);
+					}
+					begun = resumeWith(session, conversation.toolResults);
+				} else {
+					// A new turn of the same session: what the request changes applies from it.
+					if (!session.isBusy) {
+						sessions.update(session, {
+							model: body.model,
+							...(body.tools !== undefined ? { clientTools: clientToolSpecs } : {}),
+							...(typeof body.instructions === "string" ? { systemPrompt: body.instructions } : {}),
+						});
+					}
+					begun = runOf(session, {
+						...conversation,
+						prompt: [...conversation.history, ...conversation.prompt],
+						history: [],
+					});
+				}
+			} else {
+				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, model);
+				begun = runOf(
+					sessions.create(request.ownerId, {
+						model: body.model,
+						systemPrompt: conversation.systemPrompt,
+						messages: conversation.history,
+						clientTools: clientToolSpecs,
+						metadata: { facade: "openai.responses" },
+					} as never),
+					conversation,
+				);
+			}
+			const session = begun.session;
+			const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
+			const head: ResponseHead = {
+				id: newResponseId(session.id),
+				model: body.model,
+				createdAt: Math.floor(Date.now() / 1000),
+				previousResponseId: previous,
+				instructions: body.instructions ?? null,
+				tools: body.tools ?? [],
+				metadata: body.metadata ?? {},
+			};
+			const abort = new AbortController();
+			let builder!: ResponseBuilder;
+			let settle!: (response: ResponseObject) => void;
+			const done = new Promise<ResponseObject>((resolve) => {
+				settle = resolve;
+			});
+			const entry = {
+				response: responseObject(head, "in_progress", []),
+				cancel: () => abort.abort(),
+				done,
+			};
+			remember(kept, head.id, entry, MAX_KEPT_RESPONSES);
+			try {
+				const { result, sse } = await drive(
+					reply,
+					begun,
+					clientTools,
+					body.stream === true,
+					(write) => {
+						builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
+						builder.begin();
+						return { textDelta: (delta) => builder.textDelta(delta), messageEnd: () => builder.messageEnd() };
+					},
+					abort,
+				);
+				const response = builder.finish(result.end, result.usage);
+				entry.response = response;
+				if (sse) {
+					sse.end();
+					return reply;
+				}
+				if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
+				return response;
+			} finally {
+				settle(entry.response);
+			}
+		},
+	);
+
+	app.get(
+		"/responses/:id",
+		{
+			schema: {
+				tags,
+				summary: "A response this server answered (kept in memory: the latest ones)",
+				params: ResponseParams,
+				response: openaiResponses({ 200: ResponseObjectSchema }),
+			},
+		},
+		async function getResponse(request) {
+			const { id } = request.params as { id: string };
+			sessionOfKnownResponse(id, request.ownerId, "id");
+			const entry = kept.get(id);
+			if (!entry)
+				throw apiError(
+					"RESPONSE_NOT_FOUND",
+					`No response "${id}" is kept by this server (it keeps the latest ${MAX_KEPT_RESPONSES}).`,
+				);
+			return entry.response;
+		},
+	);
+
+	app.post(
+		"/responses/:id/cancel",
+		{
+			schema: {
+				tags,
+				summary: "Cancel a response in progress: aborts its run (a finished response is returned as it is)",
+				params: ResponseParams,
+				response: openaiResponses({ 200: ResponseObjectSchema }),
+			},
+		},
+		async function cancelResponse(request) {
+			const { id } = request.params as { id: string };
+			sessionOfKnownResponse(id, request.ownerId, "id");
+			const entry = kept.get(id);
+			if (!entry) throw apiError("RESPONSE_NOT_FOUND", `No response "${id}" is kept by this server.`);
+			entry.cancel();
+			return entry.done;
 		},
 	);
 };

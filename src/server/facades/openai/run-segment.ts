@@ -178,6 +178,7 @@ export async function runSegment(
 
 function endOf(message: AssistantMessage): SegmentEnd {
 	if (message.stopReason === "aborted") return { kind: "aborted" };
-	if (message.stopReason === "error") return { kind: "error", message: message.errorMessage ?? "The model call failed." };
+	if (message.stopReason === "error")
+		return { kind: "error", message: message.errorMessage ?? "The model call failed." };
 	return { kind: "stop", reason: message.stopReason === "length" ? "length" : "stop" };
 }

@@ -13,7 +13,9 @@ export const OpenAIError = Type.Object(
 	{
 		error: Type.Object({
 			message: Type.String(),
-			type: Type.String({ description: "invalid_request_error, authentication_error, not_found_error or server_error" }),
+			type: Type.String({
+				description: "invalid_request_error, authentication_error, not_found_error or server_error",
+			}),
 			param: Type.Null(),
 			code: Type.String({ description: "Stable error code (see docs/errors.md)." }),
 		}),
