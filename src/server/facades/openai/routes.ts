@@ -21,7 +21,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
-import { ApiError, apiError, ERRORS } from "../../errors.js";
+import { ApiError, apiError } from "../../errors.js";
 import type { LiveSession, RunHandle } from "../../live-session.js";
 import { openSse } from "../../session-stream.js";
 import type { SseConnection } from "../../sse.js";
@@ -267,7 +267,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const created = Math.floor(Date.now() / 1000);
 			const encoder = new ChatChunkEncoder(id, body.model, created);
 			const stream = body.stream === true;
-			const { result, sse } = await drive(request, reply, begun, clientTools, stream, (write) => {
+			const { result, sse } = await drive(reply, begun, clientTools, stream, (write) => {
 				write(encoder.start());
 				return { textDelta: (delta) => write(encoder.text(delta)) };
 			});
