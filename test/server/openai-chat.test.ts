@@ -144,6 +144,22 @@ describe("OpenAI Chat Completions with the openai SDK", () => {
 		const noKey = new OpenAI({ apiKey: "wrong", baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
 		await expect(noKey.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
 
+		// The shape itself, for the errors the router, the auth hook and validation raise too.
+		const unauthorized = await server.request("GET", "/openai/v1/models");
+		expect(unauthorized).toMatchObject({
+			status: 401,
+			body: { error: { type: "authentication_error", param: null, code: "UNAUTHORIZED" } },
+		});
+		const invalid = await server.request("POST", "/openai/v1/chat/completions", {
+			key: KEY,
+			body: { model: "faux/echo" },
+		});
+		expect(invalid).toMatchObject({
+			status: 400,
+			body: { error: { type: "invalid_request_error", code: "VALIDATION_FAILED" } },
+		});
+		expect(invalid.body.error.message).toContain("messages");
+
 		const badTurn = await client.chat.completions
 			.create({ model: "faux/echo", messages: [{ role: "assistant", content: "hi" }] })
 			.catch((err: unknown) => err);
