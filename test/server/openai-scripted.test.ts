@@ -39,6 +39,47 @@ describe("OpenAI facade over a scripted model", () => {
 		expect(completion.choices[0]?.message.content).toContain("42");
 	});
 
+	it("shows the server tools that ran when asked to (x-wheelhouse-server-tools: visible)", async () => {
+		const client = await start();
+		const script = () => [{ content: fauxToolCall("calculate", { expression: "6 * 7" }) }, { content: "Done." }];
+		const headers = { "x-wheelhouse-server-tools": "visible" };
+		faux.setResponses(script());
+		const completion = await client.chat.completions.create(
+			{ model: MODEL, messages: [{ role: "user", content: "what is 6 * 7?" }] },
+			{ headers },
+		);
+		const message = completion.choices[0]?.message as unknown as { server_tool_calls: unknown[]; content: string };
+		expect(message.server_tool_calls).toMatchObject([
+			{ name: "calculate", arguments: JSON.stringify({ expression: "6 * 7" }), output: "42", is_error: false },
+		]);
+		expect(message.content).toBe("Done.");
+
+		faux.setResponses(script());
+		const stream = await client.chat.completions.create(
+			{ model: MODEL, messages: [{ role: "user", content: "again" }], stream: true },
+			{ headers },
+		);
+		const shown: unknown[] = [];
+		for await (const chunk of stream) {
+			const delta = chunk.choices[0]?.delta as { server_tool_calls?: unknown[] } | undefined;
+			shown.push(...(delta?.server_tool_calls ?? []));
+		}
+		expect(shown).toMatchObject([{ name: "calculate", output: "42" }]);
+
+		faux.setResponses(script());
+		const response = await client.responses
+			.stream({ model: MODEL, input: "and in Responses" }, { headers })
+			.finalResponse();
+		expect(response.output.map((item) => item.type)).toEqual(["mcp_call", "message"]);
+		expect(response.output[0]).toMatchObject({ type: "mcp_call", name: "calculate", output: "42" });
+		expect(response.output_text).toBe("Done.");
+
+		// Hidden by default.
+		faux.setResponses(script());
+		const hidden = await client.responses.create({ model: MODEL, input: "hidden" });
+		expect(hidden.output.map((item) => item.type)).toEqual(["message"]);
+	});
+
 	it("a provider error is MODEL_ERROR: a 502 for a completion, an error frame in a stream, response.failed", async () => {
 		const client = await start();
 		const failing = { content: "", stopReason: "error" as const, errorMessage: "upstream exploded" };

@@ -4,7 +4,7 @@
  */
 import type { ToolCall, Usage } from "../../../ai/types.js";
 import { formatFrame } from "../../sse.js";
-import type { SegmentEnd } from "./run-segment.js";
+import type { SegmentEnd, ServerToolCall } from "./run-segment.js";
 
 export type ChatFinishReason = "stop" | "length" | "tool_calls";
 
@@ -33,7 +33,21 @@ function chatToolCalls(calls: ToolCall[]) {
 	}));
 }
 
-/** A whole `chat.completion` (non-streaming answer). */
+/**
+ * A server tool call as the extension field `server_tool_calls` shows it (Chat Completions has no
+ * field for tools the server ran, and `tool_calls` would ask the client to run them).
+ */
+export function serverToolCall(call: ServerToolCall) {
+	return {
+		id: call.id,
+		name: call.name,
+		arguments: JSON.stringify(call.arguments ?? {}),
+		output: call.output,
+		is_error: call.isError,
+	};
+}
+
+/** A whole `chat.completion` (non-streaming answer); `serverTools` only when the client asked to see them. */
 export function chatCompletion(
 	id: string,
 	model: string,
@@ -41,6 +55,7 @@ export function chatCompletion(
 	text: string,
 	end: SegmentEnd,
 	usage: Usage,
+	serverTools?: ServerToolCall[],
 ) {
 	const toolCalls = end.kind === "tool_calls" ? chatToolCalls(end.calls).map(({ index: _, ...call }) => call) : [];
 	return {
@@ -56,6 +71,7 @@ export function chatCompletion(
 					content: text === "" && toolCalls.length > 0 ? null : text,
 					refusal: null,
 					...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+					...(serverTools ? { server_tool_calls: serverTools.map(serverToolCall) } : {}),
 				},
 				finish_reason: finishReason(end),
 				logprobs: null,
@@ -92,6 +108,13 @@ export class ChatChunkEncoder {
 
 	text(delta: string): string {
 		return this.frame([{ index: 0, delta: { content: delta }, finish_reason: null, logprobs: null }]);
+	}
+
+	/** A server tool call that finished (shown when the client asked to see them). */
+	serverTool(call: ServerToolCall): string {
+		return this.frame([
+			{ index: 0, delta: { server_tool_calls: [serverToolCall(call)] }, finish_reason: null, logprobs: null },
+		]);
 	}
 
 	/** The tool calls (each whole, in one chunk), the finish reason, the usage chunk when asked, `[DONE]`. */

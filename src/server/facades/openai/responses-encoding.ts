@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import type { ToolCall, Usage } from "../../../ai/types.js";
 import { formatFrame } from "../../sse.js";
-import type { SegmentEnd } from "./run-segment.js";
+import type { SegmentEnd, ServerToolCall } from "./run-segment.js";
 
 export type ResponseStatus = "in_progress" | "completed" | "failed" | "cancelled" | "incomplete";
 
@@ -35,7 +35,19 @@ interface FunctionCallItem {
 	status: "completed";
 }
 
-export type OutputItem = MessageItem | FunctionCallItem;
+/** A server tool that ran, in the shape of the API's own server-side tool calls (`mcp_call`). */
+interface ServerToolItem {
+	type: "mcp_call";
+	id: string;
+	server_label: "wheelhouse";
+	name: string;
+	arguments: string;
+	output: string | null;
+	error: string | null;
+	status: "completed" | "failed";
+}
+
+export type OutputItem = MessageItem | FunctionCallItem | ServerToolItem;
 
 /** The fields of a response the request decides. */
 export interface ResponseHead {
@@ -214,6 +226,25 @@ export class ResponseBuilder {
 			logprobs: [],
 		});
 		this.emit("response.content_part.done", { item_id: item.id, output_index, content_index: 0, part });
+		this.emit("response.output_item.done", { output_index, item });
+	}
+
+	/** A server tool call that finished, as an `mcp_call` item (shown when the client asked to see them). */
+	serverTool(call: ServerToolCall): void {
+		this.messageEnd();
+		const item: ServerToolItem = {
+			type: "mcp_call",
+			id: itemId("mcp"),
+			server_label: "wheelhouse",
+			name: call.name,
+			arguments: JSON.stringify(call.arguments ?? {}),
+			output: call.isError ? null : call.output,
+			error: call.isError ? call.output : null,
+			status: call.isError ? "failed" : "completed",
+		};
+		this.output.push(item);
+		const output_index = this.output.length - 1;
+		this.emit("response.output_item.added", { output_index, item });
 		this.emit("response.output_item.done", { output_index, item });
 	}
 

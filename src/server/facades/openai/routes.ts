@@ -18,7 +18,7 @@
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
 import { randomBytes } from "node:crypto";
-import type { FastifyPluginAsync, FastifyReply } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import { ApiError, apiError } from "../../errors.js";
@@ -52,6 +52,12 @@ const MAX_KEPT_RESPONSES = 1000;
 const MAX_WAITING_CALLS = 10_000;
 
 const SESSION_HEADER = "x-wheelhouse-session-id";
+/** `visible`: the answer shows the server tools that ran inside the request (hidden by default). */
+const SERVER_TOOLS_HEADER = "x-wheelhouse-server-tools";
+
+function showsServerTools(request: FastifyRequest): boolean {
+	return request.headers[SERVER_TOOLS_HEADER] === "visible";
+}
 
 /** A response id names its session: `resp_<the session id's hex>_<random>`. */
 function newResponseId(sessionId: string): string {
@@ -267,9 +273,13 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const created = Math.floor(Date.now() / 1000);
 			const encoder = new ChatChunkEncoder(id, body.model, created);
 			const stream = body.stream === true;
+			const visible = showsServerTools(request);
 			const { result, sse } = await drive(reply, begun, clientTools, stream, (write) => {
 				write(encoder.start());
-				return { textDelta: (delta) => write(encoder.text(delta)) };
+				return {
+					textDelta: (delta) => write(encoder.text(delta)),
+					...(visible ? { serverTool: (call) => write(encoder.serverTool(call)) } : {}),
+				};
 			});
 			for (const call of result.end.kind === "tool_calls" ? result.end.calls : []) {
 				remember(waitingCalls, call.id, begun.session.id, MAX_WAITING_CALLS);
@@ -280,7 +290,15 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				return reply;
 			}
 			if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
-			return chatCompletion(id, body.model, created, result.text, result.end, result.usage);
+			return chatCompletion(
+				id,
+				body.model,
+				created,
+				result.text,
+				result.end,
+				result.usage,
+				visible ? result.serverTools : undefined,
+			);
 		},
 	);
 
@@ -402,7 +420,11 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					(write) => {
 						builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
 						builder.begin();
-						return { textDelta: (delta) => builder.textDelta(delta), messageEnd: () => builder.messageEnd() };
+						return {
+							textDelta: (delta) => builder.textDelta(delta),
+							messageEnd: () => builder.messageEnd(),
+							...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
+						};
 					},
 					abort,
 				);

@@ -24,6 +24,16 @@ export type SegmentEnd =
 	| { kind: "aborted" }
 	| { kind: "error"; message: string };
 
+/** A call of a server tool that ran inside the stretch, with its outcome. */
+export interface ServerToolCall {
+	id: string;
+	name: string;
+	arguments: unknown;
+	/** The text the model saw. */
+	output: string;
+	isError: boolean;
+}
+
 /** Receives a stretch as it happens. Contract: must not throw (the agent awaits its listeners). */
 export interface SegmentSink {
 	/** A new assistant message starts (before its first text delta). */
@@ -31,6 +41,8 @@ export interface SegmentSink {
 	textDelta(delta: string): void;
 	/** The assistant message ended; `text` is all of its text. */
 	messageEnd?(text: string): void;
+	/** A server tool call finished (clients that asked to see server tools show it). */
+	serverTool?(call: ServerToolCall): void;
 }
 
 export interface SegmentResult {
@@ -38,6 +50,8 @@ export interface SegmentResult {
 	/** Text of every assistant message of the stretch, in order. */
 	text: string;
 	usage: Usage;
+	/** The server tool calls of the stretch, in the order they finished. */
+	serverTools: ServerToolCall[];
 }
 
 export interface SegmentOptions {
@@ -80,6 +94,8 @@ export async function runSegment(
 	const usage = emptyUsage();
 	let text = "";
 	let clientCalls: ToolCall[] = [];
+	const serverTools: ServerToolCall[] = [];
+	const serverArgs = new Map<string, unknown>();
 	let settle!: (end: SegmentEnd) => void;
 	const ended = new Promise<SegmentEnd>((resolve) => {
 		settle = resolve;
@@ -132,7 +148,23 @@ export async function runSegment(
 			case "tool_execution_start":
 				// The wait is registered when the tool executes, after this event: check on the next turns.
 				if (clientCalls.some((call) => call.id === event.toolCallId)) void awaitWaiting();
+				else serverArgs.set(event.toolCallId, event.args);
 				break;
+			case "tool_execution_end": {
+				if (!serverArgs.has(event.toolCallId)) break;
+				const content = (event.result?.content ?? []) as { type: string; text?: string }[];
+				const call: ServerToolCall = {
+					id: event.toolCallId,
+					name: event.toolName,
+					arguments: serverArgs.get(event.toolCallId),
+					output: content.map((block) => (block.type === "text" ? block.text : "")).join(""),
+					isError: event.isError,
+				};
+				serverArgs.delete(event.toolCallId);
+				serverTools.push(call);
+				sink.serverTool?.(call);
+				break;
+			}
 			case "agent_end": {
 				const reason = last?.stopReason;
 				if (reason === "aborted" || (signal.aborted && reason !== "stop")) finish({ kind: "aborted" });
@@ -169,7 +201,7 @@ export async function runSegment(
 		// the stretch to a run already over) settles with its `done`.
 		run?.done.then(() => finish(last ? endOf(last) : { kind: "error", message: "The run ended without an answer." }));
 		const end = await ended;
-		return { end, text, usage };
+		return { end, text, usage, serverTools };
 	} finally {
 		signal.removeEventListener("abort", onAbort);
 		unsubscribe();
