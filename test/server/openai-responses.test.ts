@@ -101,6 +101,30 @@ describe("OpenAI Responses with the openai SDK", () => {
 		expect(final.output_text).toContain("teal");
 	});
 
+	it("a function_call_output for a run that no longer waits is a ConflictError", async () => {
+		const client = await start();
+		const first = await client.responses.create({
+			model: "faux/echo",
+			input: '/tool pick_color {"question": "favourite?"}',
+			tools: [pickColor],
+		});
+		const call = first.output.find((item) => item.type === "function_call");
+		if (call?.type !== "function_call") throw new Error("expected a function call");
+		// The run is aborted through the native API: nothing waits for the output any more.
+		const sessionId = `ses_${first.id.split("_")[1]}`;
+		await server.request("POST", `/v1/sessions/${sessionId}/abort`, { key: KEY });
+		await server.app.wheelhouse.sessions.get(sessionId, null).waitForIdle();
+		const err = await client.responses
+			.create({
+				model: "faux/echo",
+				previous_response_id: first.id,
+				input: [{ type: "function_call_output", call_id: call.call_id, output: "teal" }],
+			})
+			.catch((e: unknown) => e);
+		expect(err).toBeInstanceOf(OpenAI.ConflictError);
+		expect((err as Error).message).toContain("no longer waits");
+	});
+
 	it("cancel aborts a response in progress", async () => {
 		const client = await start({ fauxDelayMs: 20 });
 		const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
