@@ -113,6 +113,31 @@ describe("OpenAI Chat Completions with the openai SDK", () => {
 		]);
 	});
 
+	it("asks for the results of every call of the batch before the run goes on", async () => {
+		const client = await start();
+		const messages: OpenAI.ChatCompletionMessageParam[] = [
+			{
+				role: "user",
+				content:
+					'/tools [{"name": "pick_color", "arguments": {"question": "a"}}, {"name": "pick_color", "arguments": {"question": "b"}}]',
+			},
+		];
+		const first = await client.chat.completions.create({ model: "faux/echo", messages, tools: [pickColor] });
+		const calls = first.choices[0]?.message.tool_calls ?? [];
+		expect(calls).toHaveLength(2);
+		messages.push(first.choices[0]!.message, { role: "tool", tool_call_id: calls[0]!.id, content: "red" });
+		const partial = await client.chat.completions
+			.create({ model: "faux/echo", messages, tools: [pickColor] })
+			.catch((err: unknown) => err);
+		expect(partial).toBeInstanceOf(OpenAI.BadRequestError);
+		expect((partial as Error).message).toContain(calls[1]!.id);
+
+		messages.push({ role: "tool", tool_call_id: calls[1]!.id, content: "blue" });
+		const done = await client.chat.completions.create({ model: "faux/echo", messages, tools: [pickColor] });
+		expect(done.choices[0]?.message.content).toContain("red");
+		expect(done.choices[0]?.message.content).toContain("blue");
+	});
+
 	it("continues from tool results in a new session when no run waits for them", async () => {
 		const client = await start();
 		const completion = await client.chat.completions.create({

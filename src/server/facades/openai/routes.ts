@@ -131,8 +131,18 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				return undefined;
 			}
 		}
-		const waiting = new Set(interactions.pending(session).map((p) => p.toolCallId));
-		return results.every((result) => waiting.has(result.toolCallId)) ? session : undefined;
+		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool");
+		const answered = new Set(results.map((result) => result.toolCallId));
+		if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) return undefined;
+		// The run goes on only once every call of its batch has its result: a partial answer would hang.
+		const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
+		if (missing.length > 0) {
+			throw apiError(
+				"VALIDATION_FAILED",
+				`The run waits for the results of every tool call it made: add ${missing.map((id) => `"${id}"`).join(", ")}.`,
+			);
+		}
+		return session;
 	}
 
 	/** Delivers tool results to the run that waits for them; the stretch goes on in that run. */
