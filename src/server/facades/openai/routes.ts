@@ -111,8 +111,9 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	}
 
 	/**
-	 * The session whose active run waits for exactly these tool results, or undefined when there is
-	 * none (a new session then continues from them).
+	 * The session whose active run waits for these tool results (`known`, or the one an earlier
+	 * answer returned the calls from), or undefined when none waits for them. Throws
+	 * `VALIDATION_FAILED` when the run waits for more results than these.
 	 */
 	function waitingSession(
 		results: ToolResultMessage[],
@@ -182,7 +183,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	}
 
 	/**
-	 * Runs a stretch for `reply`: as SSE (`encode` gets the stream's writer) or collected. The SSE
+	 * Runs a stretch for `reply`: as SSE (the sink `sinkFor` builds writes frames) or collected. The SSE
 	 * response opens once the stretch started, so a refused start is an ordinary error answer.
 	 */
 	async function drive(
@@ -264,7 +265,6 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const model = resolveModel(body.model);
 			const conversation = mapChatMessages(body.messages, model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
-			const clientTools = new Set(clientToolSpecs.map((tool) => tool.name));
 			const waiting =
 				conversation.toolResults.length > 0 ? waitingSession(conversation.toolResults, request.ownerId) : undefined;
 			const begun = waiting
@@ -279,6 +279,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 						} as never),
 						conversation,
 					);
+			// The session's declarations: a run resumed by tool results keeps the tools it started with.
+			const clientTools = new Set(begun.session.config.clientTools.map((tool) => tool.name));
 			const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
 			const created = Math.floor(Date.now() / 1000);
 			const encoder = new ChatChunkEncoder(id, body.model, created);
