@@ -30,6 +30,7 @@ import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
+import { openaiFacade } from "./facades/openai/routes.js";
 import type { SessionExtension } from "./live-session.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
@@ -225,7 +226,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
-	await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.

@@ -53,6 +53,11 @@ export const ERRORS = {
 		description:
 			"No tool call with this id waits for a result or approval in this session (never requested, or another kind).",
 	},
+	RESPONSE_NOT_FOUND: {
+		status: 404,
+		description:
+			"No response with this id is known for this API key (`/openai/v1/responses/:id`: the server keeps the latest responses in memory; `previous_response_id` works as long as the session exists).",
+	},
 	METHOD_NOT_ALLOWED: {
 		status: 405,
 		description: "The path exists but not with this method; the `Allow` header lists the methods it has.",
@@ -105,6 +110,11 @@ export const ERRORS = {
 	HEADERS_TOO_LARGE: {
 		status: 431,
 		description: "The request line and headers together exceed the HTTP server's limit (16 KiB by default).",
+	},
+	MODEL_ERROR: {
+		status: 502,
+		description:
+			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's.",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

@@ -21,6 +21,11 @@ export const OPENAPI_TAGS = [
 	{ name: "events", description: "The session's resumable Server-Sent Events stream." },
 	{ name: "messages", description: "The session transcript." },
 	{ name: "catalog", description: "Models and tools the server offers." },
+	{
+		name: "openai",
+		description:
+			"OpenAI-compatible Chat Completions and Responses over sessions (`baseURL` …/openai/v1); errors in OpenAI's shape.",
+	},
 	{ name: "health", description: "Liveness, readiness and this document." },
 ] as const;
 

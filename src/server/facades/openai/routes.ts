@@ -1,0 +1,499 @@
+/**
+ * The OpenAI-compatible routes (register with a prefix, e.g. `/openai/v1`, which an SDK's
+ * `baseURL` points at): `GET /models`, `POST /chat/completions`, `POST /responses`,
+ * `GET /responses/:id`, `POST /responses/:id/cancel`. They need the server's bearer keys like
+ * every route (auth.ts), and answer errors in OpenAI's shape.
+ *
+ * Each request drives a Wheelhouse session (run-segment.ts), none is a second agent:
+ * - Chat Completions is stateless: a request's `messages` become a new session (system messages
+ *   its system prompt, the earlier turns its transcript) and the trailing user message its prompt.
+ *   A request that carries the results of the client tools an earlier answer returned as
+ *   `tool_calls` resumes that answer's run, which waits for them; when that run is gone (the wait
+ *   timed out, the server restarted) the conversation starts a new session that continues from
+ *   the results.
+ * - A response belongs to a session, named in its id: `previous_response_id` continues that session
+ *   (durable like the session itself); `function_call_output` items answer the previous
+ *   response's function calls, whose run waits for them.
+ * The session of every answer is in the `x-wheelhouse-session-id` header, for the native API
+ * (`/v1/sessions/:id/...`: events, transcript, steering).
+ */
+import { randomBytes } from "node:crypto";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { AgentMessage } from "../../../agent/types.js";
+import type { Model, ToolResultMessage } from "../../../ai/types.js";
+import { ApiError, apiError } from "../../errors.js";
+import type { LiveSession, RunHandle } from "../../live-session.js";
+import { openSse } from "../../session-stream.js";
+import type { SseConnection } from "../../sse.js";
+import type { ToolInteractions } from "../../tool-interactions.js";
+import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
+import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
+import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
+import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
+import {
+	ChatCompletion,
+	ChatCompletionBody,
+	ModelListSchema,
+	openaiResponses,
+	ResponseCreateBody,
+	ResponseObjectSchema,
+	ResponseParams,
+	SseStream,
+} from "./schemas.js";
+
+export interface OpenAIFacadeOptions {
+	/** The client tool mechanism the facade's function tools go through. */
+	interactions: ToolInteractions;
+}
+
+/** Responses kept for `GET /responses/:id` and cancel, per server (the oldest are forgotten first). */
+const MAX_KEPT_RESPONSES = 1000;
+/** Client tool calls of Chat Completions answers kept for their results' request (the oldest are forgotten first). */
+const MAX_WAITING_CALLS = 10_000;
+
+const SESSION_HEADER = "x-wheelhouse-session-id";
+/** `visible`: the answer shows the server tools that ran inside the request (hidden by default). */
+const SERVER_TOOLS_HEADER = "x-wheelhouse-server-tools";
+
+function showsServerTools(request: FastifyRequest): boolean {
+	return request.headers[SERVER_TOOLS_HEADER] === "visible";
+}
+
+/** A response id names its session: `resp_<the session id's hex>_<random>`. */
+function newResponseId(sessionId: string): string {
+	return `resp_${sessionId.replace(/^ses_/, "")}_${randomBytes(8).toString("hex")}`;
+}
+
+function sessionOfResponse(responseId: string): string | undefined {
+	const match = /^resp_([0-9a-f]{32})_[0-9a-f]+$/.exec(responseId);
+	return match ? `ses_${match[1]}` : undefined;
+}
+
+function errorType(status: number): string {
+	if (status === 401) return "authentication_error";
+	if (status === 404) return "not_found_error";
+	if (status >= 500) return "server_error";
+	return "invalid_request_error";
+}
+
+/** Remembers at most `max` entries, forgetting the oldest. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+	map.delete(key);
+	map.set(key, value);
+	if (map.size > max) map.delete(map.keys().next().value as K);
+}
+
+/** What a request's stretch starts with: a new run, or the results the active run waits for. */
+interface Start {
+	session: LiveSession;
+	start(): Promise<RunHandle | undefined>;
+}
+
+export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
+	const { sessions, catalog } = app.wheelhouse;
+	const tags = ["openai"];
+	/** Client tool call id → the session whose run waits for its result (Chat Completions). */
+	const waitingCalls = new Map<string, string>();
+	/** Responses by id: the last state of each, and how to cancel it while it runs. */
+	const kept = new Map<string, { response: ResponseObject; cancel: () => void; done: Promise<ResponseObject> }>();
+
+	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
+	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
+		const error = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+		if (reply.statusCode < 400 || !error || typeof error.code !== "string") return payload;
+		return { error: { message: error.message, type: errorType(reply.statusCode), param: null, code: error.code } };
+	});
+
+	function resolveModel(spec: string): Model<any> {
+		const problem = catalog.problem(spec);
+		if (problem) throw apiError(problem.code, `model: ${problem.message}`);
+		return catalog.resolve(spec) as Model<any>;
+	}
+
+	/**
+	 * The session whose active run waits for these tool results (`known`, or the one an earlier
+	 * answer returned the calls from), or undefined when none waits for them. Throws
+	 * `VALIDATION_FAILED` when the run waits for more results than these.
+	 */
+	function waitingSession(
+		results: ToolResultMessage[],
+		ownerId: string | null,
+		known?: LiveSession,
+	): LiveSession | undefined {
+		let session: LiveSession;
+		if (known) session = known;
+		else {
+			const ids = new Set(results.map((result) => waitingCalls.get(result.toolCallId)));
+			const sessionId = ids.size === 1 ? [...ids][0] : undefined;
+			if (!sessionId) return undefined;
+			try {
+				session = sessions.get(sessionId, ownerId);
+			} catch {
+				return undefined;
+			}
+		}
+		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool");
+		const answered = new Set(results.map((result) => result.toolCallId));
+		if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) return undefined;
+		// The run goes on only once every call of its batch has its result: a partial answer would hang.
+		const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
+		if (missing.length > 0) {
+			throw apiError(
+				"VALIDATION_FAILED",
+				`The run waits for the results of every tool call it made: add ${missing.map((id) => `"${id}"`).join(", ")}.`,
+			);
+		}
+		return session;
+	}
+
+	/** Delivers tool results to the run that waits for them; the stretch goes on in that run. */
+	function resumeWith(session: LiveSession, results: ToolResultMessage[]): Start {
+		return {
+			session,
+			async start() {
+				const runId = session.runId;
+				for (const result of results) {
+					waitingCalls.delete(result.toolCallId);
+					const outcome = interactions.resolveToolResult(session, result.toolCallId, {
+						content: result.content,
+						isError: result.isError,
+					});
+					if (outcome !== "resolved") {
+						throw apiError(
+							"TOOL_CALL_FINISHED",
+							`The call ${result.toolCallId} no longer waits for a result (${outcome}); send the conversation again without it.`,
+						);
+					}
+				}
+				return runId ? session.activeRunHandle(runId) : undefined;
+			},
+		};
+	}
+
+	/** A new run of `session`: prompting with the trailing user turn, or continuing from tool results. */
+	function runOf(session: LiveSession, conversation: MappedConversation): Start {
+		return {
+			session,
+			async start() {
+				if (conversation.prompt.length === 0) return session.continue();
+				const result = await session.prompt(conversation.prompt, "reject");
+				return result.kind === "started" ? result.run : undefined;
+			},
+		};
+	}
+
+	/**
+	 * Runs a stretch for `reply`: as SSE (the sink `sinkFor` builds writes frames) or collected. The SSE
+	 * response opens once the stretch started, so a refused start is an ordinary error answer.
+	 */
+	async function drive(
+		reply: FastifyReply,
+		begun: Start,
+		clientTools: Set<string>,
+		stream: boolean,
+		sinkFor: (write: (frame: string) => void) => SegmentSink,
+		abort = new AbortController(),
+	): Promise<{ result: SegmentResult; sse?: SseConnection }> {
+		let sse: SseConnection | undefined;
+		const early: string[] = [];
+		const write = (frame: string) => {
+			if (sse) sse.send(frame);
+			else early.push(frame);
+		};
+		reply.header(SESSION_HEADER, begun.session.id);
+		// The client went away: its run is aborted (the SDK's AbortController closes the connection).
+		const onClose = () => {
+			if (!reply.raw.writableFinished) abort.abort();
+		};
+		reply.raw.on("close", onClose);
+		try {
+			const result = await runSegment(
+				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
+				async () => {
+					const run = await begun.start();
+					if (stream) {
+						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
+						for (const frame of early.splice(0)) sse.send(frame);
+					}
+					return run;
+				},
+			);
+			return { result, sse };
+		} finally {
+			reply.raw.off("close", onClose);
+		}
+	}
+
+	app.get(
+		"/models",
+		{
+			schema: {
+				tags,
+				summary: "The models, in OpenAI's list shape",
+				response: openaiResponses({ 200: ModelListSchema }),
+			},
+		},
+		async function listModels() {
+			return {
+				object: "list" as const,
+				data: catalog
+					.list()
+					.filter((model) => model.available)
+					.map((model) => ({ id: model.id, object: "model" as const, created: 0, owned_by: model.provider })),
+			};
+		},
+	);
+
+	app.post(
+		"/chat/completions",
+		{
+			schema: {
+				tags,
+				summary: "Chat Completions over a session (stream: true for SSE chunks)",
+				body: ChatCompletionBody,
+				response: openaiResponses({ 200: { anyOf: [ChatCompletion, SseStream] } }),
+			},
+		},
+		async function chatCompletions(request, reply) {
+			const body = request.body as {
+				model: string;
+				messages: Record<string, any>[];
+				stream?: boolean;
+				stream_options?: { include_usage?: boolean };
+				tools?: unknown[];
+			};
+			const model = resolveModel(body.model);
+			const conversation = mapChatMessages(body.messages, model);
+			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
+			const waiting =
+				conversation.toolResults.length > 0 ? waitingSession(conversation.toolResults, request.ownerId) : undefined;
+			const begun = waiting
+				? resumeWith(waiting, conversation.toolResults)
+				: runOf(
+						sessions.create(request.ownerId, {
+							model: body.model,
+							systemPrompt: conversation.systemPrompt,
+							messages: conversation.history,
+							clientTools: clientToolSpecs,
+							metadata: { facade: "openai.chat.completions" },
+						} as never),
+						conversation,
+					);
+			// The session's declarations: a run resumed by tool results keeps the tools it started with.
+			const clientTools = new Set(begun.session.config.clientTools.map((tool) => tool.name));
+			const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
+			const created = Math.floor(Date.now() / 1000);
+			const encoder = new ChatChunkEncoder(id, body.model, created);
+			const stream = body.stream === true;
+			const visible = showsServerTools(request);
+			const { result, sse } = await drive(reply, begun, clientTools, stream, (write) => {
+				write(encoder.start());
+				return {
+					textDelta: (delta) => write(encoder.text(delta)),
+					...(visible ? { serverTool: (call) => write(encoder.serverTool(call)) } : {}),
+				};
+			});
+			for (const call of result.end.kind === "tool_calls" ? result.end.calls : []) {
+				remember(waitingCalls, call.id, begun.session.id, MAX_WAITING_CALLS);
+			}
+			if (sse) {
+				if (result.end.kind === "error") sse.end(encoder.error("MODEL_ERROR", result.end.message));
+				else sse.end(encoder.finish(result.end, body.stream_options?.include_usage ? result.usage : undefined));
+				return reply;
+			}
+			if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
+			return chatCompletion(
+				id,
+				body.model,
+				created,
+				result.text,
+				result.end,
+				result.usage,
+				visible ? result.serverTools : undefined,
+			);
+		},
+	);
+
+	/** The session a response id names, if this key may see it. */
+	function sessionOfKnownResponse(responseId: string, ownerId: string | null, field: string): LiveSession {
+		const sessionId = sessionOfResponse(responseId);
+		try {
+			if (sessionId) return sessions.get(sessionId, ownerId);
+		} catch (err) {
+			if (!(err instanceof ApiError) || err.code !== "SESSION_NOT_FOUND") throw err;
+		}
+		throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
+	}
+
+	/** Tool call ids of a session's transcript, with their tool names (what `function_call_output` may answer). */
+	function callsOf(session: LiveSession): Map<string, string> {
+		const calls = new Map<string, string>();
+		for (const message of session.agent.state.messages as AgentMessage[]) {
+			if ((message as { role?: string }).role !== "assistant") continue;
+			for (const block of (message as { content: { type: string; id?: string; name?: string }[] }).content) {
+				if (block.type === "toolCall" && block.id && block.name) calls.set(block.id, block.name);
+			}
+		}
+		return calls;
+	}
+
+	app.post(
+		"/responses",
+		{
+			schema: {
+				tags,
+				summary: "Responses over a session: previous_response_id continues it (stream: true for semantic events)",
+				body: ResponseCreateBody,
+				response: openaiResponses({ 200: { anyOf: [ResponseObjectSchema, SseStream] } }),
+			},
+		},
+		async function createResponse(request, reply) {
+			const body = request.body as {
+				model: string;
+				input: unknown;
+				instructions?: string | null;
+				previous_response_id?: string | null;
+				stream?: boolean;
+				tools?: unknown[];
+				metadata?: Record<string, string>;
+			};
+			const model = resolveModel(body.model);
+			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
+			const previous = body.previous_response_id ?? null;
+			let begun: Start;
+			if (previous) {
+				const session = sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
+				const conversation = mapResponsesInput(body.input, undefined, model, callsOf(session));
+				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
+					if (!waitingSession(conversation.toolResults, request.ownerId, session)) {
+						throw apiError(
+							"TOOL_CALL_FINISHED",
+							`body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
+						);
+					}
+					begun = resumeWith(session, conversation.toolResults);
+				} else {
+					// A new turn of the same session: what the request changes applies from it.
+					if (!session.isBusy) {
+						sessions.update(session, {
+							model: body.model,
+							...(body.tools !== undefined ? { clientTools: clientToolSpecs } : {}),
+							...(typeof body.instructions === "string" ? { systemPrompt: body.instructions } : {}),
+						});
+					}
+					begun = runOf(session, {
+						...conversation,
+						prompt: [...conversation.history, ...conversation.prompt],
+						history: [],
+					});
+				}
+			} else {
+				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, model);
+				begun = runOf(
+					sessions.create(request.ownerId, {
+						model: body.model,
+						systemPrompt: conversation.systemPrompt,
+						messages: conversation.history,
+						clientTools: clientToolSpecs,
+						metadata: { facade: "openai.responses" },
+					} as never),
+					conversation,
+				);
+			}
+			const session = begun.session;
+			const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
+			const head: ResponseHead = {
+				id: newResponseId(session.id),
+				model: body.model,
+				createdAt: Math.floor(Date.now() / 1000),
+				previousResponseId: previous,
+				instructions: body.instructions ?? null,
+				tools: body.tools ?? [],
+				metadata: body.metadata ?? {},
+			};
+			const abort = new AbortController();
+			let builder!: ResponseBuilder;
+			let settle!: (response: ResponseObject) => void;
+			const done = new Promise<ResponseObject>((resolve) => {
+				settle = resolve;
+			});
+			const entry = {
+				response: responseObject(head, "in_progress", []),
+				cancel: () => abort.abort(),
+				done,
+			};
+			remember(kept, head.id, entry, MAX_KEPT_RESPONSES);
+			try {
+				const { result, sse } = await drive(
+					reply,
+					begun,
+					clientTools,
+					body.stream === true,
+					(write) => {
+						builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
+						builder.begin();
+						return {
+							textDelta: (delta) => builder.textDelta(delta),
+							messageEnd: () => builder.messageEnd(),
+							...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
+						};
+					},
+					abort,
+				);
+				const response = builder.finish(result.end, result.usage);
+				entry.response = response;
+				if (sse) {
+					sse.end();
+					return reply;
+				}
+				if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
+				return response;
+			} finally {
+				settle(entry.response);
+			}
+		},
+	);
+
+	app.get(
+		"/responses/:id",
+		{
+			schema: {
+				tags,
+				summary: "A response this server answered (kept in memory: the latest ones)",
+				params: ResponseParams,
+				response: openaiResponses({ 200: ResponseObjectSchema }),
+			},
+		},
+		async function getResponse(request) {
+			const { id } = request.params as { id: string };
+			sessionOfKnownResponse(id, request.ownerId, "id");
+			const entry = kept.get(id);
+			if (!entry)
+				throw apiError(
+					"RESPONSE_NOT_FOUND",
+					`No response "${id}" is kept by this server (it keeps the latest ${MAX_KEPT_RESPONSES}).`,
+				);
+			return entry.response;
+		},
+	);
+
+	app.post(
+		"/responses/:id/cancel",
+		{
+			schema: {
+				tags,
+				summary: "Cancel a response in progress: aborts its run (a finished response is returned as it is)",
+				params: ResponseParams,
+				response: openaiResponses({ 200: ResponseObjectSchema }),
+			},
+		},
+		async function cancelResponse(request) {
+			const { id } = request.params as { id: string };
+			sessionOfKnownResponse(id, request.ownerId, "id");
+			const entry = kept.get(id);
+			if (!entry) throw apiError("RESPONSE_NOT_FOUND", `No response "${id}" is kept by this server.`);
+			entry.cancel();
+			return entry.done;
+		},
+	);
+};

@@ -1,0 +1,216 @@
+/**
+ * Drives one stretch of a session's run for an OpenAI-style request and reports what the client
+ * sees: text deltas of the assistant's messages, the calls of the client's own tools, usage, and
+ * how the stretch ended.
+ *
+ * A stretch ends at the run's `agent_end`, or as soon as the model called client tools and every
+ * one of them waits for its result (the client tool mechanism of tool-interactions.ts): the run
+ * then stays open, and the client's next request, carrying the tool results, resolves those
+ * waits and drives the next stretch of the same run. Server tools run inside the stretch and
+ * stay hidden; the text of every assistant message of the stretch reaches the client.
+ *
+ * Both facades (Chat Completions, Responses) encode the same stretch: this is the only place that
+ * reads the agent's events for them.
+ */
+import type { AgentEvent } from "../../../agent/types.js";
+import type { AssistantMessage, StopReason, ToolCall, Usage } from "../../../ai/types.js";
+import type { LiveSession, RunHandle } from "../../live-session.js";
+import type { ToolInteractions } from "../../tool-interactions.js";
+
+/** How a stretch ended. `tool_calls`: the model called client tools, whose results the run waits for. */
+export type SegmentEnd =
+	| { kind: "stop"; reason: Extract<StopReason, "stop" | "length"> }
+	| { kind: "tool_calls"; calls: ToolCall[] }
+	| { kind: "aborted" }
+	| { kind: "error"; message: string };
+
+/** A call of a server tool that ran inside the stretch, with its outcome. */
+export interface ServerToolCall {
+	id: string;
+	name: string;
+	arguments: unknown;
+	/** The text the model saw. */
+	output: string;
+	isError: boolean;
+}
+
+/** Receives a stretch as it happens. Contract: must not throw (the agent awaits its listeners). */
+export interface SegmentSink {
+	/** A new assistant message starts (before its first text delta). */
+	messageStart?(): void;
+	textDelta(delta: string): void;
+	/** The assistant message ended; `text` is all of its text. */
+	messageEnd?(text: string): void;
+	/** A server tool call finished (clients that asked to see server tools show it). */
+	serverTool?(call: ServerToolCall): void;
+}
+
+export interface SegmentResult {
+	end: SegmentEnd;
+	/** Text of every assistant message of the stretch, in order. */
+	text: string;
+	usage: Usage;
+	/** The server tool calls of the stretch, in the order they finished. */
+	serverTools: ServerToolCall[];
+}
+
+export interface SegmentOptions {
+	session: LiveSession;
+	interactions: ToolInteractions;
+	/** Names of the request's client tools: their calls end the stretch. */
+	clientTools: ReadonlySet<string>;
+	sink: SegmentSink;
+	/** Aborts the run (the client went away, or asked to cancel). */
+	signal: AbortSignal;
+}
+
+function emptyUsage(): Usage {
+	return {
+		input: 0,
+		output: 0,
+		cacheRead: 0,
+		cacheWrite: 0,
+		totalTokens: 0,
+		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+	};
+}
+
+function textOf(message: AssistantMessage): string {
+	let text = "";
+	for (const block of message.content) if (block.type === "text") text += block.text;
+	return text;
+}
+
+/**
+ * Runs a stretch: subscribes to the session's agent, then calls `start` (which starts a run, or
+ * resolves the waiting client tool calls of the active one), and settles when the stretch ends.
+ * Failures of `start` (a busy session, a bad message) reject before anything was reported.
+ */
+export async function runSegment(
+	options: SegmentOptions,
+	start: () => Promise<RunHandle | undefined>,
+): Promise<SegmentResult> {
+	const { session, interactions, clientTools, sink, signal } = options;
+	const usage = emptyUsage();
+	let text = "";
+	let clientCalls: ToolCall[] = [];
+	const serverTools: ServerToolCall[] = [];
+	const serverArgs = new Map<string, unknown>();
+	let settle!: (end: SegmentEnd) => void;
+	const ended = new Promise<SegmentEnd>((resolve) => {
+		settle = resolve;
+	});
+	let finished = false;
+	const finish = (end: SegmentEnd) => {
+		if (finished) return;
+		finished = true;
+		settle(end);
+	};
+	let last: AssistantMessage | undefined;
+
+	/** True once every client call of the last assistant message waits for the client. */
+	const clientCallsWaiting = () => {
+		const waiting = new Set(interactions.pending(session).map((p) => p.toolCallId));
+		return clientCalls.every((call) => waiting.has(call.id));
+	};
+
+	const listener = (event: AgentEvent) => {
+		if (finished) return;
+		switch (event.type) {
+			case "message_start":
+				if (event.message.role === "assistant") sink.messageStart?.();
+				break;
+			case "message_update": {
+				const update = event.assistantMessageEvent;
+				if (update.type === "text_delta") {
+					text += update.delta;
+					sink.textDelta(update.delta);
+				}
+				break;
+			}
+			case "message_end": {
+				if (event.message.role !== "assistant") break;
+				const message = event.message as AssistantMessage;
+				last = message;
+				if (message.usage) {
+					usage.input += message.usage.input;
+					usage.output += message.usage.output;
+					usage.cacheRead += message.usage.cacheRead;
+					usage.cacheWrite += message.usage.cacheWrite;
+					usage.totalTokens += message.usage.totalTokens;
+				}
+				sink.messageEnd?.(textOf(message));
+				clientCalls = message.content.filter(
+					(block): block is ToolCall => block.type === "toolCall" && clientTools.has(block.name),
+				);
+				break;
+			}
+			case "tool_execution_start":
+				// The wait is registered when the tool executes, after this event: check on the next turns.
+				if (clientCalls.some((call) => call.id === event.toolCallId)) void awaitWaiting();
+				else serverArgs.set(event.toolCallId, event.args);
+				break;
+			case "tool_execution_end": {
+				if (!serverArgs.has(event.toolCallId)) break;
+				const content = (event.result?.content ?? []) as { type: string; text?: string }[];
+				const call: ServerToolCall = {
+					id: event.toolCallId,
+					name: event.toolName,
+					arguments: serverArgs.get(event.toolCallId),
+					output: content.map((block) => (block.type === "text" ? block.text : "")).join(""),
+					isError: event.isError,
+				};
+				serverArgs.delete(event.toolCallId);
+				serverTools.push(call);
+				sink.serverTool?.(call);
+				break;
+			}
+			case "agent_end": {
+				const reason = last?.stopReason;
+				if (reason === "aborted" || (signal.aborted && reason !== "stop")) finish({ kind: "aborted" });
+				else if (reason === "error" || !last)
+					finish({ kind: "error", message: last?.errorMessage ?? "The run ended without an answer." });
+				else finish({ kind: "stop", reason: reason === "length" ? "length" : "stop" });
+				break;
+			}
+		}
+	};
+
+	/** Ends the stretch with the client calls once all of them wait (each wait registers in its tool's execute). */
+	const awaitWaiting = async () => {
+		while (!finished && !signal.aborted) {
+			if (clientCalls.length > 0 && clientCallsWaiting()) {
+				finish({ kind: "tool_calls", calls: clientCalls });
+				return;
+			}
+			await new Promise((resolve) => setImmediate(resolve));
+		}
+	};
+
+	const onAbort = () => {
+		session.abort();
+		// Aborting a run that already waits for the client ends its wait; the stretch ends with it.
+		finish({ kind: "aborted" });
+	};
+	const unsubscribe = session.agent.subscribe(listener);
+	try {
+		const run = await start();
+		if (signal.aborted) onAbort();
+		else signal.addEventListener("abort", onAbort, { once: true });
+		// A run that ended before anything was reported (a start that only resolved waits may hand
+		// the stretch to a run already over) settles with its `done`.
+		run?.done.then(() => finish(last ? endOf(last) : { kind: "error", message: "The run ended without an answer." }));
+		const end = await ended;
+		return { end, text, usage, serverTools };
+	} finally {
+		signal.removeEventListener("abort", onAbort);
+		unsubscribe();
+	}
+}
+
+function endOf(message: AssistantMessage): SegmentEnd {
+	if (message.stopReason === "aborted") return { kind: "aborted" };
+	if (message.stopReason === "error")
+		return { kind: "error", message: message.errorMessage ?? "The model call failed." };
+	return { kind: "stop", reason: message.stopReason === "length" ? "length" : "stop" };
+}

@@ -1,0 +1,52 @@
+/**
+ * A response id names its session, so `previous_response_id` continues a conversation after the
+ * server restarted on the same SQLite store.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import OpenAI from "openai";
+import { afterEach, expect, it } from "vitest";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { startServer, type TestServer } from "../helpers/server.js";
+
+const KEY = "test-key";
+const dir = mkdtempSync(path.join(tmpdir(), "wh-openai-restart-"));
+const servers: TestServer[] = [];
+const stores: SqliteSessionStore[] = [];
+afterEach(async () => {
+	for (const server of servers.splice(0)) await server.close();
+	for (const store of stores.splice(0)) store.close();
+	rmSync(dir, { recursive: true, force: true });
+});
+
+async function start(): Promise<OpenAI> {
+	const store = openSqliteStore({ path: path.join(dir, "wheelhouse.db") });
+	stores.push(store);
+	const server = await startServer({ store, config: { apiKeys: [KEY] } });
+	servers.push(server);
+	return new OpenAI({ apiKey: KEY, baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
+}
+
+it("previous_response_id continues the session after a restart", async () => {
+	const before = await start();
+	const first = await before.responses.create({ model: "faux/echo", input: "remember me" });
+	await servers.pop()?.close();
+	stores.pop()?.close();
+
+	const after = await start();
+	const second = await after.responses.create({
+		model: "faux/echo",
+		input: "still here",
+		previous_response_id: first.id,
+	});
+	expect(second.output_text).toBe("still here");
+	const sessionId = `ses_${first.id.split("_")[1]}`;
+	const transcript = await servers[0]!.request("GET", `/v1/sessions/${sessionId}/messages`, { key: KEY });
+	expect(transcript.body.messages.map((m: { role: string }) => m.role)).toEqual([
+		"user",
+		"assistant",
+		"user",
+		"assistant",
+	]);
+});
