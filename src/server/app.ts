@@ -211,8 +211,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
 			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
-			exposedHeaders: ["x-request-id", "idempotent-replayed"],
-			allowedHeaders: ["authorization", "content-type", "last-event-id", "accept", "idempotency-key"],
+			exposedHeaders: ["x-request-id", "idempotent-replayed", "x-wheelhouse-session-id"],
+			// No `allowedHeaders`: the headers a preflight asks for are allowed. Client SDKs send their
+			// own (the openai SDK's `x-stainless-*`); credentials travel in `Authorization`, never in
+			// cookies, and only the configured origins are answered at all.
 			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
 		});
 	}

@@ -44,6 +44,25 @@ describe("CORS preflight with API keys set", () => {
 		// An OPTIONS request that is not a preflight is no way around the key.
 		expect((await fetch(`${server.url}/v1/sessions`, { method: "OPTIONS" })).status).toBeGreaterThanOrEqual(400);
 	});
+
+	it("allows the headers a client SDK sends (the openai SDK's x-stainless-*), for the configured origin only", async () => {
+		server = await startServer({ config: { apiKeys: [KEY_A], corsOrigins: [ORIGIN] } });
+		const preflight = (origin: string) =>
+			fetch(`${server?.url}/openai/v1/chat/completions`, {
+				method: "OPTIONS",
+				headers: {
+					origin,
+					"access-control-request-method": "POST",
+					"access-control-request-headers": "authorization,content-type,x-stainless-os,x-stainless-retry-count",
+				},
+			});
+		const allowed = await preflight(ORIGIN);
+		expect(allowed.status).toBe(204);
+		expect(allowed.headers.get("access-control-allow-headers")).toMatch(/x-stainless-os/);
+		expect(allowed.headers.get("access-control-allow-headers")).toMatch(/x-stainless-retry-count/);
+		const other = await preflight("https://elsewhere.example");
+		expect(other.headers.get("access-control-allow-origin")).toBeNull();
+	});
 });
 
 describe("stream tokens", () => {
