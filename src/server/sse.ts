@@ -78,6 +78,21 @@ export function formatComment(text: string): string {
 		.concat("\n");
 }
 
+/**
+ * What the SSE connections of one app count. Plain numbers on purpose: they are bumped per frame
+ * on the hottest path of the server, and read only when /metrics is scraped.
+ */
+export interface SseStats {
+	/** Connections open now. */
+	open: number;
+	/** Event frames queued to subscribers (replayed and live, snapshots included). */
+	events: number;
+	/** Bytes handed to the sockets (UTF-8). */
+	bytes: number;
+	/** Subscribers dropped for not keeping up (buffer over budget, or a stalled socket). */
+	dropped: number;
+}
+
 export interface SseConnectionOptions {
 	/** Interval of `: heartbeat` comments; 0 disables them. */
 	heartbeatMs: number;
@@ -91,6 +106,8 @@ export interface SseConnectionOptions {
 	headers?: Record<string, string | string[] | number | undefined>;
 	/** Called once when the connection closes for any reason (peer gone, dropped, ended). */
 	onClose?: (reason: SseCloseReason) => void;
+	/** The app's SSE counters (metrics), bumped per frame and per write; absent when metrics are off. */
+	stats?: SseStats;
 }
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
@@ -252,6 +269,8 @@ export class SseConnection {
 	/** Runs while the socket is behind; drops the subscriber when it has not drained for `stallMs`. */
 	private stallTimer: NodeJS.Timeout | undefined;
 	private closed = false;
+	/** Counted in `stats.open` (by `open()`), so `cleanup` uncounts it once. */
+	private counted = false;
 	private ending = false;
 	/** `end()` was called: the next write pass sends what is pending and ends the response. */
 	private endRequested = false;
@@ -274,6 +293,10 @@ export class SseConnection {
 	 * durable). Starts heartbeats.
 	 */
 	open(): void {
+		if (this.options.stats && !this.counted) {
+			this.counted = true;
+			this.options.stats.open++;
+		}
 		this.res.on("close", this.onResClose);
 		this.res.on("drain", this.onDrain);
 		this.res.socket?.setNoDelay(true);
@@ -306,6 +329,7 @@ export class SseConnection {
 	send(frame: string, id?: number): void {
 		if (this.isClosed) return;
 		if (id !== undefined) this.pendingLastId = id;
+		if (this.options.stats) this.options.stats.events++;
 		this.sendRaw(frame);
 	}
 
@@ -377,6 +401,7 @@ export class SseConnection {
 		socket?.cork();
 		const flowing = this.res.headersSent;
 		this.writeHead();
+		if (this.options.stats) this.options.stats.bytes += Buffer.byteLength(chunk);
 		const ok = this.res.write(chunk);
 		socket?.uncork();
 		if (!ok) {
@@ -457,7 +482,10 @@ export class SseConnection {
 			clearTimeout(linger);
 			if (reason === "overflow") res.socket?.end();
 		};
-		if (!res.writableEnded) res.end(chunk, onFinished);
+		if (!res.writableEnded) {
+			if (this.options.stats) this.options.stats.bytes += Buffer.byteLength(chunk);
+			res.end(chunk, onFinished);
+		}
 		// A peer that never reads would keep the socket (and its buffer) forever.
 		const linger = setTimeout(() => res.destroy(), LINGER_MS);
 		linger.unref();
@@ -482,6 +510,11 @@ export class SseConnection {
 		this.pending = "";
 		this.res.off("drain", this.onDrain);
 		this.wakeWaiters();
+		const stats = this.options.stats;
+		if (stats) {
+			if (this.counted) stats.open--;
+			if (reason === "overflow") stats.dropped++;
+		}
 		this.options.onClose?.(reason);
 	}
 }
