@@ -29,11 +29,11 @@ import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
+import { installRequestLimit, RunSlots } from "./limits.js";
 import type { SessionExtension } from "./live-session.js";
-import { ModelCatalog } from "./model-catalog.js";
-import { RunSlots, installRequestLimit } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
+import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
 import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
@@ -186,7 +186,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		toolOrigins.set(tool.name, options.toolOrigins?.[tool.name] ?? "library");
 	}
 
-	const metrics = config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
+	const metrics =
+		config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
 	const sessions = new SessionManager({
 		store,
 		logger: app.log,

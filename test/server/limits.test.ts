@@ -75,7 +75,10 @@ describe("concurrent runs (WHEELHOUSE_MAX_RUNS_PER_KEY)", () => {
 		expect(other.types().at(-1)).toBe("agent_end");
 
 		// A message queued on the running session needs no new slot.
-		const queued = await server.request("POST", `/v1/sessions/${a1}/follow-up`, { body: { message: "later" }, key: KEY_A });
+		const queued = await server.request("POST", `/v1/sessions/${a1}/follow-up`, {
+			body: { message: "later" },
+			key: KEY_A,
+		});
 		expect(queued.status).toBe(202);
 
 		await server.request("POST", `/v1/sessions/${a1}/approvals/${toolCallId}`, { body: { approve: true }, key: KEY_A });

@@ -73,7 +73,11 @@ describe("GET /metrics", () => {
 		);
 		expect(sample(text, "wheelhouse_model_calls_total", { provider: "faux", model: "echo", outcome: "stop" })).toBe(1);
 		expect(
-			sample(text, "wheelhouse_model_call_duration_seconds_count", { provider: "faux", model: "echo", outcome: "stop" }),
+			sample(text, "wheelhouse_model_call_duration_seconds_count", {
+				provider: "faux",
+				model: "echo",
+				outcome: "stop",
+			}),
 		).toBe(1);
 		expect(
 			sample(text, "wheelhouse_model_time_to_first_token_seconds_count", { provider: "faux", model: "echo" }),
