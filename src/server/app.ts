@@ -232,7 +232,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
 			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
-			exposedHeaders: ["x-request-id", "idempotent-replayed"],
+			exposedHeaders: ["x-request-id", "idempotent-replayed", "retry-after"],
 			allowedHeaders: ["authorization", "content-type", "last-event-id", "accept", "idempotency-key"],
 			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
 		});
