@@ -4,6 +4,8 @@
  */
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { closeHttpPools } from "../../src/ai/http.js";
+import { startReplayServer } from "../helpers/replay-server.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse } from "../helpers/sse.js";
 
@@ -34,6 +36,15 @@ async function scrape(url: string, key?: string): Promise<{ status: number; text
 	const res = await fetch(`${url}/metrics`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
 	return { status: res.status, text: await res.text(), type: res.headers.get("content-type") };
 }
+
+/** A Chat Completions stream answering `text`. */
+const answer = (text: string) =>
+	[
+		{ id: "chatcmpl-1", model: "m", choices: [{ index: 0, delta: { role: "assistant", content: text } }] },
+		{ id: "chatcmpl-1", model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+	]
+		.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+		.join("");
 
 /** A port nothing listens on now (the OS hands out a fresh one). */
 async function freePort(): Promise<number> {
@@ -99,6 +110,33 @@ describe("GET /metrics", () => {
 		expect(sample(text, "process_cpu_user_seconds_total")).toBeGreaterThan(0);
 		expect(text).toContain("nodejs_eventloop_lag_seconds");
 		events.close();
+	});
+
+	it("counts a provider's retries, with the model's provider and id", async () => {
+		const provider = await startReplayServer();
+		try {
+			const server = await start({
+				env: { FLAKY_API_KEY: "k-test" },
+				config: {
+					models: [{ provider: "flaky", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "FLAKY_API_KEY" }],
+				},
+			});
+			provider.enqueue(
+				{ status: 429, headers: { "retry-after-ms": "1" }, body: JSON.stringify({ error: { message: "slow down" } }) },
+				{ body: answer("hi") },
+			);
+			const id = (await server.request("POST", "/v1/sessions", { body: { model: "flaky/m" } })).body.id;
+			await (await promptSse(server.url, id, { message: "hello" })).waitForEnd();
+			const { text } = await scrape(server.url);
+			expect(sample(text, "wheelhouse_model_retries_total", { provider: "flaky", model: "m" })).toBe(1);
+			expect(sample(text, "wheelhouse_model_calls_total", { provider: "flaky", model: "m", outcome: "stop" })).toBe(1);
+			expect(
+				sample(text, "wheelhouse_model_time_to_first_token_seconds_count", { provider: "flaky", model: "m" }),
+			).toBe(1);
+		} finally {
+			await provider.close();
+			await closeHttpPools();
+		}
 	});
 
 	it("times the SQLite store's commits", async () => {
