@@ -7,8 +7,9 @@
  * - model calls, tokens, cost, retries and tool calls, from a {@link SessionExtension}'s `onEvent`
  *   (the AgentEvents every session already emits);
  * - sessions, runs and queued messages, read from the sessions held at scrape time;
- * - SSE connections, events, bytes and drops, from plain counters the SSE connections bump
- *   ({@link SseStats}) and that are read at scrape time: the per-event cost is an integer add;
+ * - SSE connections, events, bytes and drops, from plain counters the SSE connections bump and
+ *   the sockets' byte counts ({@link SseStats}), read at scrape time: the per-event cost is an
+ *   integer add;
  * - store commit latency, from the store's optional commit observer;
  * - event-loop lag and the process metrics (prom-client's default collectors, on this registry).
  *
@@ -22,7 +23,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 import type { AgentEvent } from "../agent/types.js";
 import type { AssistantMessage } from "../ai/types.js";
 import type { LiveSession, SessionExtension } from "./live-session.js";
-import type { SseStats } from "./sse.js";
+import { type SseStats, sseBytesWritten } from "./sse.js";
 
 /** Distinct values one label may take before further ones are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;
@@ -60,7 +61,7 @@ export interface ServerMetricsOptions {
 /** The metrics of one app. Create with {@link createServerMetrics}. */
 export class ServerMetrics {
 	readonly registry = new Registry();
-	readonly sse: SseStats = { open: 0, events: 0, bytes: 0, dropped: 0 };
+	readonly sse: SseStats = { connections: new Set(), events: 0, closedBytes: 0, dropped: 0 };
 	/** Observes every session's AgentEvents; register it with `SessionManager.addExtension`. */
 	readonly extension: SessionExtension;
 
@@ -139,7 +140,7 @@ export class ServerMetrics {
 			help: "SSE responses open (session event streams and run streams).",
 			registers,
 			collect() {
-				this.set(sse.open);
+				this.set(sse.connections.size);
 			},
 		});
 		new Counter({
@@ -153,11 +154,11 @@ export class ServerMetrics {
 		});
 		new Counter({
 			name: "wheelhouse_sse_bytes_sent_total",
-			help: "Bytes written to SSE responses.",
+			help: "Bytes written to SSE responses (response heads included).",
 			registers,
 			collect() {
 				this.reset();
-				this.inc(sse.bytes);
+				this.inc(sseBytesWritten(sse));
 			},
 		});
 		new Counter({

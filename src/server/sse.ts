@@ -19,6 +19,7 @@
  * client resumes with `Last-Event-ID`; the run is never affected.
  */
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { SseEventName } from "../client/wire.js";
 
 const LINE_BREAK = /\r\n|\r|\n/;
@@ -79,18 +80,27 @@ export function formatComment(text: string): string {
 }
 
 /**
- * What the SSE connections of one app count. Plain numbers on purpose: they are bumped per frame
- * on the hottest path of the server, and read only when /metrics is scraped.
+ * What the SSE connections of one app count, read when /metrics is scraped. Plain numbers on
+ * purpose: `events` is bumped per frame on the hottest path of the server. Bytes are not counted
+ * per write (measuring a string's UTF-8 length scans it): they are the sockets' own byte counts,
+ * summed over the open connections at scrape time and added to `closedBytes` when one closes.
  */
 export interface SseStats {
-	/** Connections open now. */
-	open: number;
+	/** Open connections. */
+	readonly connections: Set<SseConnection>;
 	/** Event frames queued to subscribers (replayed and live, snapshots included). */
 	events: number;
-	/** Bytes handed to the sockets (UTF-8). */
-	bytes: number;
+	/** Bytes written by connections that have closed (response heads included). */
+	closedBytes: number;
 	/** Subscribers dropped for not keeping up (buffer over budget, or a stalled socket). */
 	dropped: number;
+}
+
+/** Every byte the app's SSE responses wrote so far, heads included. */
+export function sseBytesWritten(stats: SseStats): number {
+	let bytes = stats.closedBytes;
+	for (const connection of stats.connections) bytes += connection.bytesWritten;
+	return bytes;
 }
 
 export interface SseConnectionOptions {
@@ -269,8 +279,10 @@ export class SseConnection {
 	/** Runs while the socket is behind; drops the subscriber when it has not drained for `stallMs`. */
 	private stallTimer: NodeJS.Timeout | undefined;
 	private closed = false;
-	/** Counted in `stats.open` (by `open()`), so `cleanup` uncounts it once. */
-	private counted = false;
+	/** The socket, kept (node detaches it from the response when the response finishes). */
+	private socket: Socket | null = null;
+	/** The socket's byte count when this response began (a kept-alive socket carried others before). */
+	private bytesAtOpen = 0;
 	private ending = false;
 	/** `end()` was called: the next write pass sends what is pending and ends the response. */
 	private endRequested = false;
@@ -293,9 +305,10 @@ export class SseConnection {
 	 * durable). Starts heartbeats.
 	 */
 	open(): void {
-		if (this.options.stats && !this.counted) {
-			this.counted = true;
-			this.options.stats.open++;
+		if (this.options.stats) {
+			this.socket = this.res.socket;
+			this.bytesAtOpen = this.socket?.bytesWritten ?? 0;
+			this.options.stats.connections.add(this);
 		}
 		this.res.on("close", this.onResClose);
 		this.res.on("drain", this.onDrain);
@@ -319,6 +332,11 @@ export class SseConnection {
 			connection: "keep-alive",
 			"x-accel-buffering": "no",
 		});
+	}
+
+	/** Bytes this response has written to its socket so far (its head included). */
+	get bytesWritten(): number {
+		return (this.socket?.bytesWritten ?? this.bytesAtOpen) - this.bytesAtOpen;
 	}
 
 	get isClosed(): boolean {
@@ -401,7 +419,6 @@ export class SseConnection {
 		socket?.cork();
 		const flowing = this.res.headersSent;
 		this.writeHead();
-		if (this.options.stats) this.options.stats.bytes += Buffer.byteLength(chunk);
 		const ok = this.res.write(chunk);
 		socket?.uncork();
 		if (!ok) {
@@ -482,10 +499,7 @@ export class SseConnection {
 			clearTimeout(linger);
 			if (reason === "overflow") res.socket?.end();
 		};
-		if (!res.writableEnded) {
-			if (this.options.stats) this.options.stats.bytes += Buffer.byteLength(chunk);
-			res.end(chunk, onFinished);
-		}
+		if (!res.writableEnded) res.end(chunk, onFinished);
 		// A peer that never reads would keep the socket (and its buffer) forever.
 		const linger = setTimeout(() => res.destroy(), LINGER_MS);
 		linger.unref();
@@ -511,8 +525,8 @@ export class SseConnection {
 		this.res.off("drain", this.onDrain);
 		this.wakeWaiters();
 		const stats = this.options.stats;
-		if (stats) {
-			if (this.counted) stats.open--;
+		if (stats?.connections.delete(this)) {
+			stats.closedBytes += this.bytesWritten;
 			if (reason === "overflow") stats.dropped++;
 		}
 		this.options.onClose?.(reason);
