@@ -87,7 +87,7 @@ export class ServerMetrics {
 		const sse = this.sse;
 		this.httpRequests = new Counter({
 			name: "wheelhouse_http_requests_total",
-			help: "HTTP requests answered, by method, route pattern and status code (SSE streams are counted when they end).",
+			help: "HTTP requests answered, by method, route pattern and status code (an SSE response once the server ends it; not one the client closed).",
 			labelNames: ["method", "route", "status_code"],
 			registers,
 		});
