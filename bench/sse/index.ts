@@ -1,7 +1,7 @@
 /**
  * bench/sse: Wheelhouse's SSE fan-out against a raw node:http SSE writer, in one run.
  *
- *   npx tsx bench/sse/index.ts [--quick]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
+ *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -17,7 +17,9 @@
  * The price of persistence (SQLite store against memory store) is measured on its own, with both
  * servers up side by side and each repeat run on both back to back in alternating order
  * (`BENCH_SSE_STORE_PAIRS` pairs, default 30): the median of the per-pair ratios, so that load
- * drift on a shared machine cancels out instead of landing on one store.
+ * drift on a shared machine cancels out instead of landing on one store. The cost of Prometheus
+ * metrics is measured the same way: metrics off against metrics on, memory store
+ * (`BENCH_SSE_METRICS_PAIRS`, default 30; `--metrics-only` runs only these pairs).
  * Also: server CPU per event (steadier than events/s on a loaded machine), fairness at a real
  * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
  * (`pipeline-floor.ts`).
@@ -43,6 +45,10 @@ const PACED_DELAY_MS = Number(process.env.BENCH_SSE_PACED_DELAY_MS ?? 10);
  * 100-session round lasts ~120 ms, so single pairs swing by ±30% on a shared machine: 30 pairs.
  */
 const STORE_PAIRS = Number(process.env.BENCH_SSE_STORE_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
+/** Interleaved metrics off/on pairs for the cost of metrics (BENCH_SSE_METRICS_PAIRS; 6 with --quick). */
+const METRICS_PAIRS = Number(process.env.BENCH_SSE_METRICS_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
+/** `--metrics-only`: run only the metrics off/on pairs. */
+const METRICS_ONLY = process.argv.includes("--metrics-only");
 const SIZES = [200, 2_000, 10_000];
 const LONG = 10_000;
 const SHORT = 200;
@@ -291,47 +297,76 @@ async function benchRaw(recorded: Map<string, string>): Promise<ServerRun> {
 	}
 }
 
-interface StorePairs {
-	/** Per pair: SQLite events/s as a fraction of the memory store's, and memory CPU/event over SQLite's. */
+interface Pairs {
+	/** Per pair: the variant's events/s as a fraction of the base's, and the base's CPU/event over the variant's. */
 	eventsRatio: number[];
 	cpuRatio: number[];
-	memory: Figures[];
-	sqlite: Figures[];
+	base: Figures[];
+	variant: Figures[];
 }
 
 /**
- * The price of persistence, measured so that load drift on a shared machine cancels out: a memory
- * store server and an SQLite store server run side by side, and each repeat runs the same job on
- * both back to back, in alternating order; the figure is the median of the per-pair ratios.
+ * The price of a feature (persistence, metrics), measured so that load drift on a shared machine
+ * cancels out: a base server and a variant server run side by side, and each repeat runs the same
+ * job on both back to back, in alternating order; the figure is the median of the per-pair ratios.
  */
-async function benchStores(dbDir: string, jobs: (url: string) => Promise<ClientJob>): Promise<StorePairs> {
-	const memory = await ServerChild.start({ kind: "wheelhouse", store: "memory" });
-	const sqlite = await ServerChild.start({ kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, "pairs.db") });
+async function benchPairs(
+	baseStart: ServerStart,
+	variantStart: ServerStart,
+	pairs: number,
+	jobs: (url: string) => Promise<ClientJob>,
+): Promise<Pairs> {
+	const base = await ServerChild.start(baseStart);
+	const variant = await ServerChild.start(variantStart);
 	try {
 		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
-		await once(memory); // warm-up
-		await once(sqlite);
-		const out: StorePairs = { eventsRatio: [], cpuRatio: [], memory: [], sqlite: [] };
-		for (let r = 0; r < STORE_PAIRS; r++) {
-			let m: Figures;
-			let q: Figures;
+		await once(base); // warm-up
+		await once(variant);
+		const out: Pairs = { eventsRatio: [], cpuRatio: [], base: [], variant: [] };
+		for (let r = 0; r < pairs; r++) {
+			let b: Figures;
+			let v: Figures;
 			if (r % 2 === 0) {
-				m = await once(memory);
-				q = await once(sqlite);
+				b = await once(base);
+				v = await once(variant);
 			} else {
-				q = await once(sqlite);
-				m = await once(memory);
+				v = await once(variant);
+				b = await once(base);
 			}
-			out.memory.push(m);
-			out.sqlite.push(q);
-			out.eventsRatio.push(q.eventsPerSec / m.eventsPerSec);
-			out.cpuRatio.push(m.serverCpuPerEventUs! / q.serverCpuPerEventUs!);
+			out.base.push(b);
+			out.variant.push(v);
+			out.eventsRatio.push(v.eventsPerSec / b.eventsPerSec);
+			out.cpuRatio.push(b.serverCpuPerEventUs! / v.serverCpuPerEventUs!);
 		}
 		return out;
 	} finally {
-		await memory.stop();
-		await sqlite.stop();
+		await base.stop();
+		await variant.stop();
 	}
+}
+
+/** Memory store against SQLite store, both with the default config. */
+function benchStores(dbDir: string, jobs: (url: string) => Promise<ClientJob>): Promise<Pairs> {
+	return benchPairs(
+		{ kind: "wheelhouse", store: "memory" },
+		{ kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, "pairs.db") },
+		STORE_PAIRS,
+		jobs,
+	);
+}
+
+/**
+ * Metrics off against metrics on (memory store, so that only the metrics differ). With
+ * BENCH_SSE_METRICS_AA=1 both servers have metrics off: the spread of that A/A run is the noise
+ * floor of the machine at the time.
+ */
+function benchMetrics(jobs: (url: string) => Promise<ClientJob>): Promise<Pairs> {
+	return benchPairs(
+		{ kind: "wheelhouse", store: "memory", metrics: "off" },
+		{ kind: "wheelhouse", store: "memory", metrics: process.env.BENCH_SSE_METRICS_AA === "1" ? "off" : "on" },
+		METRICS_PAIRS,
+		jobs,
+	);
 }
 
 /**
@@ -432,7 +467,72 @@ function naiveBytes(tokens: number): number {
 	return total;
 }
 
+/** The pair runs' jobs: SESSIONS concurrent sessions of SHORT-token answers, and one stream of LONG deltas. */
+async function concurrentJob(url: string): Promise<ClientJob> {
+	return { requests: (await createSessions(url, SESSIONS)).map((id) => promptRequest(url, id, words(SHORT))) };
+}
+async function singleJob(url: string): Promise<ClientJob> {
+	return { requests: [promptRequest(url, (await createSessions(url, 1))[0], words(LONG))] };
+}
+
+/** Prints the pair figures of one comparison (both jobs). */
+function printPairs(
+	title: string,
+	names: [base: string, variant: string],
+	pairs: number,
+	runs: { concurrent: Pairs; single: Pairs },
+): void {
+	const range = (values: number[]) =>
+		`median ${pct(med(values), 1)} (${pct(Math.min(...values), 1)}–${pct(Math.max(...values), 1)})`;
+	const [baseName, variantName] = names;
+	const line = (name: string, p: Pairs) => {
+		const baseEvents = med(p.base.map((f) => f.eventsPerSec));
+		const variantEvents = med(p.variant.map((f) => f.eventsPerSec));
+		const baseCpu = med(p.base.map((f) => f.serverCpuPerEventUs!));
+		const variantCpu = med(p.variant.map((f) => f.serverCpuPerEventUs!));
+		return (
+			`  ${name}: events/s per pair ${range(p.eventsRatio)}, ratio of the medians ${pct(variantEvents, baseEvents)}; ` +
+			`server CPU per event (${baseName} / ${variantName}) per pair ${range(p.cpuRatio)}, ratio of the medians ${pct(baseCpu, variantCpu)}; ` +
+			`${baseName} ${fmt(baseEvents)} events/s at ${fmt(baseCpu, 2)} µs, ${variantName} ${fmt(variantEvents)} events/s at ${fmt(variantCpu, 2)} µs`
+		);
+	};
+	console.log(
+		`\n${title} (${pairs} interleaved pairs, both servers up side by side; the ratio of each pair, median and range):`,
+	);
+	console.log(line(`${SESSIONS} sessions x ${SHORT} tokens`, runs.concurrent));
+	console.log(line(`one stream of ${fmt(LONG)} deltas`, runs.single));
+}
+
+/** The cost of metrics: off/on pairs for both jobs. */
+async function metricsPairs(): Promise<{ concurrent: Pairs; single: Pairs }> {
+	return { concurrent: await benchMetrics(concurrentJob), single: await benchMetrics(singleJob) };
+}
+
+/** `--metrics-only`: the metrics pairs alone, with their goal. */
+async function mainMetricsOnly(): Promise<void> {
+	console.log(
+		`bench/sse --metrics-only — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}, ` +
+			`${SESSIONS} sessions`,
+	);
+	try {
+		const pairs = await metricsPairs();
+		printPairs("Metrics on vs off, memory store", ["off", "on"], METRICS_PAIRS, pairs);
+		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)}`);
+		console.log("\nGoals:");
+		for (const [name, p] of [
+			[`${SESSIONS} sessions`, pairs.concurrent],
+			["one stream", pairs.single],
+		] as const) {
+			const ok = med(p.eventsRatio) >= 0.95;
+			console.log(`  ${ok ? "met    " : "NOT met"}  metrics on ≥ 0.95x events/s of off (${name}, median pair)`);
+		}
+	} finally {
+		clientChild?.kill();
+	}
+}
+
 export async function main(): Promise<void> {
+	if (METRICS_ONLY) return mainMetricsOnly();
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
 	try {
 		console.log(
@@ -447,17 +547,14 @@ export async function main(): Promise<void> {
 		} catch (error) {
 			console.log(`(SQLite store run skipped: ${(error as Error).message})`);
 		}
-		let storePairs: { single: StorePairs; concurrent: StorePairs } | undefined;
+		let storePairs: { single: Pairs; concurrent: Pairs } | undefined;
 		if (sqlite) {
 			storePairs = {
-				concurrent: await benchStores(dbDir, async (url) => ({
-					requests: (await createSessions(url, SESSIONS)).map((id) => promptRequest(url, id, words(SHORT))),
-				})),
-				single: await benchStores(dbDir, async (url) => ({
-					requests: [promptRequest(url, (await createSessions(url, 1))[0], words(LONG))],
-				})),
+				concurrent: await benchStores(dbDir, concurrentJob),
+				single: await benchStores(dbDir, singleJob),
 			};
 		}
+		const metrics = await metricsPairs();
 		const steer = await benchSteer();
 		const paced = await benchPaced();
 		const floorUs = await pipelineFloorUsPerEvent(LONG);
@@ -548,26 +645,8 @@ export async function main(): Promise<void> {
 				`${fmt(raw.single.serverCpuPerEventUs!, 2)}; the server's ${fmt(memory.single.serverCpuPerEventUs!, 2)} µs/event ` +
 				`(one stream, memory store) is that floor plus ${fmt(memory.single.serverCpuPerEventUs! - floorUs, 2)} µs of HTTP, SSE, JSON and event log`,
 		);
-		if (storePairs) {
-			const range = (values: number[]) =>
-				`median ${pct(med(values), 1)} (${pct(Math.min(...values), 1)}–${pct(Math.max(...values), 1)})`;
-			const line = (name: string, p: StorePairs) => {
-				const memoryEvents = med(p.memory.map((f) => f.eventsPerSec));
-				const sqliteEvents = med(p.sqlite.map((f) => f.eventsPerSec));
-				const memoryCpu = med(p.memory.map((f) => f.serverCpuPerEventUs!));
-				const sqliteCpu = med(p.sqlite.map((f) => f.serverCpuPerEventUs!));
-				return (
-					`  ${name}: events/s per pair ${range(p.eventsRatio)}, ratio of the medians ${pct(sqliteEvents, memoryEvents)}; ` +
-					`server CPU per event (memory / SQLite) per pair ${range(p.cpuRatio)}, ratio of the medians ${pct(memoryCpu, sqliteCpu)}; ` +
-					`memory ${fmt(memoryEvents)} events/s at ${fmt(memoryCpu, 2)} µs, SQLite ${fmt(sqliteEvents)} events/s at ${fmt(sqliteCpu, 2)} µs`
-				);
-			};
-			console.log(
-				`\nSQLite vs memory store (${STORE_PAIRS} interleaved pairs, both servers up side by side; the ratio of each pair, median and range):`,
-			);
-			console.log(line(`${SESSIONS} sessions x ${SHORT} tokens`, storePairs.concurrent));
-			console.log(line(`one stream of ${fmt(LONG)} deltas`, storePairs.single));
-		}
+		if (storePairs) printPairs("SQLite vs memory store", ["memory", "SQLite"], STORE_PAIRS, storePairs);
+		printPairs("Metrics on vs off, memory store", ["off", "on"], METRICS_PAIRS, metrics);
 		console.log(
 			`\nSteer during a running tool (${steer.postToStartMs.length} runs): steer POST → its message_start median ` +
 				`${fmt(med(steer.postToStartMs), 2)} ms (max ${fmt(Math.max(...steer.postToStartMs), 2)}); ` +
@@ -599,6 +678,13 @@ export async function main(): Promise<void> {
 				["SQLite ≥ 90% of memory events/s (one stream, median pair)", med(storePairs.single.eventsRatio) >= 0.9],
 			);
 		}
+		(goals as unknown as [string, boolean][]).push(
+			[
+				`metrics on ≥ 95% of off events/s (${SESSIONS} sessions, median pair)`,
+				med(metrics.concurrent.eventsRatio) >= 0.95,
+			],
+			["metrics on ≥ 95% of off events/s (one stream, median pair)", med(metrics.single.eventsRatio) >= 0.95],
+		);
 		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)} (figures on a loaded machine vary run to run)`);
 		console.log("\nGoals:");
 		for (const [name, ok] of goals) console.log(`  ${ok ? "met    " : "NOT met"}  ${name}`);

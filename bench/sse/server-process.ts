@@ -2,7 +2,7 @@
  * The server under test of bench/sse, in its own process (forked by index.ts): either the raw
  * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay unless
  * `fauxDelayMs` says otherwise, memory or
- * SQLite store) with one extra tool, `bench_wait`, that runs until the orchestrator says
+ * SQLite store, metrics on unless `metrics: "off"`) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
@@ -13,7 +13,14 @@ import { splitFrames, startRawServer } from "./raw-server.js";
 
 export type ServerStart =
 	| { kind: "raw"; streams: Record<string, string> }
-	| { kind: "wheelhouse"; store: "memory" | "sqlite"; dbPath?: string; fauxDelayMs?: number };
+	| {
+			kind: "wheelhouse";
+			store: "memory" | "sqlite";
+			dbPath?: string;
+			fauxDelayMs?: number;
+			/** Prometheus metrics (default: the server's default, on). */
+			metrics?: "on" | "off";
+	  };
 
 export type ServerReply =
 	| { type: "ready"; url: string }
@@ -44,7 +51,12 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 	const app = await buildApp({
 		store,
 		tools: [benchWait],
-		config: { logLevel: "silent", fauxDelayMs: start.fauxDelayMs ?? 0, heartbeatMs: 0 },
+		config: {
+			logLevel: "silent",
+			fauxDelayMs: start.fauxDelayMs ?? 0,
+			heartbeatMs: 0,
+			...(start.metrics ? { metrics: start.metrics } : {}),
+		},
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
 	const address = app.server.address() as { port: number };

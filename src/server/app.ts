@@ -10,7 +10,6 @@
  * await app.listen({ port: 3000 });
  * ```
  */
-import { randomUUID } from "node:crypto";
 import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
@@ -31,9 +30,13 @@ import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
 import { openaiFacade } from "./facades/openai/routes.js";
+import { installRequestLimit, RunSlots } from "./limits.js";
 import type { SessionExtension } from "./live-session.js";
+import { ServerMetrics } from "./metrics.js";
+import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
+import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { eventRoutes } from "./routes/events.js";
@@ -120,6 +123,18 @@ function checkDefaultModel(catalog: ModelCatalog, spec: string): void {
 	if (problem) throw new ConfigError("WHEELHOUSE_DEFAULT_MODEL", problem.message);
 }
 
+/** Metrics: every answered request counted, the store's commits timed, `/metrics` served. */
+function installMetrics(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig, store: SessionStore): void {
+	app.addHook("onResponse", async function countRequest(request, reply) {
+		metrics.observeRequest(request, reply);
+	});
+	store.observeCommits?.((ms) => metrics.observeCommit(ms));
+	app.addHook("onClose", async function stopObservingCommits() {
+		store.observeCommits?.(undefined);
+	});
+	installMetricsEndpoint(app, metrics, config);
+}
+
 export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
 	const env = options.env ?? process.env;
 	const config = loadConfig(env, options.config);
@@ -132,8 +147,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			...(logStream ? { stream: logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
-		genReqId: () => randomUUID(),
-		requestIdHeader: "x-request-id",
+		// The caller's `x-request-id` when usable (request-id.ts), else a new one.
+		genReqId: requestIdOf,
+		requestIdHeader: false,
 		forceCloseConnections: false,
 		// Errors the router and node's HTTP parser raise before any route runs: the envelope too.
 		frameworkErrors,
@@ -171,6 +187,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		toolOrigins.set(tool.name, options.toolOrigins?.[tool.name] ?? "library");
 	}
 
+	const metrics =
+		config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
 	const sessions = new SessionManager({
 		store,
 		logger: app.log,
@@ -184,7 +202,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		maxQueuedMessages: config.maxQueuedMessages,
 		sessionTtlMs: config.sessionTtlMs,
 		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
+		runSlots:
+			config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined,
 	});
+	if (metrics) sessions.addExtension(metrics.extension);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
 	const context: ServerContext = {
@@ -196,6 +217,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			retryMs: config.sseRetryMs,
 			maxBufferBytes: config.sseBufferBytes,
 			stallMs: config.sseStallMs,
+			stats: metrics?.sse,
 		},
 		toolOrigins,
 		isShuttingDown: () => sessions.isShuttingDown,
@@ -211,7 +233,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (config.corsOrigins.length > 0) {
 		await app.register(cors, {
 			origin: config.corsOrigins.includes("*") ? true : config.corsOrigins,
-			exposedHeaders: ["x-request-id", "idempotent-replayed", "x-wheelhouse-session-id"],
+			exposedHeaders: ["x-request-id", "idempotent-replayed", "x-wheelhouse-session-id", "retry-after"],
 			// No `allowedHeaders`: the headers a preflight asks for are allowed. Client SDKs send their
 			// own (the openai SDK's `x-stainless-*`); credentials travel in `Authorization`, never in
 			// cookies, and only the configured origins are answered at all.
@@ -220,7 +242,15 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	}
 	// After CORS: its hook answers preflights, which carry no credentials.
 	const streamTokens = installAuth(app, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
+	// After auth (it keys on the owner auth found), before the routes (it hooks each as it is added).
+	if (config.rateLimitPerMinute > 0) {
+		await installRequestLimit(app, {
+			perMinute: config.rateLimitPerMinute,
+			onRefused: () => metrics?.countLimited("requests"),
+		});
+	}
 	await app.register(openApiPlugin);
+	if (metrics) installMetrics(app, metrics, config, store);
 
 	await app.register(healthRoutes);
 	await app.register(catalogRoutes);

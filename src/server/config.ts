@@ -206,6 +206,45 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"Sessions idle this long (no request, run or queued message; no subscriber) are deleted with everything stored; 0 = never.",
 	},
 	{
+		env: "WHEELHOUSE_RATE_LIMIT_RPM",
+		key: "rateLimitPerMinute",
+		kind: "int",
+		default: "0",
+		description:
+			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. 0 = no limit.",
+	},
+	{
+		env: "WHEELHOUSE_MAX_RUNS_PER_KEY",
+		key: "maxRunsPerKey",
+		kind: "int",
+		default: "0",
+		description:
+			"Runs one API key may have running at once (all runs together when auth is off); one more is 429 `TOO_MANY_RUNS`. 0 = no limit.",
+	},
+	{
+		env: "WHEELHOUSE_METRICS",
+		key: "metrics",
+		kind: "enum",
+		default: "on",
+		description: "`on`: Prometheus metrics at `GET /metrics`; `off`: no metrics are collected.",
+	},
+	{
+		env: "WHEELHOUSE_METRICS_PORT",
+		key: "metricsPort",
+		kind: "int",
+		default: "0",
+		description:
+			"0: `/metrics` is served on the main port. Another port: on a separate listener on that port (same `HOST`), and not on the main port.",
+	},
+	{
+		env: "WHEELHOUSE_METRICS_AUTH",
+		key: "metricsAuth",
+		kind: "enum",
+		default: "keys",
+		description:
+			"`keys`: `/metrics` needs an API key like `/v1` when keys are set; `none`: open (e.g. on a separate port only the scraper reaches).",
+	},
+	{
 		env: "WHEELHOUSE_TOOL_MODULES",
 		key: "toolModules",
 		kind: "list",
@@ -250,6 +289,11 @@ export const ServerConfigSchema = Type.Object(
 		shutdownDelayMs: Int(0),
 		sessionTtlMs: Int(1000),
 		sessionDeleteAfterMs: Int(0),
+		rateLimitPerMinute: Int(0),
+		maxRunsPerKey: Int(0),
+		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		metricsPort: Int(0, 65535),
+		metricsAuth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */

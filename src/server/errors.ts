@@ -107,6 +107,16 @@ export const ERRORS = {
 		status: 429,
 		description: "The server holds the maximum number of sessions (`WHEELHOUSE_MAX_SESSIONS`).",
 	},
+	RATE_LIMITED: {
+		status: 429,
+		description:
+			"This API key (this client IP when auth is off) sent more requests in the last minute than the server allows (`WHEELHOUSE_RATE_LIMIT_RPM`); `retry-after` says in how many seconds to retry.",
+	},
+	TOO_MANY_RUNS: {
+		status: 429,
+		description:
+			"This API key already has the maximum number of runs running (`WHEELHOUSE_MAX_RUNS_PER_KEY`); wait for one to end (`agent_end`), or queue the message with `ifBusy` on a running session.",
+	},
 	HEADERS_TOO_LARGE: {
 		status: 431,
 		description: "The request line and headers together exceed the HTTP server's limit (16 KiB by default).",

@@ -51,6 +51,7 @@ import type {
 import { selectTools } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { newRunId } from "./ids.js";
+import type { RunSlots } from "./limits.js";
 import { formatEventFrame } from "./sse.js";
 
 /** Receives every event of a session, in id order, as a prebuilt SSE frame. */
@@ -109,6 +110,8 @@ export interface LiveSessionDeps {
 	providerIdleTimeoutMs?: number;
 	maxQueuedMessages: number;
 	isShuttingDown(): boolean;
+	/** The per-key limit of concurrent runs; absent: none. */
+	runSlots?: RunSlots;
 }
 
 /** A run handle (one `prompt` / `continue`). */
@@ -516,6 +519,7 @@ export class LiveSession {
 		if (this.deps.isShuttingDown()) throw apiError("SHUTTING_DOWN", "The server is shutting down; no new runs start.");
 		if (this.deleted) throw apiError("SESSION_NOT_FOUND", `Session ${this.id} was deleted.`);
 		if (!this.busy) {
+			this.deps.runSlots?.acquire(this.ownerId);
 			this.busy = true;
 			return;
 		}
@@ -547,6 +551,7 @@ export class LiveSession {
 			next(); // `busy` stays true: the waiting prompt owns the session now.
 		} else {
 			this.busy = false;
+			this.deps.runSlots?.release(this.ownerId);
 		}
 	}
 

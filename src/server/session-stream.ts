@@ -14,7 +14,7 @@ import type { FastifyReply } from "fastify";
 import type { SseEventName } from "../client/wire.js";
 import type { SessionStore } from "../store/types.js";
 import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
-import { formatComment, formatEventFrame, formatFrame, SseConnection } from "./sse.js";
+import { formatComment, formatEventFrame, formatFrame, SseConnection, type SseStats } from "./sse.js";
 
 export interface StreamSettings {
 	heartbeatMs: number;
@@ -22,6 +22,8 @@ export interface StreamSettings {
 	maxBufferBytes: number;
 	/** How long a subscriber's socket may go without draining before it is dropped (0: never). */
 	stallMs: number;
+	/** The app's SSE counters (metrics); absent when metrics are off. */
+	stats?: SseStats;
 }
 
 /** Most events in a replay page; pages are sized by bytes first, this only bounds tiny events. */
@@ -40,6 +42,7 @@ export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?:
 		retryMs: settings.retryMs,
 		maxBufferBytes: settings.maxBufferBytes,
 		stallMs: settings.stallMs,
+		stats: settings.stats,
 		headers,
 		onClose(reason) {
 			if (reason === "overflow") {

@@ -13,6 +13,7 @@ import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
 import { apiError } from "./errors.js";
 import { newSessionId } from "./ids.js";
+import type { RunSlots } from "./limits.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 import type { ModelProblem } from "./model-catalog.js";
 import { interruptedToolResults } from "./recovery.js";
@@ -34,6 +35,8 @@ export interface SessionManagerOptions {
 	sessionTtlMs: number;
 	/** Sessions idle this long (per the store's `lastActiveAt`) are deleted; 0 or absent: never. */
 	sessionDeleteAfterMs?: number;
+	/** The per-key limit of concurrent runs; absent: none. */
+	runSlots?: RunSlots;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
@@ -198,6 +201,7 @@ export class SessionManager {
 			getApiKey: (provider) => this.options.getApiKey(provider),
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
+			runSlots: this.options.runSlots,
 			isShuttingDown: () => this.shuttingDown,
 		});
 		this.live.set(id, session);

@@ -19,6 +19,7 @@
  * client resumes with `Last-Event-ID`; the run is never affected.
  */
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { SseEventName } from "../client/wire.js";
 
 const LINE_BREAK = /\r\n|\r|\n/;
@@ -78,6 +79,30 @@ export function formatComment(text: string): string {
 		.concat("\n");
 }
 
+/**
+ * What the SSE connections of one app count, read when /metrics is scraped. Plain numbers on
+ * purpose: `events` is bumped per frame on the hottest path of the server. Bytes are not counted
+ * per write (measuring a string's UTF-8 length scans it): they are the sockets' own byte counts,
+ * summed over the open connections at scrape time and added to `closedBytes` when one closes.
+ */
+export interface SseStats {
+	/** Open connections. */
+	readonly connections: Set<SseConnection>;
+	/** Event frames queued to subscribers (replayed and live, snapshots included). */
+	events: number;
+	/** Bytes written by connections that have closed (response heads included). */
+	closedBytes: number;
+	/** Subscribers dropped for not keeping up (buffer over budget, or a stalled socket). */
+	dropped: number;
+}
+
+/** Every byte the app's SSE responses wrote so far, heads included. */
+export function sseBytesWritten(stats: SseStats): number {
+	let bytes = stats.closedBytes;
+	for (const connection of stats.connections) bytes += connection.bytesWritten;
+	return bytes;
+}
+
 export interface SseConnectionOptions {
 	/** Interval of `: heartbeat` comments; 0 disables them. */
 	heartbeatMs: number;
@@ -91,6 +116,8 @@ export interface SseConnectionOptions {
 	headers?: Record<string, string | string[] | number | undefined>;
 	/** Called once when the connection closes for any reason (peer gone, dropped, ended). */
 	onClose?: (reason: SseCloseReason) => void;
+	/** The app's SSE counters (metrics), bumped per frame and per write; absent when metrics are off. */
+	stats?: SseStats;
 }
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
@@ -252,6 +279,10 @@ export class SseConnection {
 	/** Runs while the socket is behind; drops the subscriber when it has not drained for `stallMs`. */
 	private stallTimer: NodeJS.Timeout | undefined;
 	private closed = false;
+	/** The socket, kept (node detaches it from the response when the response finishes). */
+	private socket: Socket | null = null;
+	/** The socket's byte count when this response began (a kept-alive socket carried others before). */
+	private bytesAtOpen = 0;
 	private ending = false;
 	/** `end()` was called: the next write pass sends what is pending and ends the response. */
 	private endRequested = false;
@@ -274,6 +305,11 @@ export class SseConnection {
 	 * durable). Starts heartbeats.
 	 */
 	open(): void {
+		if (this.options.stats) {
+			this.socket = this.res.socket;
+			this.bytesAtOpen = this.socket?.bytesWritten ?? 0;
+			this.options.stats.connections.add(this);
+		}
 		this.res.on("close", this.onResClose);
 		this.res.on("drain", this.onDrain);
 		this.res.socket?.setNoDelay(true);
@@ -298,6 +334,11 @@ export class SseConnection {
 		});
 	}
 
+	/** Bytes this response has written to its socket so far (its head included). */
+	get bytesWritten(): number {
+		return (this.socket?.bytesWritten ?? this.bytesAtOpen) - this.bytesAtOpen;
+	}
+
 	get isClosed(): boolean {
 		return this.closed || this.ending || this.endRequested;
 	}
@@ -306,6 +347,7 @@ export class SseConnection {
 	send(frame: string, id?: number): void {
 		if (this.isClosed) return;
 		if (id !== undefined) this.pendingLastId = id;
+		if (this.options.stats) this.options.stats.events++;
 		this.sendRaw(frame);
 	}
 
@@ -482,6 +524,11 @@ export class SseConnection {
 		this.pending = "";
 		this.res.off("drain", this.onDrain);
 		this.wakeWaiters();
+		const stats = this.options.stats;
+		if (stats?.connections.delete(this)) {
+			stats.closedBytes += this.bytesWritten;
+			if (reason === "overflow") stats.dropped++;
+		}
 		this.options.onClose?.(reason);
 	}
 }

@@ -410,6 +410,8 @@ export class SqliteSessionStore implements SessionStore {
 	/** Runs started by a write in `laterWrites` (not on disk yet): their session. */
 	private readonly laterRuns = new Map<string, string>();
 	private syncTimer: NodeJS.Timeout | undefined;
+	/** Told each commit's duration (`observeCommits`). */
+	private commitObserver: ((ms: number) => void) | undefined;
 	private readonly syncSoon = () => {
 		this.syncTimer = undefined;
 		this.sync();
@@ -513,8 +515,10 @@ export class SqliteSessionStore implements SessionStore {
 			this.syncTimer = undefined;
 		}
 		let outcome: { value?: unknown; error?: unknown; failed?: Set<string> };
+		const startedAt = this.commitObserver ? performance.now() : 0;
 		try {
 			outcome = this.tx(this.batchesOf(logs), later, fn);
+			this.commitObserver?.(performance.now() - startedAt);
 		} catch (failure) {
 			if (later.length === 0) throw failure;
 			this.requeue(later);
@@ -625,6 +629,10 @@ export class SqliteSessionStore implements SessionStore {
 	/** Before a read of `sessionId` (every session when omitted): commits the queued writes it would miss. */
 	private settle(sessionId?: string): void {
 		if (this.laterWrites.length > 0 && (sessionId === undefined || this.laterSessions.has(sessionId))) this.sync();
+	}
+
+	observeCommits(observer: ((ms: number) => void) | undefined): void {
+		this.commitObserver = observer;
 	}
 
 	get syncPending(): boolean {

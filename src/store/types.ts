@@ -361,6 +361,13 @@ export interface SessionStore {
 	readonly syncPending: boolean;
 
 	/**
+	 * Optional (stores that commit transactions): `observer` is called after each commit with its
+	 * duration in milliseconds; `undefined` removes it. One observer at a time (the server's metrics).
+	 * Contract: the observer must not throw, and runs on the committing call's stack.
+	 */
+	observeCommits?(observer: ((ms: number) => void) | undefined): void;
+
+	/**
 	 * What the log keeps of the `message_update` events (deltas) between a `message_start` and its
 	 * `message_end`. `"all"` (memory): like any other event. `"while-streaming"` (SQLite): they are
 	 * kept in memory, and read back, only while their message streams; after its `message_end`, and

@@ -61,6 +61,8 @@ describe("a slow subscriber", () => {
 		expect(ids.at(-1)).toBe(data.lastEventId);
 		// Far less than what the runs produced was held for it.
 		expect(text.length).toBeLessThan(runs * 5 * big.length);
+		// Counted in the metrics.
+		expect((await server.request("GET", "/metrics")).body).toMatch(/^wheelhouse_sse_subscribers_dropped_total 1$/m);
 
 		// Resuming from the notice's id replays the rest, through the last event.
 		const resumed = await openSse(`${server.url}/v1/sessions/${id}/events`, {

@@ -1,0 +1,70 @@
+/**
+ * Serves `GET /metrics` (the Prometheus text format) of one app: on the main port, or, with
+ * `WHEELHOUSE_METRICS_PORT`, on a second listener of its own that starts when the app is ready and
+ * closes with it (and `/metrics` is then not on the main port). Either way it needs an API key like
+ * `/v1` when keys are configured, unless `WHEELHOUSE_METRICS_AUTH` is `none`.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteShorthandOptions } from "fastify";
+import { installAuth } from "./auth.js";
+import type { ServerConfig } from "./config.js";
+import { installErrorHandling } from "./error-handler.js";
+import type { ServerMetrics } from "./metrics.js";
+import { requestIdOf } from "./request-id.js";
+
+function routeOptions(config: ServerConfig): RouteShorthandOptions {
+	return {
+		// Scraped every few seconds: logged from `warn` only, like the health probes.
+		logLevel: "warn",
+		config: { public: config.metricsAuth === "none" },
+		schema: {
+			tags: ["health"],
+			summary: "Prometheus metrics",
+			description:
+				"The server's metrics in the Prometheus text format (see the README's metrics table). Needs the API key unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.",
+			produces: ["text/plain"],
+			response: {
+				200: { description: "Prometheus text exposition format (version 0.0.4).", type: "string" },
+			},
+		},
+	};
+}
+
+/** Adds `GET /metrics` to `app`, or sets up the separate listener that serves it. */
+export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig): void {
+	const handler = async function scrapeMetrics(
+		_request: unknown,
+		reply: { type(contentType: string): unknown },
+	): Promise<string> {
+		reply.type(metrics.registry.contentType);
+		return metrics.registry.metrics();
+	};
+	if (config.metricsPort === 0) {
+		app.get("/metrics", routeOptions(config), handler);
+		return;
+	}
+	const listener = buildListener(app.log, config);
+	listener.get("/metrics", routeOptions(config), handler);
+	app.addHook("onReady", async function listenForMetrics() {
+		const address = await listener.listen({ port: config.metricsPort, host: config.host });
+		app.log.info(`metrics on ${address}/metrics`);
+	});
+	app.addHook("onClose", async function closeMetricsListener() {
+		await listener.close();
+	});
+}
+
+/** The second listener: only `/metrics`, with the same auth, request ids and error envelope as the app. */
+function buildListener(log: FastifyBaseLogger, config: ServerConfig): FastifyInstance {
+	const listener = Fastify({
+		loggerInstance: log.child({ listener: "metrics" }),
+		genReqId: requestIdOf,
+		forceCloseConnections: true,
+		http: { requireHostHeader: false },
+	}) as unknown as FastifyInstance;
+	installErrorHandling(listener);
+	listener.addHook("onRequest", async function exposeRequestId(request, reply) {
+		reply.header("x-request-id", request.id);
+	});
+	installAuth(listener, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
+	return listener;
+}
