@@ -33,6 +33,7 @@ import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./err
 import type { SessionExtension } from "./live-session.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
+import { defaultPlaygroundDir, playgroundRoutes } from "./playground.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
 import { eventRoutes } from "./routes/events.js";
@@ -65,6 +66,11 @@ export interface BuildAppOptions {
 	logStream?: NodeJS.WritableStream;
 	/** Environment to read config and provider keys from (default `process.env`). */
 	env?: Record<string, string | undefined>;
+	/**
+	 * Folder of the built playground page. Default: dist/playground (see `defaultPlaygroundDir`);
+	 * when there is none, the page is not served and a warning says how to build it.
+	 */
+	playgroundDir?: string;
 }
 
 /** How long, after the streams ended at shutdown, connections may take to finish before they are cut. */
@@ -226,6 +232,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(eventRoutes);
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	if (config.playground === "on") {
+		const dir = options.playgroundDir ?? defaultPlaygroundDir();
+		if (dir) await app.register(playgroundRoutes, { dir });
+		else app.log.warn("the playground page is not built (no dist/playground): run `npm run build` to serve it");
+	}
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.

@@ -72,6 +72,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"Comma-separated allowed CORS origins with their scheme (`https://app.example.com`), or `*`; empty disables CORS.",
 	},
 	{
+		env: "WHEELHOUSE_PLAYGROUND",
+		key: "playground",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on` serves the playground page (a browser client of the `/v1` API) at `/` and `/playground`, open without a key (it holds no data and asks for one); `off` serves nothing there.",
+	},
+	{
 		env: "WHEELHOUSE_STREAM_TOKEN_TTL_MS",
 		key: "streamTokenTtlMs",
 		kind: "int",
@@ -232,6 +240,7 @@ export const ServerConfigSchema = Type.Object(
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
+		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
 		providerIdleTimeoutMs: Int(0),
