@@ -148,7 +148,8 @@ class Playground {
 	}
 
 	private path(sub: string): string {
-		return `/v1/sessions/${encodeURIComponent(this.sessionId ?? "")}/${sub}`;
+		const base = `/v1/sessions/${encodeURIComponent(this.sessionId ?? "")}`;
+		return sub ? `${base}/${sub}` : base;
 	}
 
 	private call(method: string, sub: string, body?: unknown): Promise<any> {
