@@ -26,7 +26,8 @@ export async function buildPlayground(outDir = path.join(repoRoot, "dist/playgro
 		legalComments: "none",
 		logLevel: "warning",
 	});
-	for (const file of ["index.html", "style.css"]) copyFileSync(path.join(PLAYGROUND_SRC, file), path.join(outDir, file));
+	for (const file of ["index.html", "style.css"])
+		copyFileSync(path.join(PLAYGROUND_SRC, file), path.join(outDir, file));
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -16,7 +16,11 @@ function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 	return element as T;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+	tag: K,
+	className?: string,
+	text?: string,
+): HTMLElementTagNameMap[K] {
 	const element = document.createElement(tag);
 	if (className) element.className = className;
 	if (text !== undefined) element.textContent = text;
@@ -463,8 +467,10 @@ class Playground {
 			this.scheduleRender();
 		}
 		this.ui.pending.replaceChildren();
-		for (const approval of (state.pendingApprovals ?? []) as Pending[]) if (!approval.orphaned) this.addApproval(approval);
-		for (const call of (state.pendingClientToolCalls ?? []) as Pending[]) if (!call.orphaned) this.addClientToolForm(call);
+		for (const approval of (state.pendingApprovals ?? []) as Pending[])
+			if (!approval.orphaned) this.addApproval(approval);
+		for (const call of (state.pendingClientToolCalls ?? []) as Pending[])
+			if (!call.orphaned) this.addClientToolForm(call);
 		this.updateControls();
 	}
 
@@ -532,7 +538,9 @@ class Playground {
 		for (const entry of [...this.queue.values()].sort((a, b) => a.id - b.id)) {
 			const content = entry.message?.content;
 			const text = typeof content === "string" ? content : JSON.stringify(content);
-			queueList.append(el("li", undefined, `${entry.kind === "steer" || entry.kind === "steering" ? "steer" : "follow-up"}: ${text}`));
+			queueList.append(
+				el("li", undefined, `${entry.kind === "steer" || entry.kind === "steering" ? "steer" : "follow-up"}: ${text}`),
+			);
 		}
 		queue.hidden = this.queue.size === 0;
 	}

@@ -32,7 +32,11 @@ export function formatUsage(usage: Usage | undefined): string {
 	return `${usage.input ?? 0} in · ${usage.output ?? 0} out · $${cost.toFixed(cost < 0.01 ? 6 : 4)}`;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+	tag: K,
+	className?: string,
+	text?: string,
+): HTMLElementTagNameMap[K] {
 	const element = document.createElement(tag);
 	if (className) element.className = className;
 	if (text !== undefined) element.textContent = text;
@@ -53,7 +57,11 @@ export function renderMessage(message: Message, streaming = false): HTMLElement 
 	box.dataset.role = message.role;
 	if (streaming) box.setAttribute("aria-busy", "true");
 	const roleName =
-		message.role === "toolResult" ? `tool result · ${message.toolName ?? ""}` : message.role === "user" ? "you" : message.role;
+		message.role === "toolResult"
+			? `tool result · ${message.toolName ?? ""}`
+			: message.role === "user"
+				? "you"
+				: message.role;
 	box.append(el("div", "role", roleName));
 
 	if (message.role === "user") {

@@ -21,7 +21,9 @@ import { startServer, type TestServer } from "../helpers/server.js";
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
 if (!HAVE_CHROMIUM && process.env.TEST_REQUIRE_ALL === "1") {
-	throw new Error(`TEST_REQUIRE_ALL=1 and no Chromium at ${CHROMIUM} (install the chromium package or set CHROMIUM_PATH)`);
+	throw new Error(
+		`TEST_REQUIRE_ALL=1 and no Chromium at ${CHROMIUM} (install the chromium package or set CHROMIUM_PATH)`,
+	);
 }
 const KEY = "key-playground-0123456789";
 /** The budget for everything the page loads, gzipped. */
@@ -155,7 +157,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant"]);
 			expect(await page.locator(".msg.assistant .usage").count()).toBe(1);
 
-			const types = await page.locator("#events li").evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.type));
+			const types = await page
+				.locator("#events li")
+				.evaluateAll((items) => items.map((i) => (i as HTMLElement).dataset.type));
 			expect(types[0]).toBe("session_snapshot");
 			expect(types).toEqual(expect.arrayContaining(["agent_start", "message_update", "message_end", "agent_end"]));
 			const ids = await page
@@ -167,7 +171,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await page.locator("#events li:visible").count()).toBe(2);
 			await page.getByLabel("Filter by type").fill("");
 			await page.locator('#events li[data-type="agent_end"] summary').click();
-			expect(await page.locator('#events li[data-type="agent_end"] pre').textContent()).toContain('"type": "agent_end"');
+			expect(await page.locator('#events li[data-type="agent_end"] pre').textContent()).toContain(
+				'"type": "agent_end"',
+			);
 			expect(errors).toEqual([]);
 		});
 
