@@ -61,7 +61,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description:
-			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz` and `/openapi.json` needs `Authorization: Bearer <key>`.",
+			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json` and the playground page needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
