@@ -29,8 +29,11 @@ function el<K extends keyof HTMLElementTagNameMap>(
 
 /** Timeline entries kept; older ones are removed (the server's log keeps them). */
 const MAX_TIMELINE = 5000;
-/** Consecutive failed reconnects before the page stops and offers a button (about a minute at the default `retry:`). */
-const MAX_RETRIES = 30;
+/** Reconnects `wheelhouse/client` makes at the server's `retry:` pace before the page backs off itself. */
+const MAX_RETRIES = 10;
+/** The page's own backoff between those rounds, doubling up to the maximum; it never gives up. */
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 15_000;
 
 type QueueEntry = { id: number; kind: string; message: Message };
 type Pending = { toolCallId: string; toolName: string; args: unknown; orphaned?: boolean };
@@ -319,13 +322,13 @@ class Playground {
 	}
 
 	/** Opens the event stream (after `after`, or from a snapshot); it resumes by itself after drops. */
-	private connect(after: number | undefined): void {
+	private connect(after: number | undefined, attempt = 0): void {
 		const sessionId = this.sessionId;
 		if (!sessionId) return;
 		const controller = new AbortController();
 		this.stream = controller;
-		let reconnecting = false;
-		this.setConnection("connecting", "Connecting…");
+		let reconnecting = attempt > 0;
+		if (!reconnecting) this.setConnection("connecting", "Connecting…");
 		const trackedFetch: typeof fetch = async (input, init) => {
 			const response = await fetch(input, init);
 			if (response.ok && !controller.signal.aborted) {
@@ -363,9 +366,22 @@ class Playground {
 				}
 			} catch (error) {
 				if (controller.signal.aborted) return;
-				if (error instanceof WheelhouseHttpError && error.status === 401) this.askForKey(error.message);
-				this.setConnection("closed", `Disconnected: ${(error as Error).message}`);
-				this.offerReconnect();
+				if (error instanceof WheelhouseHttpError && error.status < 500) {
+					// An answer, not an outage (the key, a deleted session): retrying would not change it.
+					if (error.status === 401) this.askForKey(error.message);
+					this.setConnection("closed", `Disconnected: ${error.message}`);
+					this.offerReconnect();
+					return;
+				}
+				// The server is away (a restart takes a while): keep trying, less often, and say so.
+				const delayMs = Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.min(attempt, 5));
+				this.setConnection(
+					"reconnecting",
+					`Server unreachable — retrying in ${Math.round(delayMs / 1000)} s${this.lastEventId !== undefined ? `, will resume after event #${this.lastEventId}` : ""}…`,
+				);
+				setTimeout(() => {
+					if (this.stream === controller) this.connect(this.lastEventId, attempt + 1);
+				}, delayMs);
 			}
 		})();
 	}
@@ -432,7 +448,13 @@ class Playground {
 			case "run_interrupted":
 				this.running = false;
 				this.updateControls();
-				if (event.type === "run_interrupted") this.notice(data.message);
+				if (event.type === "run_interrupted") {
+					// The message that was streaming when the process died was not kept: drop it.
+					this.streamingElement?.remove();
+					this.streamingElement = null;
+					this.assembler = new MessageAssembler();
+					this.notice(data.message);
+				}
 				await this.guard(() => this.refreshSession());
 				break;
 			case "stream_dropped":

@@ -16,6 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildPlayground } from "../../scripts/build-playground.js";
 import { type BuildAppOptions, buildApp } from "../../src/server/app.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
+import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -322,5 +323,56 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			// Failed reconnects while the server was down are logged by Chromium; nothing else.
 			expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e))).toEqual([]);
 		});
+	},
+);
+
+describe.skipIf(!HAVE_CHROMIUM)(
+	HAVE_CHROMIUM
+		? "the playground across restarts of the real server process"
+		: `the playground across restarts: skipped, no Chromium at ${CHROMIUM}`,
+	() => {
+		afterEach(() => stopAll());
+
+		it("resumes after SIGTERM mid-run (the aborted answer once) and after SIGKILL mid-run (the run marked interrupted)", async () => {
+			// src/main.ts finds the page in the repository's dist/playground when it runs from src/.
+			await buildPlayground(path.join(repoRoot, "dist/playground"));
+			const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-main-"));
+			cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+			const db = path.join(dir, "wheelhouse.db");
+			const env = { WHEELHOUSE_FAUX_DELAY_MS: "30", WHEELHOUSE_SSE_RETRY_MS: "100", WHEELHOUSE_SHUTDOWN_GRACE_MS: "0" };
+			let main = await startMain({ db, env });
+			const port = main.port;
+			const { page, errors } = await openPage(`${main.url}/`);
+			await createSession(page);
+			const long = Array.from({ length: 300 }, (_, i) => `w${i}`).join(" ");
+
+			// SIGTERM: the run is aborted, its partial answer kept and shown once.
+			await send(page, long);
+			await page.locator(".msg.assistant", { hasText: "w3" }).waitFor();
+			main.child.kill("SIGTERM");
+			await main.exited;
+			main = await startMain({ db, port, env });
+			await page.locator("#connection", { hasText: /resumed after event #\d+/ }).waitFor();
+			await idle(page);
+			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant"]);
+			await page.locator(".msg.assistant .error", { hasText: /abort/i }).waitFor();
+
+			// SIGKILL: the next process puts run_interrupted on the stream; the streaming answer was not kept.
+			await send(page, long);
+			await page.locator(".msg.assistant", { hasText: "w3" }).nth(1).waitFor();
+			main.child.kill("SIGKILL");
+			await main.exited;
+			main = await startMain({ db, port, env });
+			await page.locator('#events li[data-type="run_interrupted"]').waitFor();
+			await page.locator("#connection", { hasText: /resumed after event #\d+/ }).waitFor();
+			await idle(page);
+			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant", "you"]);
+			expect(await page.locator("#notice").textContent()).toMatch(/.+/);
+			const ids = await page
+				.locator("#events li[data-id]")
+				.evaluateAll((items) => items.map((i) => Number((i as unknown as Dataset).dataset.id)));
+			expect(new Set(ids).size, "no event twice").toBe(ids.length);
+			expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e))).toEqual([]);
+		}, 90_000);
 	},
 );
