@@ -559,7 +559,10 @@ class Playground {
 		queueList.replaceChildren();
 		for (const entry of [...this.queue.values()].sort((a, b) => a.id - b.id)) {
 			const content = entry.message?.content;
-			const text = typeof content === "string" ? content : JSON.stringify(content);
+			const text =
+				typeof content === "string"
+					? content
+					: (content ?? []).map((block) => (block.type === "text" ? block.text : `[${block.type}]`)).join(" ");
 			queueList.append(
 				el("li", undefined, `${entry.kind === "steer" || entry.kind === "steering" ? "steer" : "follow-up"}: ${text}`),
 			);
