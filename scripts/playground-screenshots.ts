@@ -41,7 +41,7 @@ try {
 	await prompt.fill(
 		"Here is **Markdown** streaming word by word: a list, `code`, and a steering message queued below.",
 	);
-	await page.getByRole("button", { name: "Send" }).click();
+	await page.getByRole("button", { name: "Send", exact: true }).click();
 	await page.locator("#steer:enabled").waitFor();
 	await prompt.fill("and now something else");
 	await page.getByRole("button", { name: "Follow-up" }).click();
@@ -55,7 +55,7 @@ try {
 	await page.getByLabel("Filter by type").fill("");
 
 	await prompt.fill('/tool calculate {"expression":"6*7"}');
-	await page.getByRole("button", { name: "Send" }).click();
+	await page.getByRole("button", { name: "Send", exact: true }).click();
 	await page.getByRole("group", { name: "Approve the call to calculate?" }).waitFor();
 	await page.getByLabel(/Reason/).fill("fine by me");
 	await page.screenshot({ path: path.join(out, "playground-approval.png") });

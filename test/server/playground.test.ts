@@ -102,7 +102,7 @@ async function createSession(page: Page): Promise<void> {
 
 async function send(page: Page, text: string): Promise<void> {
 	await page.getByLabel("Message", { exact: true }).fill(text);
-	await page.getByRole("button", { name: "Send" }).click();
+	await page.getByRole("button", { name: "Send", exact: true }).click();
 }
 
 /** Waits until no run is active (the Send button is enabled again). */
@@ -193,6 +193,13 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await page.locator('#events li[data-type="agent_end"] pre').textContent()).toContain(
 				'"type": "agent_end"',
 			);
+
+			// Delete: gone from the list and from the server, and the page closes it.
+			const id = (await page.locator('#session-list li[aria-current="true"]').getAttribute("data-session"))!;
+			await page.getByRole("button", { name: `Delete session ${id}` }).click();
+			await page.locator("#connection", { hasText: "No session open" }).waitFor();
+			expect(await page.locator("#session-list li").count()).toBe(0);
+			expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(404);
 			expect(errors).toEqual([]);
 		});
 
