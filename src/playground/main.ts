@@ -410,6 +410,7 @@ class Playground {
 			case "agent_start":
 				this.running = true;
 				this.updateControls();
+				void this.guard(() => this.refreshSession());
 				break;
 			case "message_start":
 				if (data.message?.role === "assistant") this.startStreaming();
