@@ -203,7 +203,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(errors).toEqual([]);
 		});
 
-		it("steers a run: the steering message and its answer come after the first answer", async () => {
+		it("steers and queues a follow-up: each message and its answer in order, the queue shown until drained", async () => {
 			const server = await serve({ config: { fauxDelayMs: 20 } });
 			const { page, errors } = await openPage(`${server.url}/playground`);
 			await createSession(page);
@@ -213,7 +213,10 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await page.locator("#steer:enabled").waitFor();
 			await page.getByLabel("Message", { exact: true }).fill("now steer");
 			await page.getByRole("button", { name: "Steer" }).click();
-			await page.locator("#queue-list li", { hasText: "now steer" }).waitFor();
+			await page.locator("#queue-list li", { hasText: "steer: now steer" }).waitFor();
+			await page.getByLabel("Message", { exact: true }).fill("then this");
+			await page.getByRole("button", { name: "Follow-up" }).click();
+			await page.locator("#queue-list li", { hasText: "follow-up: then this" }).waitFor();
 			await idle(page);
 			expect(await page.locator("#queue").isHidden()).toBe(true);
 			const messages = await texts(page, ".msg");
@@ -222,6 +225,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
 				`assistant${long}`,
 				"younow steer",
 				"assistantnow steer",
+				"youthen this",
+				"assistantthen this",
 			]);
 			expect(errors).toEqual([]);
 		});
@@ -271,6 +276,19 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await form.getByLabel("Result (what the model sees)").fill("teal");
 			await form.getByRole("button", { name: "Send result" }).click();
 			await page.locator(".msg.assistant", { hasText: "Tool results: pick_color: teal" }).waitFor();
+			expect(errors).toEqual([]);
+		});
+
+		it("lists sessions a page at a time", async () => {
+			const server = await serve();
+			for (let i = 0; i < 25; i++)
+				expect((await server.request("POST", "/v1/sessions", { body: {} })).status).toBe(201);
+			const { page, errors } = await openPage(`${server.url}/`);
+			await page.locator("#session-list li").nth(19).waitFor();
+			expect(await page.locator("#session-list li").count()).toBe(20);
+			await page.getByRole("button", { name: "Load more sessions" }).click();
+			await page.locator("#session-list li").nth(24).waitFor();
+			expect(await page.locator("#more-sessions").isHidden()).toBe(true);
 			expect(errors).toEqual([]);
 		});
 
