@@ -18,11 +18,12 @@ RUN apt-get update \
 	&& apt-get install -y --no-install-recommends python3 make g++ \
 	&& rm -rf /var/lib/apt/lists/*
 
-# 1. Build: all dependencies, then TypeScript → dist/.
+# 1. Build: all dependencies, then TypeScript → dist/, and the playground page → dist/playground.
 FROM toolchain AS build
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build-playground.ts ./scripts/
 COPY src ./src
 RUN npm run build
 
@@ -41,6 +42,7 @@ ENV NODE_ENV=production \
 	WHEELHOUSE_DB=/data/wheelhouse.db
 # App files stay root-owned (read-only for the server); only /data is writable by it.
 COPY --from=prod-deps /app/node_modules ./node_modules
+# dist/ holds the server and the playground page (dist/playground), served at / by default.
 COPY --from=build /app/dist ./dist
 COPY package.json openapi.yaml ./
 RUN mkdir -p /data && chown node:node /data

@@ -36,6 +36,7 @@ import { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
+import { defaultPlaygroundDir, playgroundRoutes } from "./playground.js";
 import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
@@ -69,6 +70,11 @@ export interface BuildAppOptions {
 	logStream?: NodeJS.WritableStream;
 	/** Environment to read config and provider keys from (default `process.env`). */
 	env?: Record<string, string | undefined>;
+	/**
+	 * Folder of the built playground page. Default: dist/playground (see `defaultPlaygroundDir`);
+	 * when there is none, the page is not served and a warning says how to build it.
+	 */
+	playgroundDir?: string;
 }
 
 /** How long, after the streams ended at shutdown, connections may take to finish before they are cut. */
@@ -260,6 +266,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
+	if (config.playground === "on") {
+		const dir = options.playgroundDir ?? defaultPlaygroundDir();
+		if (dir) await app.register(playgroundRoutes, { dir });
+		else app.log.warn("the playground page is not built (no dist/playground): run `npm run build` to serve it");
+	}
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.

@@ -2,7 +2,8 @@
  * Bearer-token auth, decided on the matched route, deny by default.
  *
  * With API keys configured every request needs `Authorization: Bearer <key>` unless the route it
- * matched is declared open (`config: { public: true }`: `/healthz`, `/readyz`, `/openapi.json`).
+ * matched is declared open (`config: { public: true }`: `/healthz`, `/readyz`, `/openapi.json`, the
+ * playground page and its assets).
  * The decision reads the route the router chose, never the URL text: the router decodes
  * percent-encoding and accepts absolute-form targets (`GET http://host/v1/...`), so any test of
  * the URL's spelling can be walked around. A request that matches no route needs a key too (its

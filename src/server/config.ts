@@ -61,7 +61,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description:
-			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz` and `/openapi.json` needs `Authorization: Bearer <key>`.",
+			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json` and the playground page needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
@@ -70,6 +70,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		default: "",
 		description:
 			"Comma-separated allowed CORS origins with their scheme (`https://app.example.com`), or `*`; empty disables CORS.",
+	},
+	{
+		env: "WHEELHOUSE_PLAYGROUND",
+		key: "playground",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on` serves the playground page (a browser client of the `/v1` API) at `/` and `/playground`, open without a key (it holds no data and asks for one); `off` serves nothing there.",
 	},
 	{
 		env: "WHEELHOUSE_STREAM_TOKEN_TTL_MS",
@@ -271,6 +279,7 @@ export const ServerConfigSchema = Type.Object(
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
+		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
 		providerIdleTimeoutMs: Int(0),

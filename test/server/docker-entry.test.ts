@@ -155,6 +155,9 @@ beforeAll(async () => {
 	}
 	symlinkSync(path.join(repoRoot, "node_modules"), path.join(appDir, "node_modules"), "dir");
 	await buildDist(path.join(appDir, "dist"));
+	// The second half of the build stage's `npm run build`: the playground page.
+	const { buildPlayground } = await import("../../scripts/build-playground.js");
+	await buildPlayground(path.join(appDir, "dist/playground"));
 }, 180_000);
 
 afterAll(() => {
@@ -198,10 +201,21 @@ describe("Dockerfile", () => {
 			.filter((l) => l && !l.startsWith("#"));
 		for (const source of dockerfile.copies) {
 			expect(existsSync(path.join(repoRoot, source)), `${source} (COPY source) exists`).toBe(true);
-			expect(ignored, `${source} is not in .dockerignore`).not.toContain(source);
+			const excepted = ignored.includes(`!${source}`);
+			expect(excepted || !ignored.includes(source), `${source} is not in .dockerignore`).toBe(true);
+			expect(
+				excepted || !ignored.some((pattern) => source.startsWith(`${pattern}/`)),
+				`${source} is not under a folder .dockerignore leaves out`,
+			).toBe(true);
 		}
 		expect(dockerfile.copies).toEqual(
-			expect.arrayContaining(["package.json", "package-lock.json", "src", "openapi.yaml"]),
+			expect.arrayContaining([
+				"package.json",
+				"package-lock.json",
+				"src",
+				"openapi.yaml",
+				"scripts/build-playground.ts",
+			]),
 		);
 	});
 
@@ -230,6 +244,12 @@ describe("Dockerfile", () => {
 			const healthcheck = spawn(hcCommand === "node" ? process.execPath : hcCommand, hcArgs, { env });
 			const [hcCode] = await once(healthcheck, "exit");
 			expect(hcCode).toBe(0);
+
+			// The playground page is in the image and served.
+			const page = await fetch(`http://127.0.0.1:${port}/`);
+			expect(page.status).toBe(200);
+			expect(await page.text()).toContain('src="/playground/app.js"');
+			expect((await fetch(`http://127.0.0.1:${port}/playground/app.js`)).status).toBe(200);
 
 			// The SQLite store is where the image's env puts it.
 			expect(existsSync(env.WHEELHOUSE_DB)).toBe(true);
