@@ -203,6 +203,51 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(errors).toEqual([]);
 		});
 
+		it("has text with WCAG AA contrast (4.5:1) against its background everywhere it shows text", async () => {
+			const server = await serve();
+			const { page, errors } = await openPage(`${server.url}/`);
+			await createSession(page);
+			await send(page, "contrast check with `code` and **bold**");
+			await idle(page);
+			await page.locator("#events li summary").first().click();
+			// Every visible element with its own text: its colour against the first opaque background
+			// behind it (the page's white when none), by the WCAG 2 relative-luminance formula.
+			const failures = await page.evaluate(() => {
+				const g = globalThis as any;
+				const parse = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+				const lum = ([r, gr, b]: number[]) => {
+					const f = (v: number) => {
+						const x = v / 255;
+						return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+					};
+					return 0.2126 * f(r) + 0.7152 * f(gr) + 0.0722 * f(b);
+				};
+				const background = (el: any): number[] => {
+					for (let e = el; e; e = e.parentElement) {
+						const c = parse(g.getComputedStyle(e).backgroundColor);
+						if (c.length >= 3 && (c.length < 4 || c[3] > 0.5)) return c;
+					}
+					return [255, 255, 255];
+				};
+				const out: string[] = [];
+				for (const el of g.document.querySelectorAll("body *")) {
+					const own = [...el.childNodes].some((n: any) => n.nodeType === 3 && n.textContent.trim() !== "");
+					if (!own || el.getClientRects().length === 0) continue;
+					const style = g.getComputedStyle(el);
+					if (style.visibility === "hidden" || Number(style.opacity) === 0) continue;
+					const [l1, l2] = [lum(parse(style.color)), lum(background(el))].sort((a, b) => b - a);
+					const ratio = (l1 + 0.05) / (l2 + 0.05);
+					if (ratio < 4.5)
+						out.push(
+							`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0, 30)}": ${ratio.toFixed(2)}`,
+						);
+				}
+				return out;
+			});
+			expect(failures).toEqual([]);
+			expect(errors).toEqual([]);
+		});
+
 		it("steers and queues a follow-up: each message and its answer in order, the queue shown until drained", async () => {
 			const server = await serve({ config: { fauxDelayMs: 20 } });
 			const { page, errors } = await openPage(`${server.url}/playground`);
