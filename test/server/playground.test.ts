@@ -14,6 +14,7 @@ import { gzipSync } from "node:zlib";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildPlayground } from "../../scripts/build-playground.js";
+import { fauxText, fauxThinking, registerFauxProvider } from "../../src/ai/providers/faux.js";
 import { type BuildAppOptions, buildApp } from "../../src/server/app.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
@@ -245,6 +246,28 @@ describe.skipIf(!HAVE_CHROMIUM)(
 				return out;
 			});
 			expect(failures).toEqual([]);
+			expect(errors).toEqual([]);
+		});
+
+		it("shows a model's thinking in a collapsed block that opens, apart from the answer", async () => {
+			const faux = registerFauxProvider({ api: "playground-thinking-faux", provider: "scripted" });
+			cleanups.push(() => faux.unregister());
+			faux.setResponses([{ content: [fauxThinking("weighing the options first"), fauxText("the answer")] }]);
+			const server = await serve({ models: [faux.getModel()] });
+			const { page, errors } = await openPage(`${server.url}/`);
+			await page.locator("#model option").first().waitFor({ state: "attached" });
+			await page.locator("#model").selectOption(`scripted/${faux.getModel().id}`);
+			await page.getByRole("button", { name: "Create session" }).click();
+			await page.locator('#connection[data-state="live"]').waitFor();
+			await send(page, "think first");
+			await idle(page);
+			const thinking = page.locator(".msg.assistant details.thinking");
+			await thinking.waitFor();
+			expect(await thinking.getAttribute("open")).toBeNull();
+			expect(await thinking.locator("pre").isVisible()).toBe(false);
+			await thinking.locator("summary").click();
+			expect(await thinking.locator("pre").textContent()).toBe("weighing the options first");
+			expect(await page.locator(".msg.assistant").textContent()).toContain("the answer");
 			expect(errors).toEqual([]);
 		});
 
