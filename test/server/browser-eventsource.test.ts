@@ -3,18 +3,15 @@
  * A page on another origin drives a server that has API keys and CORS set, in a real browser:
  * it creates a session and posts a prompt with `fetch` and the `Authorization` header (so each
  * call is preflighted), mints a stream token, opens the browser's own `EventSource` on the
- * session's events with it, and receives the run's events. Skips (one line) without Chromium.
+ * session's events with it, and receives the run's events. Skips (one line) without Chromium,
+ * fails without it under TEST_REQUIRE_ALL=1.
  */
 import { once } from "node:events";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { chromium } from "playwright-core";
 import { afterEach, describe, expect, it } from "vitest";
+import { chromiumTitle, haveChromium, launchChromium } from "../helpers/chromium.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const KEY = "key-browser-page-0123456789";
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -53,10 +50,8 @@ window.result = (async () => {
 }
 
 describe("a browser on another origin, with API keys set", () => {
-	it.skipIf(!existsSync(CHROMIUM))(
-		existsSync(CHROMIUM)
-			? "authenticates with fetch and opens the event stream with a stream token"
-			: `skipped: no Chromium at ${CHROMIUM} (set CHROMIUM_PATH)`,
+	it.skipIf(!haveChromium())(
+		chromiumTitle("authenticates with fetch and opens the event stream with a stream token"),
 		async () => {
 			// The page's origin: another port, so every API call is cross-origin.
 			let api = "";
@@ -73,24 +68,8 @@ describe("a browser on another origin, with API keys set", () => {
 			cleanups.push(() => server.close());
 			api = server.url;
 
-			const profile = mkdtempSync(path.join(tmpdir(), "wheelhouse-chromium-"));
-			cleanups.push(() => rmSync(profile, { recursive: true, force: true }));
-			const browser = await chromium.launchPersistentContext(profile, {
-				executablePath: CHROMIUM,
-				headless: true,
-				args: [
-					"--headless",
-					"--no-sandbox",
-					"--disable-gpu",
-					"--disable-quic",
-					"--no-first-run",
-					"--disable-background-networking",
-					"--disable-component-update",
-					"--disable-sync",
-					"--no-proxy-server",
-				],
-			});
-			cleanups.push(() => browser.close());
+			const { browser, close } = await launchChromium();
+			cleanups.push(close);
 			const page = await browser.newPage();
 			const consoleErrors: string[] = [];
 			page.on("console", (message) => {

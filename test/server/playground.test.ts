@@ -7,32 +7,27 @@
  * Chromium the browser tests skip with one line (TEST_REQUIRE_ALL=1 makes that a failure); the
  * HTTP checks (CSP header, public routes, the setting, the size budget) always run.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildPlayground } from "../../scripts/build-playground.js";
 import { fauxText, fauxThinking, registerFauxProvider } from "../../src/ai/providers/faux.js";
 import { type BuildAppOptions, buildApp } from "../../src/server/app.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
+import { CHROMIUM, haveChromium, launchChromium } from "../helpers/chromium.js";
 import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-if (!HAVE_CHROMIUM && process.env.TEST_REQUIRE_ALL === "1") {
-	throw new Error(
-		`TEST_REQUIRE_ALL=1 and no Chromium at ${CHROMIUM} (install the chromium package or set CHROMIUM_PATH)`,
-	);
-}
+const HAVE_CHROMIUM = haveChromium();
 const KEY = "key-playground-0123456789";
 /** The budget for everything the page loads, gzipped. */
 const ASSET_BUDGET_GZ = 150 * 1024;
 
 let assets: string;
-let profile: string | undefined;
+let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
 let browser: BrowserContext | undefined;
 const cleanups: (() => unknown)[] = [];
 
@@ -40,27 +35,12 @@ beforeAll(async () => {
 	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-"));
 	await buildPlayground(assets);
 	if (!HAVE_CHROMIUM) return;
-	profile = mkdtempSync(path.join(tmpdir(), "wheelhouse-chromium-"));
-	browser = await chromium.launchPersistentContext(profile, {
-		executablePath: CHROMIUM,
-		headless: true,
-		args: [
-			"--headless",
-			"--no-sandbox",
-			"--disable-gpu",
-			"--disable-quic",
-			"--no-first-run",
-			"--disable-background-networking",
-			"--disable-component-update",
-			"--disable-sync",
-			"--no-proxy-server",
-		],
-	});
+	chromiumHandle = await launchChromium();
+	browser = chromiumHandle.browser;
 }, 60_000);
 
 afterAll(async () => {
-	await browser?.close();
-	if (profile) rmSync(profile, { recursive: true, force: true });
+	await chromiumHandle?.close();
 	rmSync(assets, { recursive: true, force: true });
 });
 
