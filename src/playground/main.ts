@@ -7,24 +7,13 @@
  */
 import { MessageAssembler, type ReceivedEvent, sessionEvents, WheelhouseHttpError } from "../client/index.js";
 import { Api, ApiError } from "./api.js";
-import { formatUsage, type Message, renderMessage } from "./render.js";
+import { el, formatUsage, type Message, renderMessage } from "./render.js";
 import { schemaForm } from "./schema-form.js";
 
 function byId<T extends HTMLElement = HTMLElement>(id: string): T {
 	const element = document.getElementById(id);
 	if (!element) throw new Error(`the page has no #${id}`);
 	return element as T;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(
-	tag: K,
-	className?: string,
-	text?: string,
-): HTMLElementTagNameMap[K] {
-	const element = document.createElement(tag);
-	if (className) element.className = className;
-	if (text !== undefined) element.textContent = text;
-	return element;
 }
 
 /** Timeline entries kept; older ones are removed (the server's log keeps them). */

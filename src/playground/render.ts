@@ -32,7 +32,8 @@ export function formatUsage(usage: Usage | undefined): string {
 	return `${usage.input ?? 0} in · ${usage.output ?? 0} out · $${cost.toFixed(cost < 0.01 ? 6 : 4)}`;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(
+/** A new element with an optional class and text (never HTML). */
+export function el<K extends keyof HTMLElementTagNameMap>(
 	tag: K,
 	className?: string,
 	text?: string,

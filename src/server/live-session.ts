@@ -39,6 +39,7 @@ import type {
 } from "../agent/types.js";
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
+import { addUsage, zeroUsage } from "../ai/usage.js";
 import { encodeWireData, type ServerEvent, type SseEventName } from "../client/wire.js";
 import type {
 	IdempotencyRecord,
@@ -147,30 +148,6 @@ interface QueueEntry {
 }
 
 export type QueueAction = "queued" | "drained" | "cleared";
-
-function zeroUsage(): Usage {
-	return {
-		input: 0,
-		output: 0,
-		cacheRead: 0,
-		cacheWrite: 0,
-		totalTokens: 0,
-		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-	};
-}
-
-function addUsage(into: Usage, add: Usage): void {
-	into.input += add.input;
-	into.output += add.output;
-	into.cacheRead += add.cacheRead;
-	into.cacheWrite += add.cacheWrite;
-	into.totalTokens += add.totalTokens;
-	into.cost.input += add.cost.input;
-	into.cost.output += add.cost.output;
-	into.cost.cacheRead += add.cost.cacheRead;
-	into.cost.cacheWrite += add.cost.cacheWrite;
-	into.cost.total += add.cost.total;
-}
 
 export class LiveSession {
 	readonly id: string;

@@ -13,6 +13,7 @@ import type {
 	ToolResultMessage,
 	UserMessage,
 } from "../../../ai/types.js";
+import { zeroUsage } from "../../../ai/usage.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
 import { apiError } from "../../errors.js";
 
@@ -84,14 +85,7 @@ function assistantMessage(model: Model<any>, content: AssistantMessage["content"
 		api: model.api,
 		provider: model.provider,
 		model: model.id,
-		usage: {
-			input: 0,
-			output: 0,
-			cacheRead: 0,
-			cacheWrite: 0,
-			totalTokens: 0,
-			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-		},
+		usage: zeroUsage(),
 		stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
 		timestamp: Date.now(),
 	};

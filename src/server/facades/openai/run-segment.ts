@@ -14,6 +14,7 @@
  */
 import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, StopReason, ToolCall, Usage } from "../../../ai/types.js";
+import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { LiveSession, RunHandle } from "../../live-session.js";
 import type { ToolInteractions } from "../../tool-interactions.js";
 
@@ -64,17 +65,6 @@ export interface SegmentOptions {
 	signal: AbortSignal;
 }
 
-function emptyUsage(): Usage {
-	return {
-		input: 0,
-		output: 0,
-		cacheRead: 0,
-		cacheWrite: 0,
-		totalTokens: 0,
-		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-	};
-}
-
 function textOf(message: AssistantMessage): string {
 	let text = "";
 	for (const block of message.content) if (block.type === "text") text += block.text;
@@ -91,7 +81,7 @@ export async function runSegment(
 	start: () => Promise<RunHandle | undefined>,
 ): Promise<SegmentResult> {
 	const { session, interactions, clientTools, sink, signal } = options;
-	const usage = emptyUsage();
+	const usage = zeroUsage();
 	let text = "";
 	let clientCalls: ToolCall[] = [];
 	const serverTools: ServerToolCall[] = [];
@@ -132,13 +122,7 @@ export async function runSegment(
 				if (event.message.role !== "assistant") break;
 				const message = event.message as AssistantMessage;
 				last = message;
-				if (message.usage) {
-					usage.input += message.usage.input;
-					usage.output += message.usage.output;
-					usage.cacheRead += message.usage.cacheRead;
-					usage.cacheWrite += message.usage.cacheWrite;
-					usage.totalTokens += message.usage.totalTokens;
-				}
+				if (message.usage) addUsage(usage, message.usage);
 				sink.messageEnd?.(textOf(message));
 				clientCalls = message.content.filter(
 					(block): block is ToolCall => block.type === "toolCall" && clientTools.has(block.name),
