@@ -6,8 +6,13 @@ import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sql
 import type { SessionStore } from "./types.js";
 
 export { createMemoryStore, MemorySessionStore } from "./memory.js";
-export { LATEST_SCHEMA_VERSION } from "./migrations.js";
-export { DEFAULT_DB_PATH, openSqliteStore, SqliteSessionStore, type SqliteStoreOptions } from "./sqlite.js";
+export {
+	DEFAULT_DB_PATH,
+	LATEST_SCHEMA_VERSION,
+	openSqliteStore,
+	SqliteSessionStore,
+	type SqliteStoreOptions,
+} from "./sqlite.js";
 export type * from "./types.js";
 
 export interface OpenStoreOptions extends SqliteStoreOptions {
@@ -18,7 +23,7 @@ export interface OpenStoreOptions extends SqliteStoreOptions {
 /**
  * Opens the configured store: SQLite at `path` (default `./data/wheelhouse.db`) unless
  * `kind: "memory"`. Throws a clear Error for a corrupt, foreign or newer database file; the
- * server should let that stop startup. Call `recoverInterrupted(Date.now())` before serving.
+ * server should let that stop startup. Await `recoverInterrupted(Date.now())` before serving.
  */
 export function openStore(options: OpenStoreOptions = {}): SessionStore {
 	const { kind = "sqlite", ...rest } = options;

@@ -2,6 +2,9 @@
  * The in-memory `SessionStore`: for tests and `WHEELHOUSE_STORE=memory`. Same contract as the
  * SQLite store (one contract suite runs against both), minus durability: everything is lost with
  * the process. Messages are kept serialised so callers never share objects with the store.
+ *
+ * Everything happens within the call; the asynchronous methods return settled promises. Every
+ * session is in the working set (this store created it: there is no other process to share with).
  */
 import type { AgentMessage } from "../agent/types.js";
 import {
@@ -66,6 +69,9 @@ function copyRecord(r: SessionRecord): SessionRecord {
 export class MemorySessionStore implements SessionStore {
 	readonly kind = "memory" as const;
 	readonly maxEventsPerSession: number;
+	readonly deltaRetention = "all" as const;
+	/** Nothing waits for a commit in memory. */
+	readonly syncPending = false;
 	private readonly maxIdempotencyKeys: number;
 	private readonly sessions = new Map<string, MemorySession>();
 	/** Every run id of every stored session (run ids are unique store-wide; checked in O(1)). */
@@ -93,7 +99,9 @@ export class MemorySessionStore implements SessionStore {
 		return this.sessions.get(sessionId);
 	}
 
-	createSession(session: NewSession, messages: AgentMessage[] = []): SessionRecord {
+	// --- sessions -------------------------------------------------------------------------------
+
+	async createSession(session: NewSession, messages: AgentMessage[] = []): Promise<SessionRecord> {
 		this.open();
 		if (this.sessions.has(session.id)) throw duplicateSessionError(session.id);
 		const record: SessionRecord = {
@@ -132,12 +140,16 @@ export class MemorySessionStore implements SessionStore {
 		return copyRecord(record);
 	}
 
-	getSession(sessionId: string): SessionRecord | undefined {
+	async getSession(sessionId: string): Promise<SessionRecord | undefined> {
 		const s = this.get(sessionId);
 		return s && copyRecord(s.record);
 	}
 
-	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined {
+	async updateSession(
+		sessionId: string,
+		patch: Partial<SessionConfig>,
+		at: number,
+	): Promise<SessionRecord | undefined> {
 		const s = this.get(sessionId);
 		if (!s) return undefined;
 		const r = s.record;
@@ -155,14 +167,7 @@ export class MemorySessionStore implements SessionStore {
 		return copyRecord(r);
 	}
 
-	touchSession(sessionId: string, at: number): boolean {
-		const s = this.get(sessionId);
-		if (!s) return false;
-		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, at);
-		return true;
-	}
-
-	listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): SessionPage {
+	async listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): Promise<SessionPage> {
 		this.open();
 		const limit = checkLimit("limit", options.limit, 50, 1, 1000);
 		const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
@@ -179,9 +184,16 @@ export class MemorySessionStore implements SessionStore {
 		};
 	}
 
-	deleteSession(sessionId: string): boolean {
+	async deleteSession(sessionId: string): Promise<boolean> {
 		this.open();
 		return this.remove(sessionId);
+	}
+
+	async deleteSessions(sessionIds: string[]): Promise<number> {
+		this.open();
+		let n = 0;
+		for (const id of sessionIds) if (this.remove(id)) n++;
+		return n;
 	}
 
 	private remove(sessionId: string): boolean {
@@ -191,36 +203,22 @@ export class MemorySessionStore implements SessionStore {
 		return this.sessions.delete(sessionId);
 	}
 
-	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
-		const s = this.get(sessionId);
-		if (!s) return undefined;
-		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
-		s.record.messageCount = s.messages.length;
-		return s.messages.length;
+	async listIdleSessions(cutoff: number, limit?: number): Promise<string[]> {
+		this.open();
+		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
+		return [...this.sessions.values()]
+			.map((s) => s.record)
+			.filter((r) => r.lastActiveAt < cutoff && r.status !== "running")
+			.sort((a, b) => a.lastActiveAt - b.lastActiveAt || (a.id < b.id ? -1 : 1))
+			.slice(0, max)
+			.map((r) => r.id);
 	}
 
-	listMessages(sessionId: string, options: { offset?: number; limit?: number } = {}) {
-		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
-		const s = this.get(sessionId);
-		if (!s) return undefined;
-		return {
-			messages: s.messages.slice(offset, offset + limit).map((m) => JSON.parse(m.json) as AgentMessage),
-			offset,
-			total: s.messages.length,
-		};
+	// --- working set ----------------------------------------------------------------------------
+
+	async openSession(sessionId: string): Promise<boolean> {
+		return this.get(sessionId) !== undefined;
 	}
-
-	countMessages(sessionId: string): number | undefined {
-		return this.get(sessionId)?.messages.length;
-	}
-
-	readonly deltaRetention = "all" as const;
-
-	/** Nothing waits for a commit in memory. */
-	sync(): void {}
-
-	readonly syncPending = false;
 
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
@@ -239,100 +237,19 @@ export class MemorySessionStore implements SessionStore {
 		return id;
 	}
 
-	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): StoredEvent[] {
-		const max = checkLimit("limit", limit, 1000, 1, 100_000);
-		const page = new EventPage(max, maxBytes);
-		const s = this.get(sessionId);
-		if (!s) return [];
-		// Ids are strictly increasing: binary-search the first one after `afterId`.
-		let lo = s.eventStart;
-		let hi = s.events.length;
-		while (lo < hi) {
-			const mid = (lo + hi) >>> 1;
-			if ((s.events[mid] as StoredEvent).id <= afterId) lo = mid + 1;
-			else hi = mid;
-		}
-		for (let i = lo; i < s.events.length; i++) {
-			if (!page.add({ ...(s.events[i] as StoredEvent) })) break;
-		}
-		return page.events;
-	}
-
 	lastEventId(sessionId: string): number | undefined {
 		return this.get(sessionId)?.record.lastEventId;
 	}
 
-	oldestEventId(sessionId: string): number | undefined {
+	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
 		const s = this.get(sessionId);
-		return s?.events[s.eventStart]?.id;
+		return s && this.addMessages(s, messages);
 	}
 
-	enqueue(
-		sessionId: string,
-		kind: QueueKind,
-		message: AgentMessage,
-		createdAt: number,
-		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
-	): QueuedMessage | undefined {
-		const s = this.get(sessionId);
-		if (!s) return undefined;
-		const entry: QueueEntry = { id: this.nextQueueId++, kind, json: JSON.stringify(message), createdAt };
-		s.queue.push(entry);
-		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, createdAt);
-		const queued: QueuedMessage = { id: entry.id, sessionId, kind, message: JSON.parse(entry.json), createdAt };
-		if (withKey) this.putIdempotencyKey(withKey(queued));
-		return queued;
-	}
-
-	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[] {
-		const s = this.get(sessionId);
-		if (!s) return [];
-		return s.queue
-			.filter((e) => kind === undefined || e.kind === kind)
-			.map((e) => ({ id: e.id, sessionId, kind: e.kind, message: JSON.parse(e.json), createdAt: e.createdAt }));
-	}
-
-	removeQueued(sessionId: string, ids: number[]): number {
-		const s = this.get(sessionId);
-		if (!s) return 0;
-		const drop = new Set(ids);
-		const before = s.queue.length;
-		s.queue = s.queue.filter((e) => !drop.has(e.id));
-		return before - s.queue.length;
-	}
-
-	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): number | undefined {
-		if (!this.get(sessionId)) return undefined;
-		this.removeQueued(sessionId, ids);
-		return this.appendMessages(sessionId, messages);
-	}
-
-	clearQueue(sessionId: string, kind?: QueueKind): number {
-		const s = this.get(sessionId);
-		if (!s) return 0;
-		const before = s.queue.length;
-		s.queue = kind === undefined ? [] : s.queue.filter((e) => e.kind !== kind);
-		return before - s.queue.length;
-	}
-
-	startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): boolean {
-		const s = this.get(sessionId);
-		if (!s) return false;
-		if (this.runIds.has(runId)) throw duplicateRunError(runId);
-		this.runIds.add(runId);
-		s.runs.set(runId, {
-			id: runId,
-			sessionId,
-			status: "running",
-			startedAt,
-			endedAt: null,
-			usage: zeroUsage(),
-			errorMessage: null,
-		});
-		Object.assign(s.record, { status: "running", currentRunId: runId, interruptedAt: null });
-		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, startedAt);
-		if (messages.length > 0) this.appendMessages(sessionId, messages);
-		return true;
+	private addMessages(s: MemorySession, messages: AgentMessage[]): number {
+		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
+		s.record.messageCount = s.messages.length;
+		return s.messages.length;
 	}
 
 	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
@@ -353,7 +270,136 @@ export class MemorySessionStore implements SessionStore {
 		return true;
 	}
 
-	listRuns(sessionId: string, limit?: number): RunRecord[] {
+	touchSession(sessionId: string, at: number): boolean {
+		const s = this.get(sessionId);
+		if (!s) return false;
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, at);
+		return true;
+	}
+
+	/** Nothing waits for a commit in memory. */
+	async sync(): Promise<void> {}
+
+	// --- transcript and event log reads ---------------------------------------------------------
+
+	async listMessages(sessionId: string, options: { offset?: number; limit?: number } = {}) {
+		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		return {
+			messages: s.messages.slice(offset, offset + limit).map((m) => JSON.parse(m.json) as AgentMessage),
+			offset,
+			total: s.messages.length,
+		};
+	}
+
+	async countMessages(sessionId: string): Promise<number | undefined> {
+		return this.get(sessionId)?.messages.length;
+	}
+
+	async readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): Promise<StoredEvent[]> {
+		const max = checkLimit("limit", limit, 1000, 1, 100_000);
+		const page = new EventPage(max, maxBytes);
+		const s = this.get(sessionId);
+		if (!s) return [];
+		// Ids are strictly increasing: binary-search the first one after `afterId`.
+		let lo = s.eventStart;
+		let hi = s.events.length;
+		while (lo < hi) {
+			const mid = (lo + hi) >>> 1;
+			if ((s.events[mid] as StoredEvent).id <= afterId) lo = mid + 1;
+			else hi = mid;
+		}
+		for (let i = lo; i < s.events.length; i++) {
+			if (!page.add({ ...(s.events[i] as StoredEvent) })) break;
+		}
+		return page.events;
+	}
+
+	async oldestEventId(sessionId: string): Promise<number | undefined> {
+		const s = this.get(sessionId);
+		return s?.events[s.eventStart]?.id;
+	}
+
+	// --- queue ----------------------------------------------------------------------------------
+
+	async enqueue(
+		sessionId: string,
+		kind: QueueKind,
+		message: AgentMessage,
+		createdAt: number,
+		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
+	): Promise<QueuedMessage | undefined> {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		const entry: QueueEntry = { id: this.nextQueueId++, kind, json: JSON.stringify(message), createdAt };
+		s.queue.push(entry);
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, createdAt);
+		const queued: QueuedMessage = { id: entry.id, sessionId, kind, message: JSON.parse(entry.json), createdAt };
+		if (withKey) this.putKey(s, withKey(queued));
+		return queued;
+	}
+
+	async listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]> {
+		const s = this.get(sessionId);
+		if (!s) return [];
+		return s.queue
+			.filter((e) => kind === undefined || e.kind === kind)
+			.map((e) => ({ id: e.id, sessionId, kind: e.kind, message: JSON.parse(e.json), createdAt: e.createdAt }));
+	}
+
+	async removeQueued(sessionId: string, ids: number[]): Promise<number> {
+		const s = this.get(sessionId);
+		return s ? this.dequeue(s, ids) : 0;
+	}
+
+	private dequeue(s: MemorySession, ids: number[]): number {
+		const drop = new Set(ids);
+		const before = s.queue.length;
+		s.queue = s.queue.filter((e) => !drop.has(e.id));
+		return before - s.queue.length;
+	}
+
+	async drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined> {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		this.dequeue(s, ids);
+		return this.addMessages(s, messages);
+	}
+
+	async clearQueue(sessionId: string, kind?: QueueKind): Promise<number> {
+		const s = this.get(sessionId);
+		if (!s) return 0;
+		const before = s.queue.length;
+		s.queue = kind === undefined ? [] : s.queue.filter((e) => e.kind !== kind);
+		return before - s.queue.length;
+	}
+
+	// --- runs -----------------------------------------------------------------------------------
+
+	async startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): Promise<boolean> {
+		const s = this.get(sessionId);
+		if (!s) return false;
+		if (this.runIds.has(runId)) throw duplicateRunError(runId);
+		if (s.record.status === "running") return false;
+		this.runIds.add(runId);
+		s.runs.set(runId, {
+			id: runId,
+			sessionId,
+			status: "running",
+			startedAt,
+			endedAt: null,
+			usage: zeroUsage(),
+			errorMessage: null,
+		});
+		Object.assign(s.record, { status: "running", currentRunId: runId, interruptedAt: null });
+		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, startedAt);
+		if (messages.length > 0) this.addMessages(s, messages);
+		return true;
+	}
+
+	async listRuns(sessionId: string, limit?: number): Promise<RunRecord[]> {
 		const max = checkLimit("limit", limit, 100, 1, 100_000);
 		const s = this.get(sessionId);
 		if (!s) return [];
@@ -363,7 +409,7 @@ export class MemorySessionStore implements SessionStore {
 			.map((r) => structuredClone(r));
 	}
 
-	recoverInterrupted(at: number): string[] {
+	async recoverInterrupted(at: number): Promise<string[]> {
 		this.open();
 		const changed: string[] = [];
 		for (const s of this.sessions.values()) {
@@ -383,7 +429,9 @@ export class MemorySessionStore implements SessionStore {
 		return changed;
 	}
 
-	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): boolean {
+	// --- pending interactions -------------------------------------------------------------------
+
+	async putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): Promise<boolean> {
 		const s = this.get(interaction.sessionId);
 		if (!s) return false;
 		// Replacing keeps the original position (Map order) as SQLite's upsert keeps the row.
@@ -399,7 +447,7 @@ export class MemorySessionStore implements SessionStore {
 		return true;
 	}
 
-	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean {
+	async resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean> {
 		const p = this.get(sessionId)?.pending.get(toolCallId);
 		if (!p || p.resolvedAt !== null) return false;
 		p.resolvedAt = at;
@@ -407,11 +455,11 @@ export class MemorySessionStore implements SessionStore {
 		return true;
 	}
 
-	deletePending(sessionId: string, toolCallId: string): boolean {
+	async deletePending(sessionId: string, toolCallId: string): Promise<boolean> {
 		return this.get(sessionId)?.pending.delete(toolCallId) ?? false;
 	}
 
-	listPending(sessionId: string, options: { includeResolved?: boolean } = {}): PendingInteraction[] {
+	async listPending(sessionId: string, options: { includeResolved?: boolean } = {}): Promise<PendingInteraction[]> {
 		const s = this.get(sessionId);
 		if (!s) return [];
 		return [...s.pending.values()]
@@ -420,9 +468,16 @@ export class MemorySessionStore implements SessionStore {
 			.map((p) => ({ ...p }));
 	}
 
-	putIdempotencyKey(record: IdempotencyRecord): boolean {
+	// --- idempotency keys -----------------------------------------------------------------------
+
+	async putIdempotencyKey(record: IdempotencyRecord): Promise<boolean> {
 		const s = this.get(record.sessionId);
 		if (!s) return false;
+		this.putKey(s, record);
+		return true;
+	}
+
+	private putKey(s: MemorySession, record: IdempotencyRecord): void {
 		// Replacing moves the key to the most recent end, as SQLite's replacement gets a new row.
 		s.idempotency.delete(record.key);
 		s.idempotency.set(record.key, { ...record });
@@ -430,15 +485,14 @@ export class MemorySessionStore implements SessionStore {
 			if (s.idempotency.size <= this.maxIdempotencyKeys) break;
 			s.idempotency.delete(key);
 		}
-		return true;
 	}
 
-	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined {
+	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {
 		const record = this.get(sessionId)?.idempotency.get(key);
 		return record && { ...record };
 	}
 
-	deleteIdempotencyKeys(cutoff: number): number {
+	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
 		this.open();
 		let n = 0;
 		for (const s of this.sessions.values()) {
@@ -449,29 +503,13 @@ export class MemorySessionStore implements SessionStore {
 		return n;
 	}
 
-	listIdleSessions(cutoff: number, limit?: number): string[] {
-		this.open();
-		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
-		return [...this.sessions.values()]
-			.map((s) => s.record)
-			.filter((r) => r.lastActiveAt < cutoff && r.status !== "running")
-			.sort((a, b) => a.lastActiveAt - b.lastActiveAt || (a.id < b.id ? -1 : 1))
-			.slice(0, max)
-			.map((r) => r.id);
-	}
+	// --- lifecycle ------------------------------------------------------------------------------
 
-	deleteSessions(sessionIds: string[]): number {
-		this.open();
-		let n = 0;
-		for (const id of sessionIds) if (this.remove(id)) n++;
-		return n;
-	}
-
-	flush(): void {
+	async flush(): Promise<void> {
 		this.open();
 	}
 
-	close(): void {
+	async close(): Promise<void> {
 		this.closed = true;
 	}
 }

@@ -1,43 +1,59 @@
 /**
- * The durable session store: the one interface the server persists everything through.
+ * The durable session store: the one interface the server persists everything through, as a few
+ * role interfaces (`SessionStore` is their intersection). `docs/store-contract.md` explains the
+ * design and how a database across the network implements it.
  *
- * ## Synchronous, deliberately
+ * ## A synchronous working set, asynchronous everything else
  *
- * Every method is synchronous. The SQLite implementation uses better-sqlite3, whose calls are
- * synchronous and take microseconds for the row counts involved here; a sync interface keeps the
- * server's hot path (one `appendEvent` per SSE event) free of promises and interleavings: when a
- * call returns, its effect is visible to every later call, in order.
+ * The sessions a process runs are its *working set*: the store keeps their write state in the
+ * process (the next event id, the transcript length, the current run) so that what a run writes
+ * on its hot path is a synchronous call that never waits for I/O — one `appendEvent` per SSE event,
+ * `appendMessages` per completed message, `endRun`, `touchSession`. Their effect is visible to
+ * every later call of this store at once; they become durable at the next commit barrier
+ * (`sync()`) or sooner. A session joins the working set when this process creates it
+ * (`createSession`), opens it (`openSession`) or starts a run on it (`startRun`), and leaves it when
+ * it is deleted. A working-set call on a session that is not in it is answered as for an unknown
+ * session (it writes nothing): callers open a session before they write to it.
  *
- * ## What is durable when a call returns
+ * Everything else — reads, durable writes, the barrier itself — returns a Promise, so that an
+ * implementation may be a database across a network. A durable write's promise resolves once it
+ * is committed; reads see every write called before them, in call order (read-your-writes).
+ * The embedded implementations (SQLite, memory) do their work within the call and return settled
+ * promises; callers must not rely on that.
  *
- * "Durable" means committed to the database file: it survives a crash or SIGKILL of the process
- * (with the default `synchronous: "normal"`, an OS crash or power loss may lose the last commits;
+ * ## What is durable when
+ *
+ * "Durable" means committed: it survives a crash or SIGKILL of the process (on SQLite with the
+ * default `synchronous: "normal"`, an OS crash or power loss may lose the last commits;
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
- * - Durable on return: `createSession`, `updateSession`, `deleteSession`,
+ * - Durable when the promise resolves: `createSession`, `updateSession`, `deleteSession`,
  *   `deleteSessions`, `enqueue`, `removeQueued`, `drainQueued`, `clearQueue`, `putPending`,
  *   `resolvePending`, `deletePending`, `putIdempotencyKey`, `deleteIdempotencyKeys`,
  *   `recoverInterrupted`, `flush`.
- * - Durable at the next sync: `startRun`, `appendMessages` and `endRun`. Their effect is visible to
- *   this store at once (reads of the session see them); they are committed by the next `sync()`,
- *   by any write above, by a read of their session that needs them, and at the latest after a few
- *   milliseconds (SQLite: `syncDelayMs`, default 5). On SQLite they are queued and run back to
- *   back in one transaction, so concurrent sessions share a commit. The server calls `sync()`
- *   before anything that depends on them leaves the process (an SSE write, the head of an SSE
- *   response, an HTTP response), so no client ever sees a run, a message or a run end that a crash
- *   could take back.
- *   They write the buffered events of their session in the same transaction, so a
+ * - Durable at the next barrier: `startRun` (its claim is decided when its promise resolves),
+ *   `appendMessages` and `endRun`. They are committed by the next `sync()`, by any durable write of
+ *   their session, by a read of their session, and at the latest after a few milliseconds (SQLite:
+ *   `syncDelayMs`, default 5), many sessions' in one commit. The server awaits `sync()` before
+ *   anything that depends on them leaves the process (an SSE write, the head of an SSE response,
+ *   an HTTP response), so no client ever sees a run, a message or a run end that a crash could
+ *   take back. They carry the buffered events of their session into the same commit, so a
  *   session's event log on disk is never behind a message, run or queue change the server
  *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
  *   `recoverInterrupted` write all of them).
- * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along).
- *   An event's id is assigned, and visible to `readEvents`/`lastEventId`, at once; the event is
+ * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along). An
+ *   event's id is assigned, and visible to `readEvents`/`lastEventId`, at once; the event is
  *   written by the next flush: after at most `flushIntervalMs` (SQLite default 50 ms), when the
- *   buffer reaches `maxBatchEvents`, at a durable write of its session, or at `flush()`/`close()`.
- *   A crash can therefore lose up to the last 50 ms of events. The deltas of a message still
- *   streaming are not written at all on SQLite (see `deltaRetention`). Ids stay monotonic anyway: they are reserved on disk ahead of
- *   use, a restarted store continues after the last reserved id, and a lost id is never
- *   referenced by anything durable.
+ *   buffer is full, with a durable write of its session, or at `flush()`/`close()`. A crash can
+ *   therefore lose up to the last 50 ms of events. The deltas of a message still streaming may
+ *   not be written at all (see `deltaRetention`). Ids stay monotonic anyway: they are reserved
+ *   durably ahead of use, a restarted store continues after the last reserved id, and a lost id is
+ *   never referenced by anything durable.
+ *
+ * `sync()` resolves once every write called before it is durable as its kind promises: the writes
+ * waiting for the barrier are committed, and durable writes already called have resolved. So a
+ * caller may start a durable write without awaiting it (best-effort persistence of pending
+ * interactions) and still rely on the barrier before its consequences leave the process.
  *
  * The memory implementation keeps everything in the process and loses it with the process; it
  * follows the same contract otherwise (including copies on read: callers never share objects with
@@ -46,9 +62,10 @@
  * ## Unknown sessions and misuse
  *
  * A `sessionId` that does not exist (never created, or deleted) is a value, never a throw: reads
- * return `undefined` or `[]`, writes write nothing and return `undefined`/`false`/`0`. This makes
- * the late writes of a run racing a `DELETE` harmless. Methods throw only on caller misuse (a
- * closed store, a duplicate session id, an invalid argument) with the fix in the message.
+ * resolve to `undefined` or `[]`, writes write nothing and return `undefined`/`false`/`0`. This
+ * makes the late writes of a run racing a `DELETE` harmless. Misuse (a closed store, a duplicate
+ * session or run id, an invalid argument) throws from a synchronous method and rejects from an
+ * asynchronous one, with the fix in the message.
  *
  * Timestamps are epoch milliseconds. Every timestamp is passed by the caller where a method takes
  * one, so tests and the server control time; the store never reads the clock except where noted.
@@ -73,7 +90,7 @@ export type ToolApprovalPolicy = "always" | "never";
 
 /**
  * A tool the session's client executes (a browser, a desktop app): declared with the session,
- * called by the model like any tool, answered by the client (issue 6). Stored as given.
+ * called by the model like any tool, answered by the client. Stored as given.
  */
 export interface ClientToolDeclaration {
 	name: string;
@@ -191,7 +208,7 @@ export interface RunEnd {
 }
 
 /**
- * Something a tool call is waiting for from a client (issue 6): an approval decision, or the
+ * Something a tool call is waiting for from a client: an approval decision, or the
  * result of a client-side tool. Persisted so it can be listed and re-announced after a reconnect
  * or a restart.
  */
@@ -252,112 +269,104 @@ export interface StoreOptions {
 	maxIdempotencyKeysPerSession?: number;
 }
 
-/** The store. See the module comment for the sync, durability and unknown-session rules. */
-export interface SessionStore {
-	/** `"memory"` or `"sqlite"`. */
-	readonly kind: "memory" | "sqlite";
-
-	// --- sessions -------------------------------------------------------------------------------
-
+/** Creating, reading, configuring, listing and deleting sessions. */
+export interface SessionCatalog {
 	/**
-	 * Creates a session, optionally with a starting transcript, in one transaction.
-	 * `updatedAt` and `lastActiveAt` start at `createdAt`; status `idle`; usage zero.
-	 * Throws if the id exists (caller misuse: generate unique ids). Durable on return.
+	 * Creates a session, optionally with a starting transcript, in one transaction, and puts it in
+	 * this process's working set. `updatedAt` and `lastActiveAt` start at `createdAt`; status `idle`;
+	 * usage zero. Rejects if the id exists (caller misuse: generate unique ids). Durable on resolve.
 	 */
-	createSession(session: NewSession, messages?: AgentMessage[]): SessionRecord;
+	createSession(session: NewSession, messages?: AgentMessage[]): Promise<SessionRecord>;
 
 	/** The session, or undefined. */
-	getSession(sessionId: string): SessionRecord | undefined;
+	getSession(sessionId: string): Promise<SessionRecord | undefined>;
 
 	/**
 	 * Applies a config patch (only the given fields change) and sets `updatedAt = at`.
-	 * Returns the updated record, or undefined for an unknown session. Durable on return.
+	 * Resolves to the updated record, or undefined for an unknown session. Durable on resolve.
 	 */
-	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined;
-
-	/**
-	 * Moves `lastActiveAt` forward to `at` (never back), e.g. on every request or SSE subscribe.
-	 * Returns false if unknown. Buffered (cheap enough per request); visible to reads at once.
-	 */
-	touchSession(sessionId: string, at: number): boolean;
+	updateSession(sessionId: string, patch: Partial<SessionConfig>, at: number): Promise<SessionRecord | undefined>;
 
 	/**
 	 * Lists sessions in creation order (oldest first, ties by id), `limit` per page (1..1000,
 	 * default 50). `ownerId` filters to one owner (`null` = sessions created without auth); omit it
-	 * for all. `cursor` is the `nextCursor` of the previous page; a malformed cursor throws.
+	 * for all. `cursor` is the `nextCursor` of the previous page; a malformed cursor rejects.
 	 */
-	listSessions(options?: { ownerId?: string | null; cursor?: string; limit?: number }): SessionPage;
+	listSessions(options?: { ownerId?: string | null; cursor?: string; limit?: number }): Promise<SessionPage>;
 
 	/**
 	 * Deletes the session and everything of it: transcript, events (also buffered ones), queue,
-	 * runs, pending interactions, idempotency records. Returns false if unknown. Durable on return.
+	 * runs, pending interactions, idempotency records; it leaves the working set. Resolves to false
+	 * if unknown. Durable on resolve.
 	 */
-	deleteSession(sessionId: string): boolean;
+	deleteSession(sessionId: string): Promise<boolean>;
 
-	// --- transcript -----------------------------------------------------------------------------
+	/** Deletes several sessions as `deleteSession` does, in one transaction. Resolves to how many existed. */
+	deleteSessions(sessionIds: string[]): Promise<number>;
 
+	/** Ids of sessions with `lastActiveAt < cutoff` and not `running`, least recently active first (at most `limit`, default 1,000). */
+	listIdleSessions(cutoff: number, limit?: number): Promise<string[]>;
+}
+
+/**
+ * The synchronous writes of the sessions this process runs (its working set; see the module
+ * comment). Each returns at once, without I/O; `undefined`/`false` when the session is unknown,
+ * deleted, or not in the working set. Misuse and a closed store throw.
+ */
+export interface SessionWriter {
 	/**
-	 * Appends completed messages (`message_end` messages, tool results, prompts) to the transcript,
-	 * in one transaction, tagged with the session's current run if any. Returns the new
-	 * transcript length, or undefined for an unknown session. Durable at the next sync.
+	 * Puts the session in this process's working set (loading its write state), so that the other
+	 * methods of this role apply to it. Resolves to false for an unknown session. Idempotent.
 	 */
-	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined;
-
-	/**
-	 * A page of the transcript in order: `offset` (default 0) is the index of the first message,
-	 * `limit` 1..1000 (default 100). Undefined for an unknown session.
-	 */
-	listMessages(sessionId: string, options?: { offset?: number; limit?: number }): MessagePage | undefined;
-
-	/** Transcript length; undefined for an unknown session. */
-	countMessages(sessionId: string): number | undefined;
-
-	// --- event log (SSE resume) -----------------------------------------------------------------
+	openSession(sessionId: string): Promise<boolean>;
 
 	/**
 	 * Assigns the next event id of the session and appends the event. Buffered: NOT durable on
-	 * return (see the module comment); immediately visible to the read methods (see
-	 * `deltaRetention` for deltas). `createdAt` defaults to `Date.now()`. Returns the id, or
-	 * undefined for an unknown session (dropped). Throws on an empty `type` (misuse).
+	 * return (see the module comment); immediately visible to `readEvents` (see `deltaRetention` for
+	 * deltas). `createdAt` defaults to `Date.now()`. Returns the id, or undefined (dropped).
+	 * Throws on an empty `type` (misuse).
 	 */
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined;
 
 	/**
-	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000)
-	 * and, when `maxBytes` is given, no more than fit in it: the page stops before the event whose
-	 * `data` would bring the sum of the page's `data.length` above `maxBytes`, except that the first
-	 * event is always included however large (a page always makes progress). Readers that pace
-	 * themselves by a memory budget (an SSE replay) size pages this way; a count alone says nothing
-	 * about bytes. `[]` for an unknown session. On SQLite this first flushes the buffer (a commit):
-	 * it is for resuming a stream, not for the per-event path.
-	 */
-	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): StoredEvent[];
-
-	/**
-	 * Highest id assigned (0 if none yet); undefined for an unknown session. Cheap (no I/O once the
-	 * session's log state is loaded). After a crash it may exceed the last id on disk: ids handed
-	 * out before the crash are skipped, never reused.
+	 * Highest id assigned (0 if none yet); undefined outside the working set. After a crash it may
+	 * exceed the last id on disk: ids handed out before the crash are skipped, never reused.
 	 */
 	lastEventId(sessionId: string): number | undefined;
 
 	/**
-	 * Lowest retained id, or undefined when none is retained (or unknown session). A client whose
-	 * `Last-Event-ID` is below `oldestEventId - 1` has missed trimmed events (send a reset snapshot).
-	 * Flushes first on SQLite, like `readEvents`.
+	 * Appends completed messages (`message_end` messages, tool results) to the transcript, in one
+	 * transaction, tagged with the session's current run if any. Returns the new transcript length.
+	 * Durable at the next barrier.
 	 */
-	oldestEventId(sessionId: string): number | undefined;
-
-	/** The per-session cap in force (`maxEventsPerSession`). */
-	readonly maxEventsPerSession: number;
+	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined;
 
 	/**
-	 * Commits the writes that are durable at the next sync (`appendMessages`, `endRun`; see the
-	 * module comment). The server calls it before anything that depends on them leaves the
-	 * process: each SSE write, each HTTP response. Cheap when nothing waits.
+	 * Records the end of a run: its status, end time, usage and error; adds the usage to the
+	 * session's totals; session status back to `idle` when `runId` is the current run.
+	 * Returns false for an unknown run (or session). Durable at the next barrier.
 	 */
-	sync(): void;
+	endRun(sessionId: string, runId: string, end: RunEnd): boolean;
 
-	/** True while writes wait for the next `sync()` (the server spaces its commits by this). */
+	/**
+	 * Moves `lastActiveAt` forward to `at` (never back), e.g. on every request or SSE subscribe.
+	 * Buffered (cheap enough per request); visible to reads at once.
+	 */
+	touchSession(sessionId: string, at: number): boolean;
+}
+
+/** The commit barrier the server awaits before anything leaves the process. */
+export interface CommitBarrier {
+	/**
+	 * Resolves once every write called before it is durable as its kind promises (see the module
+	 * comment): the writes that wait for the barrier are committed, durable writes already called
+	 * have resolved. The server awaits it before each SSE write pass and each HTTP response. Cheap
+	 * when nothing waits. Never rejects: a failed commit is reported to the store's error handler
+	 * and its writes stay queued for the next try.
+	 */
+	sync(): Promise<void>;
+
+	/** True while writes wait for the next barrier (the server spaces its commits by this). */
 	readonly syncPending: boolean;
 
 	/**
@@ -366,6 +375,41 @@ export interface SessionStore {
 	 * Contract: the observer must not throw, and runs on the committing call's stack.
 	 */
 	observeCommits?(observer: ((ms: number) => void) | undefined): void;
+}
+
+/** Reading a session's transcript (writing it is the working set's, `SessionWriter`). */
+export interface TranscriptReader {
+	/**
+	 * A page of the transcript in order: `offset` (default 0) is the index of the first message,
+	 * `limit` 1..1000 (default 100). Undefined for an unknown session.
+	 */
+	listMessages(sessionId: string, options?: { offset?: number; limit?: number }): Promise<MessagePage | undefined>;
+
+	/** Transcript length; undefined for an unknown session. */
+	countMessages(sessionId: string): Promise<number | undefined>;
+}
+
+/** Reading the SSE event log (resuming a stream); appending is the working set's, `SessionWriter`. */
+export interface EventLogReader {
+	/**
+	 * Retained events with `id > afterId`, in id order, at most `limit` (1..100,000, default 1,000)
+	 * and, when `maxBytes` is given, no more than fit in it: the page stops before the event whose
+	 * `data` would bring the sum of the page's `data.length` above `maxBytes`, except that the first
+	 * event is always included however large (a page always makes progress). Readers that pace
+	 * themselves by a memory budget (an SSE replay) size pages this way; a count alone says nothing
+	 * about bytes. `[]` for an unknown session. Sees every event appended before the call (it may
+	 * commit the buffer first): it is for resuming a stream, not for the per-event path.
+	 */
+	readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): Promise<StoredEvent[]>;
+
+	/**
+	 * Lowest retained id, or undefined when none is retained (or unknown session). A client whose
+	 * `Last-Event-ID` is below `oldestEventId - 1` has missed trimmed events (send a reset snapshot).
+	 */
+	oldestEventId(sessionId: string): Promise<number | undefined>;
+
+	/** The per-session cap in force (`maxEventsPerSession`). */
+	readonly maxEventsPerSession: number;
 
 	/**
 	 * What the log keeps of the `message_update` events (deltas) between a `message_start` and its
@@ -376,15 +420,40 @@ export interface SessionStore {
 	 * `message_end`. Ids of dropped deltas are never reused. (Deltas outside a message are kept.)
 	 */
 	readonly deltaRetention: "all" | "while-streaming";
+}
 
-	// --- steering / follow-up queue -------------------------------------------------------------
+/** Runs: the claim that starts one, their records, and recovery after a crash. */
+export interface RunStore {
+	/**
+	 * Claims the session for a run, only if no run is active on it (status not `running`): status
+	 * `running`, `currentRunId = runId`, `interruptedAt = null`, `lastActiveAt = startedAt`; then
+	 * appends `messages` (the prompt that starts it, if any) to the transcript, as `appendMessages`
+	 * would, in the same write; the session joins the working set. Resolves to false for an unknown
+	 * session or one with an active run (the claim failed: nothing is written). Rejects if the run
+	 * id exists (misuse). Durable at the next barrier.
+	 */
+	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): Promise<boolean>;
+
+	/** The session's runs, oldest first (at most `limit`, default 100, the most recent ones). */
+	listRuns(sessionId: string, limit?: number): Promise<RunRecord[]>;
 
 	/**
-	 * Queues a message. Returns the stored entry, or undefined for an unknown session. Durable on
-	 * return (a 202 may be sent). With `withKey`, the idempotency record it builds from the stored
-	 * entry is put as `putIdempotencyKey` does, in the same commit: an acknowledged message and the
-	 * key of the request that queued it are on disk together or not at all, so a retry after a crash
-	 * can neither lose the message nor queue it twice.
+	 * Startup recovery: every session whose status is `running` becomes `interrupted` with
+	 * `interruptedAt = at`; its current run gets status `interrupted`, `endedAt = at` and the usage
+	 * of its persisted assistant messages (also added to the session's totals). Resolves to the ids
+	 * of the sessions it changed. Call once after opening, before serving. Durable on resolve.
+	 */
+	recoverInterrupted(at: number): Promise<string[]>;
+}
+
+/** The steering and follow-up queues. */
+export interface QueueStore {
+	/**
+	 * Queues a message. Resolves to the stored entry, or undefined for an unknown session. Durable
+	 * on resolve (a 202 may be sent). With `withKey`, the idempotency record it builds from the
+	 * stored entry is put as `putIdempotencyKey` does, in the same commit: an acknowledged message
+	 * and the key of the request that queued it are durable together or not at all, so a retry
+	 * after a crash can neither lose the message nor queue it twice.
 	 */
 	enqueue(
 		sessionId: string,
@@ -392,101 +461,84 @@ export interface SessionStore {
 		message: AgentMessage,
 		createdAt: number,
 		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
-	): QueuedMessage | undefined;
+	): Promise<QueuedMessage | undefined>;
 
 	/** Queued messages in enqueue order, of one kind or both. `[]` for an unknown session. */
-	listQueued(sessionId: string, kind?: QueueKind): QueuedMessage[];
+	listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]>;
 
-	/** Removes entries by id (without storing their messages). Returns how many were removed. Durable on return. */
-	removeQueued(sessionId: string, ids: number[]): number;
+	/** Removes entries by id (without storing their messages). Resolves to how many were removed. Durable on resolve. */
+	removeQueued(sessionId: string, ids: number[]): Promise<number>;
 
 	/**
 	 * Moves messages the loop drained from the queue into the transcript: removes the entries `ids`
 	 * and appends `messages` (what the loop delivered for them, in order) to the transcript, tagged
 	 * with the session's current run as `appendMessages` does, after every message appended before,
-	 * in one transaction. A crash therefore leaves a queued message either still queued or in the
-	 * transcript, never in neither and never in both: an acknowledged `enqueue` is never lost, and
-	 * a restart never delivers a message that is already in the transcript. The messages are
-	 * appended even if an id is no longer queued. Returns the new transcript length, or undefined
-	 * for an unknown session. Durable on return.
+	 * in one transaction; the session joins the working set. A crash therefore leaves a queued
+	 * message either still queued or in the transcript, never in neither and never in both: an
+	 * acknowledged `enqueue` is never lost, and a restart never delivers a message that is already
+	 * in the transcript. The messages are appended even if an id is no longer queued. Resolves to
+	 * the new transcript length, or undefined for an unknown session. Durable on resolve.
 	 */
-	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): number | undefined;
+	drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined>;
 
-	/** Removes every queued message of one kind or both. Returns how many were removed. Durable on return. */
-	clearQueue(sessionId: string, kind?: QueueKind): number;
+	/** Removes every queued message of one kind or both. Resolves to how many were removed. Durable on resolve. */
+	clearQueue(sessionId: string, kind?: QueueKind): Promise<number>;
+}
 
-	// --- runs -----------------------------------------------------------------------------------
+/** Pending interactions (approvals, client-side tools). */
+export interface PendingInteractionStore {
+	/** Stores (or replaces) the pending interaction of `(sessionId, toolCallId)`. Resolves to false for an unknown session. Durable on resolve. */
+	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): Promise<boolean>;
 
-	/**
-	 * Records the start of a run: session status `running`, `currentRunId = runId`,
-	 * `interruptedAt = null`, `lastActiveAt = startedAt`; then appends `messages` (the prompt that
-	 * starts it, if any) to the transcript, as `appendMessages` would, in the same write. Returns
-	 * false for an unknown session. Throws if the run id exists. Durable at the next sync.
-	 */
-	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): boolean;
+	/** Records the client's answer. Resolves to false if there is no such unresolved interaction. Durable on resolve. */
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean>;
 
-	/**
-	 * Records the end of a run: its status, end time, usage and error; adds the usage to the
-	 * session's totals; session status back to `idle` when `runId` is the current run.
-	 * Returns false for an unknown session or run. Durable at the next sync.
-	 */
-	endRun(sessionId: string, runId: string, end: RunEnd): boolean;
-
-	/** The session's runs, oldest first (at most `limit`, default 100, the most recent ones). */
-	listRuns(sessionId: string, limit?: number): RunRecord[];
-
-	/**
-	 * Startup recovery: every session whose status is `running` becomes `interrupted` with
-	 * `interruptedAt = at`; its current run gets status `interrupted`, `endedAt = at` and the usage
-	 * of its persisted assistant messages (also added to the session's totals). Returns the ids
-	 * of the sessions it changed. Call once after opening, before serving. Durable on return.
-	 */
-	recoverInterrupted(at: number): string[];
-
-	// --- pending interactions (approvals, client-side tools) ------------------------------------
-
-	/** Stores (or replaces) the pending interaction of `(sessionId, toolCallId)`. Returns false for an unknown session. Durable on return. */
-	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): boolean;
-
-	/** Records the client's answer. Returns false if there is no such unresolved interaction. Durable on return. */
-	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean;
-
-	/** Removes one interaction (once the tool call consumed it). Returns false if unknown. Durable on return. */
-	deletePending(sessionId: string, toolCallId: string): boolean;
+	/** Removes one interaction (once the tool call consumed it). Resolves to false if unknown. Durable on resolve. */
+	deletePending(sessionId: string, toolCallId: string): Promise<boolean>;
 
 	/** The session's interactions in creation order; unresolved only unless `includeResolved`. */
-	listPending(sessionId: string, options?: { includeResolved?: boolean }): PendingInteraction[];
+	listPending(sessionId: string, options?: { includeResolved?: boolean }): Promise<PendingInteraction[]>;
+}
 
-	// --- idempotency keys -----------------------------------------------------------------------
-
+/** Idempotency records of the requests that start runs or queue messages. */
+export interface IdempotencyStore {
 	/**
 	 * Stores the record of `(sessionId, key)`, replacing an earlier one of that key, then removes
-	 * the session's least recently put records beyond `maxIdempotencyKeysPerSession`. Returns false
-	 * for an unknown session. Durable on return; with its session's writes that wait for the next
-	 * sync (a run start) in the same commit, so a run and the key that started it are on disk
-	 * together or not at all.
+	 * the session's least recently put records beyond `maxIdempotencyKeysPerSession`. Resolves to
+	 * false for an unknown session. Durable on resolve; with its session's writes that wait for the
+	 * next barrier (a run start) in the same commit, so a run and the key that started it are
+	 * durable together or not at all.
 	 */
-	putIdempotencyKey(record: IdempotencyRecord): boolean;
+	putIdempotencyKey(record: IdempotencyRecord): Promise<boolean>;
 
 	/** The record of `(sessionId, key)`, or undefined (also for an unknown session). */
-	getIdempotencyKey(sessionId: string, key: string): IdempotencyRecord | undefined;
+	getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined>;
 
-	/** Deletes every session's records with `createdAt < cutoff`. Returns how many. Durable on return. */
-	deleteIdempotencyKeys(cutoff: number): number;
-
-	// --- retention ------------------------------------------------------------------------------
-
-	/** Ids of sessions with `lastActiveAt < cutoff` and not `running`, least recently active first (at most `limit`, default 1,000). */
-	listIdleSessions(cutoff: number, limit?: number): string[];
-
-	/** Deletes several sessions as `deleteSession` does, in one transaction. Returns how many existed. */
-	deleteSessions(sessionIds: string[]): number;
-
-	// --- lifecycle ------------------------------------------------------------------------------
-
-	/** Writes every buffered event now. Call before replying when a reply must imply the events are on disk. */
-	flush(): void;
-
-	/** Flushes and releases the store; later calls throw. Idempotent. */
-	close(): void;
+	/** Deletes every session's records with `createdAt < cutoff`. Resolves to how many. Durable on resolve. */
+	deleteIdempotencyKeys(cutoff: number): Promise<number>;
 }
+
+/** Opening is the implementation's own (a factory); this is the rest of a store's life. */
+export interface StoreLifecycle {
+	/** `"memory"` or `"sqlite"`. */
+	readonly kind: "memory" | "sqlite";
+
+	/** Writes every buffered event, and every write that waits for the barrier, now. */
+	flush(): Promise<void>;
+
+	/** Flushes and releases the store; later calls throw (or reject). Idempotent. */
+	close(): Promise<void>;
+}
+
+/** The store: every role. See the module comment for the working set, durability and unknown-session rules. */
+export interface SessionStore
+	extends SessionCatalog,
+		SessionWriter,
+		CommitBarrier,
+		TranscriptReader,
+		EventLogReader,
+		RunStore,
+		QueueStore,
+		PendingInteractionStore,
+		IdempotencyStore,
+		StoreLifecycle {}

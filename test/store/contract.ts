@@ -74,14 +74,14 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 			opened.push(store);
 			return store;
 		};
-		afterEach(() => {
-			for (const s of opened.splice(0)) s.close();
+		afterEach(async () => {
+			for (const s of opened.splice(0)) await s.close();
 		});
 
 		describe("sessions", () => {
-			it("creates a session with its config, idle status, zero usage and no events", () => {
+			it("creates a session with its config, idle status, zero usage and no events", async () => {
 				const store = open();
-				const rec = store.createSession(newSession("s1"));
+				const rec = await store.createSession(newSession("s1"));
 				expect(rec).toMatchObject({
 					id: "s1",
 					ownerId: "owner-a",
@@ -104,36 +104,36 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				});
 				expect(rec.usage.totalTokens).toBe(0);
 				expect(rec.usage.cost.total).toBe(0);
-				expect(store.getSession("s1")).toEqual(rec);
+				expect(await store.getSession("s1")).toEqual(rec);
 			});
 
-			it("returns copies: mutating a returned record does not change the store", () => {
+			it("returns copies: mutating a returned record does not change the store", async () => {
 				const store = open();
-				const rec = store.createSession(newSession("s1"));
+				const rec = await store.createSession(newSession("s1"));
 				rec.tools.push("evil");
 				rec.metadata.team = "changed";
-				const again = store.getSession("s1");
+				const again = await store.getSession("s1");
 				expect(again?.tools).toEqual(["calculate", "get_current_time"]);
 				expect(again?.metadata).toEqual({ team: "x" });
 			});
 
-			it("refuses a duplicate id with a message that says how to fix it", () => {
+			it("refuses a duplicate id with a message that says how to fix it", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				expect(() => store.createSession(newSession("s1"))).toThrow(/already exists.*unique id/);
+				await store.createSession(newSession("s1"));
+				await expect(store.createSession(newSession("s1"))).rejects.toThrow(/already exists.*unique id/);
 			});
 
-			it("creates a session with a starting transcript", () => {
+			it("creates a session with a starting transcript", async () => {
 				const store = open();
-				const rec = store.createSession(newSession("s1"), [user("a"), assistant("b")]);
+				const rec = await store.createSession(newSession("s1"), [user("a"), assistant("b")]);
 				expect(rec.messageCount).toBe(2);
-				expect(store.listMessages("s1")?.messages).toEqual([user("a"), assistant("b")]);
+				expect((await store.listMessages("s1"))?.messages).toEqual([user("a"), assistant("b")]);
 			});
 
-			it("patches only the given config fields and sets updatedAt", () => {
+			it("patches only the given config fields and sets updatedAt", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				const rec = store.updateSession("s1", { model: "openai/gpt-x", tools: [], metadata: { a: "1" } }, 2000);
+				await store.createSession(newSession("s1"));
+				const rec = await store.updateSession("s1", { model: "openai/gpt-x", tools: [], metadata: { a: "1" } }, 2000);
 				expect(rec).toMatchObject({
 					model: "openai/gpt-x",
 					tools: [],
@@ -143,31 +143,33 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 					updatedAt: 2000,
 					createdAt: 1000,
 				});
-				expect(store.getSession("s1")).toEqual(rec);
-				expect(store.updateSession("nope", { model: "x/y" }, 1)).toBeUndefined();
+				expect(await store.getSession("s1")).toEqual(rec);
+				expect(await store.updateSession("nope", { model: "x/y" }, 1)).toBeUndefined();
 			});
 
-			it("keeps client tool declarations and approval policies with the config; none by default", () => {
+			it("keeps client tool declarations and approval policies with the config; none by default", async () => {
 				const store = open();
-				expect(store.createSession(newSession("plain"))).toMatchObject({ clientTools: [], toolApprovals: {} });
-				const rec = store.createSession(
+				expect(await store.createSession(newSession("plain"))).toMatchObject({ clientTools: [], toolApprovals: {} });
+				const rec = await store.createSession(
 					newSession("s1", { clientTools: [pickColor], toolApprovals: { pick_color: "always", "files__*": "never" } }),
 				);
 				expect([rec.clientTools, rec.toolApprovals]).toEqual([
 					[pickColor],
 					{ pick_color: "always", "files__*": "never" },
 				]);
-				expect(store.getSession("s1")).toEqual(rec);
-				expect(store.listSessions().sessions.find((s) => s.id === "s1")).toEqual(rec);
+				expect(await store.getSession("s1")).toEqual(rec);
+				expect((await store.listSessions()).sessions.find((s) => s.id === "s1")).toEqual(rec);
 			});
 
-			it("patches client tools and approval policies alone, and returns copies of them", () => {
+			it("patches client tools and approval policies alone, and returns copies of them", async () => {
 				const store = open();
-				store.createSession(newSession("s1", { clientTools: [pickColor], toolApprovals: { pick_color: "always" } }));
+				await store.createSession(
+					newSession("s1", { clientTools: [pickColor], toolApprovals: { pick_color: "always" } }),
+				);
 				const other = { name: "open_file", description: "Open a file on the user's machine" };
-				const rules = store.updateSession("s1", { toolApprovals: { calculate: "always" } }, 2000);
+				const rules = await store.updateSession("s1", { toolApprovals: { calculate: "always" } }, 2000);
 				expect(rules).toMatchObject({ clientTools: [pickColor], toolApprovals: { calculate: "always" } });
-				const tools = store.updateSession("s1", { clientTools: [other] }, 3000);
+				const tools = await store.updateSession("s1", { clientTools: [other] }, 3000);
 				expect(tools).toMatchObject({
 					clientTools: [other],
 					toolApprovals: { calculate: "always" },
@@ -177,39 +179,39 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				tools!.clientTools[0]!.description = "changed";
 				(tools!.clientTools[0] as { parameters?: unknown }).parameters = { type: "object" };
 				tools!.toolApprovals.calculate = "never";
-				const again = store.getSession("s1");
+				const again = await store.getSession("s1");
 				expect([again?.clientTools, again?.toolApprovals]).toEqual([[other], { calculate: "always" }]);
-				expect(store.updateSession("s1", { clientTools: [], toolApprovals: {} }, 4000)).toMatchObject({
+				expect(await store.updateSession("s1", { clientTools: [], toolApprovals: {} }, 4000)).toMatchObject({
 					clientTools: [],
 					toolApprovals: {},
 				});
 			});
 
-			it("touchSession moves lastActiveAt forward, and retention sees it", () => {
+			it("touchSession moves lastActiveAt forward, and retention sees it", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				expect(store.touchSession("s1", 5000)).toBe(true);
-				expect(store.getSession("s1")?.lastActiveAt).toBe(5000);
+				expect((await store.getSession("s1"))?.lastActiveAt).toBe(5000);
 				expect(store.touchSession("s1", 4000)).toBe(true);
-				expect(store.getSession("s1")?.lastActiveAt).toBe(5000);
-				expect(store.listIdleSessions(5001)).toEqual(["s1"]);
-				expect(store.listIdleSessions(5000)).toEqual([]);
+				expect((await store.getSession("s1"))?.lastActiveAt).toBe(5000);
+				expect(await store.listIdleSessions(5001)).toEqual(["s1"]);
+				expect(await store.listIdleSessions(5000)).toEqual([]);
 				expect(store.touchSession("nope", 5000)).toBe(false);
 			});
 		});
 
 		describe("listing sessions", () => {
-			it("pages in creation order (ties by id) with a cursor until the end", () => {
+			it("pages in creation order (ties by id) with a cursor until the end", async () => {
 				const store = open();
 				const ids = ["e", "d", "c", "b", "a"];
-				ids.forEach((id, i) => {
-					store.createSession(newSession(id, { createdAt: i < 2 ? 100 : 200 + i }));
-				});
+				for (const [i, id] of ids.entries()) {
+					await store.createSession(newSession(id, { createdAt: i < 2 ? 100 : 200 + i }));
+				}
 				const seen: string[] = [];
 				let cursor: string | undefined;
 				let pages = 0;
 				do {
-					const page = store.listSessions({ limit: 2, ...(cursor ? { cursor } : {}) });
+					const page = await store.listSessions({ limit: 2, ...(cursor ? { cursor } : {}) });
 					seen.push(...page.sessions.map((s) => s.id));
 					cursor = page.nextCursor;
 					pages++;
@@ -218,49 +220,49 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(pages).toBe(3);
 			});
 
-			it("filters by owner, with null meaning sessions created without auth", () => {
+			it("filters by owner, with null meaning sessions created without auth", async () => {
 				const store = open();
-				store.createSession(newSession("a1", { ownerId: "a" }));
-				store.createSession(newSession("b1", { ownerId: "b" }));
-				store.createSession(newSession("n1", { ownerId: null }));
-				store.createSession(newSession("a2", { ownerId: "a", createdAt: 2000 }));
-				expect(store.listSessions({ ownerId: "a" }).sessions.map((s) => s.id)).toEqual(["a1", "a2"]);
-				expect(store.listSessions({ ownerId: null }).sessions.map((s) => s.id)).toEqual(["n1"]);
-				expect(store.listSessions().sessions).toHaveLength(4);
-				const first = store.listSessions({ ownerId: "a", limit: 1 });
+				await store.createSession(newSession("a1", { ownerId: "a" }));
+				await store.createSession(newSession("b1", { ownerId: "b" }));
+				await store.createSession(newSession("n1", { ownerId: null }));
+				await store.createSession(newSession("a2", { ownerId: "a", createdAt: 2000 }));
+				expect((await store.listSessions({ ownerId: "a" })).sessions.map((s) => s.id)).toEqual(["a1", "a2"]);
+				expect((await store.listSessions({ ownerId: null })).sessions.map((s) => s.id)).toEqual(["n1"]);
+				expect((await store.listSessions()).sessions).toHaveLength(4);
+				const first = await store.listSessions({ ownerId: "a", limit: 1 });
 				expect(first.sessions.map((s) => s.id)).toEqual(["a1"]);
 				expect(
-					store.listSessions({ ownerId: "a", limit: 1, cursor: first.nextCursor }).sessions.map((s) => s.id),
+					(await store.listSessions({ ownerId: "a", limit: 1, cursor: first.nextCursor })).sessions.map((s) => s.id),
 				).toEqual(["a2"]);
 			});
 
-			it("rejects a malformed cursor and an out-of-range limit", () => {
+			it("rejects a malformed cursor and an out-of-range limit", async () => {
 				const store = open();
-				expect(() => store.listSessions({ cursor: "garbage!" })).toThrow(/cursor/);
-				expect(() => store.listSessions({ limit: 0 })).toThrow(/limit/);
-				expect(() => store.listSessions({ limit: 1001 })).toThrow(/limit/);
+				await expect(store.listSessions({ cursor: "garbage!" })).rejects.toThrow(/cursor/);
+				await expect(store.listSessions({ limit: 0 })).rejects.toThrow(/limit/);
+				await expect(store.listSessions({ limit: 1001 })).rejects.toThrow(/limit/);
 			});
 		});
 
 		describe("transcript", () => {
-			it("appends in order and pages by offset and limit", () => {
+			it("appends in order and pages by offset and limit", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				expect(store.appendMessages("s1", [user("0"), user("1")])).toBe(2);
 				expect(store.appendMessages("s1", [user("2"), user("3"), user("4")])).toBe(5);
-				expect(store.countMessages("s1")).toBe(5);
-				expect(store.getSession("s1")?.messageCount).toBe(5);
-				const page = store.listMessages("s1", { offset: 1, limit: 3 });
+				expect(await store.countMessages("s1")).toBe(5);
+				expect((await store.getSession("s1"))?.messageCount).toBe(5);
+				const page = await store.listMessages("s1", { offset: 1, limit: 3 });
 				expect(page?.offset).toBe(1);
 				expect(page?.total).toBe(5);
 				expect(page?.messages.map((m) => (m as UserMessage).content)).toEqual(["1", "2", "3"]);
-				expect(store.listMessages("s1", { offset: 5 })?.messages).toEqual([]);
-				expect(() => store.listMessages("s1", { limit: 0 })).toThrow(/limit/);
+				expect((await store.listMessages("s1", { offset: 5 }))?.messages).toEqual([]);
+				await expect(store.listMessages("s1", { limit: 0 })).rejects.toThrow(/limit/);
 			});
 
-			it("round-trips assistant and tool-result messages exactly", () => {
+			it("round-trips assistant and tool-result messages exactly", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				const messages: AgentMessage[] = [
 					assistant("hi"),
 					{
@@ -274,241 +276,289 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 					},
 				];
 				store.appendMessages("s1", messages);
-				expect(store.listMessages("s1")?.messages).toEqual(messages);
+				expect((await store.listMessages("s1"))?.messages).toEqual(messages);
 			});
 		});
 
 		describe("event log", () => {
-			it("assigns per-session ids 1, 2, 3 ... and reads after an id", () => {
+			it("assigns per-session ids 1, 2, 3 ... and reads after an id", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
 				const ids = [1, 2, 3, 4].map((i) => store.appendEvent("s1", "message_update", `{"i":${i}}`, 10 + i));
 				expect(ids).toEqual([1, 2, 3, 4]);
 				expect(store.appendEvent("s2", "agent_start", "{}", 1)).toBe(1);
 				expect(store.lastEventId("s1")).toBe(4);
-				expect(store.getSession("s1")?.lastEventId).toBe(4);
-				expect(store.readEvents("s1", 2)).toEqual([
+				expect((await store.getSession("s1"))?.lastEventId).toBe(4);
+				expect(await store.readEvents("s1", 2)).toEqual([
 					{ id: 3, type: "message_update", data: '{"i":3}', createdAt: 13 },
 					{ id: 4, type: "message_update", data: '{"i":4}', createdAt: 14 },
 				]);
-				expect(store.readEvents("s1", 0, 2).map((e) => e.id)).toEqual([1, 2]);
-				expect(store.readEvents("s1", 4)).toEqual([]);
-				expect(store.oldestEventId("s1")).toBe(1);
-				expect(store.readEvents("s2", 0).map((e) => e.type)).toEqual(["agent_start"]);
+				expect((await store.readEvents("s1", 0, 2)).map((e) => e.id)).toEqual([1, 2]);
+				expect(await store.readEvents("s1", 4)).toEqual([]);
+				expect(await store.oldestEventId("s1")).toBe(1);
+				expect((await store.readEvents("s2", 0)).map((e) => e.type)).toEqual(["agent_start"]);
 			});
 
-			it("keeps a streaming message's deltas readable, and after its message_end as deltaRetention says", () => {
+			it("keeps a streaming message's deltas readable, and after its message_end as deltaRetention says", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				store.appendEvent("s1", "agent_start", "{}", 1); // 1
 				store.appendEvent("s1", "message_start", "{}", 2); // 2
 				for (let i = 0; i < 4; i++) store.appendEvent("s1", "message_update", `{"d":${i}}`, 3 + i); // 3..6
-				const ids = (after: number, limit?: number) => store.readEvents("s1", after, limit).map((e) => e.id);
+				const ids = async (after: number, limit?: number) =>
+					(await store.readEvents("s1", after, limit)).map((e) => e.id);
 				// While the message streams, a resume from anywhere gets every event, in order.
-				expect(ids(0)).toEqual([1, 2, 3, 4, 5, 6]);
-				expect(ids(3)).toEqual([4, 5, 6]);
-				expect(ids(0, 3)).toEqual([1, 2, 3]);
-				expect(store.readEvents("s1", 5)).toEqual([{ id: 6, type: "message_update", data: '{"d":3}', createdAt: 6 }]);
+				expect(await ids(0)).toEqual([1, 2, 3, 4, 5, 6]);
+				expect(await ids(3)).toEqual([4, 5, 6]);
+				expect(await ids(0, 3)).toEqual([1, 2, 3]);
+				expect(await store.readEvents("s1", 5)).toEqual([
+					{ id: 6, type: "message_update", data: '{"d":3}', createdAt: 6 },
+				]);
 				store.appendEvent("s1", "message_end", "{}", 10); // 7
 				store.appendEvent("s1", "turn_end", "{}", 11); // 8
 				if (store.deltaRetention === "all") {
-					expect(ids(0)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-					expect(ids(4)).toEqual([5, 6, 7, 8]);
+					expect(await ids(0)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+					expect(await ids(4)).toEqual([5, 6, 7, 8]);
 				} else {
-					expect(ids(0)).toEqual([1, 2, 7, 8]);
-					expect(ids(4)).toEqual([7, 8]);
+					expect(await ids(0)).toEqual([1, 2, 7, 8]);
+					expect(await ids(4)).toEqual([7, 8]);
 				}
-				expect(store.oldestEventId("s1")).toBe(1);
+				expect(await store.oldestEventId("s1")).toBe(1);
 				expect(store.appendEvent("s1", "agent_end", "{}", 12)).toBe(9);
 				expect(() => store.appendEvent("s1", "", "{}")).toThrow(/non-empty event name/);
 			});
 
-			it("sizes a page by bytes when asked: stops before the event that does not fit, never returns an empty page", () => {
+			it("sizes a page by bytes when asked: stops before the event that does not fit, never returns an empty page", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				for (const size of [10, 30, 30, 100, 5]) store.appendEvent("s1", "e", "x".repeat(size));
-				const ids = (after: number, maxBytes: number, limit?: number) =>
-					store.readEvents("s1", after, limit, maxBytes).map((e) => e.id);
-				expect(ids(0, 70)).toEqual([1, 2, 3]);
-				expect(ids(0, 69)).toEqual([1, 2]);
-				expect(ids(0, 70, 2)).toEqual([1, 2]);
+				const ids = async (after: number, maxBytes: number, limit?: number) =>
+					(await store.readEvents("s1", after, limit, maxBytes)).map((e) => e.id);
+				expect(await ids(0, 70)).toEqual([1, 2, 3]);
+				expect(await ids(0, 69)).toEqual([1, 2]);
+				expect(await ids(0, 70, 2)).toEqual([1, 2]);
 				// An event larger than the budget comes alone.
-				expect(ids(3, 50)).toEqual([4]);
-				expect(ids(3, 1000)).toEqual([4, 5]);
-				expect(ids(5, 1)).toEqual([]);
-				expect(() => store.readEvents("s1", 0, 10, 0)).toThrow(/maxBytes/);
+				expect(await ids(3, 50)).toEqual([4]);
+				expect(await ids(3, 1000)).toEqual([4, 5]);
+				expect(await ids(5, 1)).toEqual([]);
+				await expect(store.readEvents("s1", 0, 10, 0)).rejects.toThrow(/maxBytes/);
 			});
 
-			it("stores data verbatim (not re-serialised)", () => {
+			it("stores data verbatim (not re-serialised)", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				const data = '{"b":1,  "a":"line\\nbreak é"}';
 				store.appendEvent("s1", "x", data);
-				expect(store.readEvents("s1", 0)[0]?.data).toBe(data);
+				expect((await store.readEvents("s1", 0))[0]?.data).toBe(data);
 			});
 
-			it("caps the log per session; ids continue after trimming", () => {
+			it("caps the log per session; ids continue after trimming", async () => {
 				const store = open({ maxEventsPerSession: 5 });
 				expect(store.maxEventsPerSession).toBe(5);
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				for (let i = 0; i < 12; i++) store.appendEvent("s1", "e", String(i), i);
-				expect(store.readEvents("s1", 0).map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
-				expect(store.oldestEventId("s1")).toBe(8);
+				expect((await store.readEvents("s1", 0)).map((e) => e.id)).toEqual([8, 9, 10, 11, 12]);
+				expect(await store.oldestEventId("s1")).toBe(8);
 				expect(store.lastEventId("s1")).toBe(12);
 				expect(store.appendEvent("s1", "e", "x")).toBe(13);
-				expect(store.oldestEventId("s1")).toBe(9);
+				expect(await store.oldestEventId("s1")).toBe(9);
 			});
 
-			it("has no oldest id before the first event", () => {
+			it("has no oldest id before the first event", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				expect(store.oldestEventId("s1")).toBeUndefined();
+				await store.createSession(newSession("s1"));
+				expect(await store.oldestEventId("s1")).toBeUndefined();
 				expect(store.lastEventId("s1")).toBe(0);
 			});
 		});
 
 		describe("queue", () => {
-			it("keeps steering and follow-up messages in order, by kind, until removed", () => {
+			it("keeps steering and follow-up messages in order, by kind, until removed", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				const a = store.enqueue("s1", "steer", user("s-a"), 2000);
-				const b = store.enqueue("s1", "followUp", user("f-b"), 2001);
-				const c = store.enqueue("s1", "steer", user("s-c"), 2002);
+				await store.createSession(newSession("s1"));
+				const a = await store.enqueue("s1", "steer", user("s-a"), 2000);
+				const b = await store.enqueue("s1", "followUp", user("f-b"), 2001);
+				const c = await store.enqueue("s1", "steer", user("s-c"), 2002);
 				expect(a && b && c).toBeTruthy();
 				expect((a?.id ?? 0) < (b?.id ?? 0) && (b?.id ?? 0) < (c?.id ?? 0)).toBe(true);
 				expect(a).toMatchObject({ sessionId: "s1", kind: "steer", message: user("s-a"), createdAt: 2000 });
-				expect(store.getSession("s1")?.lastActiveAt).toBe(2002);
-				expect(store.listQueued("s1").map((q) => q.id)).toEqual([a?.id, b?.id, c?.id]);
-				expect(store.listQueued("s1", "steer").map((q) => (q.message as UserMessage).content)).toEqual(["s-a", "s-c"]);
-				expect(store.removeQueued("s1", [a?.id ?? -1, 999_999])).toBe(1);
-				expect(store.listQueued("s1").map((q) => q.id)).toEqual([b?.id, c?.id]);
-				expect(store.clearQueue("s1", "followUp")).toBe(1);
-				expect(store.listQueued("s1").map((q) => q.kind)).toEqual(["steer"]);
-				expect(store.clearQueue("s1")).toBe(1);
-				expect(store.listQueued("s1")).toEqual([]);
+				expect((await store.getSession("s1"))?.lastActiveAt).toBe(2002);
+				expect((await store.listQueued("s1")).map((q) => q.id)).toEqual([a?.id, b?.id, c?.id]);
+				expect((await store.listQueued("s1", "steer")).map((q) => (q.message as UserMessage).content)).toEqual([
+					"s-a",
+					"s-c",
+				]);
+				expect(await store.removeQueued("s1", [a?.id ?? -1, 999_999])).toBe(1);
+				expect((await store.listQueued("s1")).map((q) => q.id)).toEqual([b?.id, c?.id]);
+				expect(await store.clearQueue("s1", "followUp")).toBe(1);
+				expect((await store.listQueued("s1")).map((q) => q.kind)).toEqual(["steer"]);
+				expect(await store.clearQueue("s1")).toBe(1);
+				expect(await store.listQueued("s1")).toEqual([]);
 			});
 
-			it("does not let one session remove another session's queued message", () => {
+			it("does not let one session remove another session's queued message", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
-				const q = store.enqueue("s1", "steer", user("x"), 1);
-				expect(store.removeQueued("s2", [q?.id ?? -1])).toBe(0);
-				expect(store.listQueued("s1")).toHaveLength(1);
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
+				const q = await store.enqueue("s1", "steer", user("x"), 1);
+				expect(await store.removeQueued("s2", [q?.id ?? -1])).toBe(0);
+				expect(await store.listQueued("s1")).toHaveLength(1);
 			});
 
-			it("moves a drained message from the queue into the transcript in one step, after the messages before it", () => {
+			it("moves a drained message from the queue into the transcript in one step, after the messages before it", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				const a = store.enqueue("s1", "steer", user("steer a"), 2000);
-				const b = store.enqueue("s1", "followUp", user("follow b"), 2001);
-				store.startRun("s1", "r1", 2002, [user("prompt")]);
+				await store.createSession(newSession("s1"));
+				const a = await store.enqueue("s1", "steer", user("steer a"), 2000);
+				const b = await store.enqueue("s1", "followUp", user("follow b"), 2001);
+				await store.startRun("s1", "r1", 2002, [user("prompt")]);
 				store.appendMessages("s1", [assistant("answer")]);
-				expect(store.drainQueued("s1", [a?.id ?? -1], [user("steer a")])).toBe(3);
-				expect(store.listQueued("s1").map((q) => q.id)).toEqual([b?.id]);
-				expect(store.countMessages("s1")).toBe(3);
-				expect(store.getSession("s1")?.messageCount).toBe(3);
-				expect(store.listMessages("s1")?.messages).toEqual([user("prompt"), assistant("answer"), user("steer a")]);
+				expect(await store.drainQueued("s1", [a?.id ?? -1], [user("steer a")])).toBe(3);
+				expect((await store.listQueued("s1")).map((q) => q.id)).toEqual([b?.id]);
+				expect(await store.countMessages("s1")).toBe(3);
+				expect((await store.getSession("s1"))?.messageCount).toBe(3);
+				expect((await store.listMessages("s1"))?.messages).toEqual([
+					user("prompt"),
+					assistant("answer"),
+					user("steer a"),
+				]);
 				// The messages are stored even if their entry is gone (the loop delivered them); other
 				// sessions' entries are never touched.
-				store.createSession(newSession("s2"));
-				const other = store.enqueue("s2", "steer", user("s2 only"), 2003);
-				expect(store.drainQueued("s1", [a?.id ?? -1, other?.id ?? -1], [user("again")])).toBe(4);
-				expect(store.listQueued("s2").map((q) => q.id)).toEqual([other?.id]);
-				expect(store.drainQueued("s1", [b?.id ?? -1], [])).toBe(4);
-				expect(store.listQueued("s1")).toEqual([]);
-				expect(store.drainQueued("x", [other?.id ?? -1], [user("nobody")])).toBeUndefined();
-				expect(store.listQueued("s2")).toHaveLength(1);
+				await store.createSession(newSession("s2"));
+				const other = await store.enqueue("s2", "steer", user("s2 only"), 2003);
+				expect(await store.drainQueued("s1", [a?.id ?? -1, other?.id ?? -1], [user("again")])).toBe(4);
+				expect((await store.listQueued("s2")).map((q) => q.id)).toEqual([other?.id]);
+				expect(await store.drainQueued("s1", [b?.id ?? -1], [])).toBe(4);
+				expect(await store.listQueued("s1")).toEqual([]);
+				expect(await store.drainQueued("x", [other?.id ?? -1], [user("nobody")])).toBeUndefined();
+				expect(await store.listQueued("s2")).toHaveLength(1);
 			});
 		});
 
 		describe("runs and recovery", () => {
-			it("tracks a run from start to end and adds its usage to the session totals", () => {
+			it("tracks a run from start to end and adds its usage to the session totals", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				expect(store.startRun("s1", "r1", 3000)).toBe(true);
-				expect(store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", lastActiveAt: 3000 });
+				await store.createSession(newSession("s1"));
+				expect(await store.startRun("s1", "r1", 3000)).toBe(true);
+				expect(await store.getSession("s1")).toMatchObject({
+					status: "running",
+					currentRunId: "r1",
+					lastActiveAt: 3000,
+				});
 				expect(store.endRun("s1", "r1", { status: "completed", endedAt: 3500, usage: usage(100, 20, 0.25) })).toBe(
 					true,
 				);
-				store.startRun("s1", "r2", 4000);
+				await store.startRun("s1", "r2", 4000);
 				store.endRun("s1", "r2", { status: "error", endedAt: 4100, usage: usage(1, 2, 0.5), errorMessage: "boom" });
-				const rec = store.getSession("s1");
+				const rec = await store.getSession("s1");
 				expect(rec).toMatchObject({ status: "idle", currentRunId: null, lastActiveAt: 4100 });
 				expect(rec?.usage.input).toBe(101);
 				expect(rec?.usage.output).toBe(22);
 				expect(rec?.usage.cost.total).toBeCloseTo(0.75);
-				const runs = store.listRuns("s1");
+				const runs = await store.listRuns("s1");
 				expect(runs.map((r) => [r.id, r.status, r.startedAt, r.endedAt, r.errorMessage])).toEqual([
 					["r1", "completed", 3000, 3500, null],
 					["r2", "error", 4000, 4100, "boom"],
 				]);
 				expect(runs[0]?.usage.totalTokens).toBe(120);
-				expect(store.listRuns("s1", 1).map((r) => r.id)).toEqual(["r2"]);
+				expect((await store.listRuns("s1", 1)).map((r) => r.id)).toEqual(["r2"]);
 			});
 
-			it("stores a run's prompt with its start", () => {
+			it("stores a run's prompt with its start", async () => {
 				const store = open();
-				store.createSession(newSession("s1"), [user("earlier")]);
-				expect(store.startRun("s1", "r1", 10, [user("the prompt", 10)])).toBe(true);
-				expect(store.listMessages("s1")?.messages).toEqual([user("earlier"), user("the prompt", 10)]);
-				expect(store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", messageCount: 2 });
+				await store.createSession(newSession("s1"), [user("earlier")]);
+				expect(await store.startRun("s1", "r1", 10, [user("the prompt", 10)])).toBe(true);
+				expect((await store.listMessages("s1"))?.messages).toEqual([user("earlier"), user("the prompt", 10)]);
+				expect(await store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", messageCount: 2 });
 				expect(store.appendMessages("s1", [assistant("answer")])).toBe(3);
-				expect(store.startRun("nope", "r2", 11, [user("lost")])).toBe(false);
-				expect(() => store.startRun("s1", "r1", 12, [user("again")])).toThrow(/already exists/);
-				expect(store.countMessages("s1")).toBe(3);
+				expect(await store.startRun("nope", "r2", 11, [user("lost")])).toBe(false);
+				await expect(store.startRun("s1", "r1", 12, [user("again")])).rejects.toThrow(/already exists/);
+				expect(await store.countMessages("s1")).toBe(3);
 			});
 
-			it("refuses a duplicate run id and ignores unknown runs", () => {
+			it("claims a session for a run only while no run is active on it", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.startRun("s1", "r1", 1);
-				expect(() => store.startRun("s1", "r1", 2)).toThrow(/already exists/);
+				await store.createSession(newSession("s1"));
+				expect(await store.startRun("s1", "r1", 1, [user("first")])).toBe(true);
+				// The claim fails while r1 runs, and writes nothing: no run, no prompt.
+				expect(await store.startRun("s1", "r2", 2, [user("second")])).toBe(false);
+				expect(await store.listRuns("s1")).toHaveLength(1);
+				expect(await store.countMessages("s1")).toBe(1);
+				expect(await store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1" });
+				// Ending another run does not release it; ending r1 does.
+				expect(store.endRun("s1", "r2", { status: "completed", endedAt: 3, usage: usage(0, 0, 0) })).toBe(false);
+				expect(store.endRun("s1", "r1", { status: "completed", endedAt: 3, usage: usage(0, 0, 0) })).toBe(true);
+				expect(await store.startRun("s1", "r2", 4, [user("second")])).toBe(true);
+				expect((await store.listMessages("s1"))?.messages).toEqual([user("first"), user("second")]);
+				expect((await store.listRuns("s1")).map((r) => [r.id, r.status])).toEqual([
+					["r1", "completed"],
+					["r2", "running"],
+				]);
+			});
+
+			it("opens known sessions only, and the barrier resolves with the writes it waited for readable", async () => {
+				const store = open();
+				expect(await store.openSession("x")).toBe(false);
+				await store.createSession(newSession("s1"));
+				expect(await store.openSession("s1")).toBe(true);
+				expect(await store.openSession("s1")).toBe(true);
+				await store.startRun("s1", "r1", 1, [user("p")]);
+				store.appendMessages("s1", [assistant("a")]);
+				store.endRun("s1", "r1", { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
+				await store.sync();
+				expect(store.syncPending).toBe(false);
+				expect(await store.getSession("s1")).toMatchObject({ status: "idle", messageCount: 2 });
+			});
+
+			it("refuses a duplicate run id and ignores unknown runs", async () => {
+				const store = open();
+				await store.createSession(newSession("s1"));
+				await store.startRun("s1", "r1", 1);
+				await expect(store.startRun("s1", "r1", 2)).rejects.toThrow(/already exists/);
 				expect(store.endRun("s1", "nope", { status: "completed", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);
 			});
 
-			it("keeps run ids unique across sessions until their session is deleted", () => {
+			it("keeps run ids unique across sessions until their session is deleted", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
-				store.startRun("s1", "r1", 1);
-				expect(() => store.startRun("s2", "r1", 2)).toThrow(/already exists/);
-				expect(store.deleteSession("s1")).toBe(true);
-				expect(store.startRun("s2", "r1", 3)).toBe(true);
-				expect(store.listRuns("s2", 10).map((r) => r.id)).toEqual(["r1"]);
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
+				await store.startRun("s1", "r1", 1);
+				await expect(store.startRun("s2", "r1", 2)).rejects.toThrow(/already exists/);
+				expect(await store.deleteSession("s1")).toBe(true);
+				expect(await store.startRun("s2", "r1", 3)).toBe(true);
+				expect((await store.listRuns("s2", 10)).map((r) => r.id)).toEqual(["r1"]);
 			});
 
-			it("marks running sessions interrupted, with the usage of the run's persisted messages", () => {
+			it("marks running sessions interrupted, with the usage of the run's persisted messages", async () => {
 				const store = open();
-				store.createSession(newSession("busy"), [user("before")]);
-				store.createSession(newSession("calm"));
-				store.startRun("busy", "r1", 100);
+				await store.createSession(newSession("busy"), [user("before")]);
+				await store.createSession(newSession("calm"));
+				await store.startRun("busy", "r1", 100);
 				store.appendMessages("busy", [user("go"), assistant("partial turn", usage(7, 3, 0.1))]);
-				store.startRun("calm", "r2", 100);
+				await store.startRun("calm", "r2", 100);
 				store.endRun("calm", "r2", { status: "completed", endedAt: 150, usage: usage(1, 1, 0) });
-				expect(store.recoverInterrupted(9999)).toEqual(["busy"]);
-				expect(store.getSession("busy")).toMatchObject({
+				expect(await store.recoverInterrupted(9999)).toEqual(["busy"]);
+				expect(await store.getSession("busy")).toMatchObject({
 					status: "interrupted",
 					interruptedAt: 9999,
 					currentRunId: "r1",
 				});
-				expect(store.getSession("busy")?.usage.totalTokens).toBe(10);
-				expect(store.listRuns("busy")[0]).toMatchObject({ status: "interrupted", endedAt: 9999 });
-				expect(store.getSession("calm")?.status).toBe("idle");
-				expect(store.recoverInterrupted(10_000)).toEqual([]);
+				expect((await store.getSession("busy"))?.usage.totalTokens).toBe(10);
+				expect((await store.listRuns("busy"))[0]).toMatchObject({ status: "interrupted", endedAt: 9999 });
+				expect((await store.getSession("calm"))?.status).toBe("idle");
+				expect(await store.recoverInterrupted(10_000)).toEqual([]);
 				// The next run clears the interruption.
-				store.startRun("busy", "r3", 11_000);
-				expect(store.getSession("busy")).toMatchObject({ status: "running", interruptedAt: null });
+				await store.startRun("busy", "r3", 11_000);
+				expect(await store.getSession("busy")).toMatchObject({ status: "running", interruptedAt: null });
 			});
 		});
 
 		describe("pending interactions", () => {
-			it("stores, lists, resolves and deletes approvals and client tool calls", () => {
+			it("stores, lists, resolves and deletes approvals and client tool calls", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
+				await store.createSession(newSession("s1"));
 				expect(
-					store.putPending({
+					await store.putPending({
 						sessionId: "s1",
 						toolCallId: "c1",
 						kind: "approval",
@@ -516,12 +566,12 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 						createdAt: 1,
 					}),
 				).toBe(true);
-				store.putPending({ sessionId: "s1", toolCallId: "c2", kind: "client_tool", payload: "{}", createdAt: 2 });
-				expect(store.listPending("s1").map((p) => p.toolCallId)).toEqual(["c1", "c2"]);
-				expect(store.resolvePending("s1", "c1", '{"approved":true}', 5)).toBe(true);
-				expect(store.resolvePending("s1", "c1", '{"approved":false}', 6)).toBe(false);
-				expect(store.listPending("s1").map((p) => p.toolCallId)).toEqual(["c2"]);
-				expect(store.listPending("s1", { includeResolved: true })[0]).toEqual({
+				await store.putPending({ sessionId: "s1", toolCallId: "c2", kind: "client_tool", payload: "{}", createdAt: 2 });
+				expect((await store.listPending("s1")).map((p) => p.toolCallId)).toEqual(["c1", "c2"]);
+				expect(await store.resolvePending("s1", "c1", '{"approved":true}', 5)).toBe(true);
+				expect(await store.resolvePending("s1", "c1", '{"approved":false}', 6)).toBe(false);
+				expect((await store.listPending("s1")).map((p) => p.toolCallId)).toEqual(["c2"]);
+				expect((await store.listPending("s1", { includeResolved: true }))[0]).toEqual({
 					sessionId: "s1",
 					toolCallId: "c1",
 					kind: "approval",
@@ -531,14 +581,20 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 					resolution: '{"approved":true}',
 				});
 				// Putting again replaces the request and clears the old answer.
-				store.putPending({ sessionId: "s1", toolCallId: "c1", kind: "approval", payload: '{"v":2}', createdAt: 1 });
-				expect(store.listPending("s1").map((p) => [p.toolCallId, p.payload])).toEqual([
+				await store.putPending({
+					sessionId: "s1",
+					toolCallId: "c1",
+					kind: "approval",
+					payload: '{"v":2}',
+					createdAt: 1,
+				});
+				expect((await store.listPending("s1")).map((p) => [p.toolCallId, p.payload])).toEqual([
 					["c1", '{"v":2}'],
 					["c2", "{}"],
 				]);
-				expect(store.deletePending("s1", "c1")).toBe(true);
-				expect(store.deletePending("s1", "c1")).toBe(false);
-				expect(store.listPending("s1", { includeResolved: true }).map((p) => p.toolCallId)).toEqual(["c2"]);
+				expect(await store.deletePending("s1", "c1")).toBe(true);
+				expect(await store.deletePending("s1", "c1")).toBe(false);
+				expect((await store.listPending("s1", { includeResolved: true })).map((p) => p.toolCallId)).toEqual(["c2"]);
 			});
 		});
 
@@ -552,154 +608,156 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				createdAt,
 			});
 
-			it("enqueue stores the record its withKey builds from the queued entry; nothing for an unknown session", () => {
+			it("enqueue stores the record its withKey builds from the queued entry; nothing for an unknown session", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				const queued = store.enqueue("s1", "followUp", user("m"), 5, (q) =>
+				await store.createSession(newSession("s1"));
+				const queued = await store.enqueue("s1", "followUp", user("m"), 5, (q) =>
 					record("s1", "kq", 5, JSON.stringify({ queuedId: q.id, kind: q.kind })),
 				);
 				expect(queued).toBeDefined();
-				expect(store.getIdempotencyKey("s1", "kq")?.outcome).toBe(
+				expect((await store.getIdempotencyKey("s1", "kq"))?.outcome).toBe(
 					JSON.stringify({ queuedId: queued?.id, kind: "followUp" }),
 				);
 				let built = false;
-				const none = store.enqueue("nope", "steer", user("m"), 5, () => {
+				const none = await store.enqueue("nope", "steer", user("m"), 5, () => {
 					built = true;
 					return record("nope", "kq", 5);
 				});
 				expect(none).toBeUndefined();
 				expect(built).toBe(false);
-				expect(store.getIdempotencyKey("nope", "kq")).toBeUndefined();
+				expect(await store.getIdempotencyKey("nope", "kq")).toBeUndefined();
 			});
 
-			it("stores a record per session and key, returns copies, and replaces it when put again", () => {
+			it("stores a record per session and key, returns copies, and replaces it when put again", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
-				expect(store.putIdempotencyKey(record("s1", "k1"))).toBe(true);
-				expect(store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1"));
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
+				expect(await store.putIdempotencyKey(record("s1", "k1"))).toBe(true);
+				expect(await store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1"));
 				// Keys are per session.
-				expect(store.getIdempotencyKey("s2", "k1")).toBeUndefined();
-				const copy = store.getIdempotencyKey("s1", "k1");
+				expect(await store.getIdempotencyKey("s2", "k1")).toBeUndefined();
+				const copy = await store.getIdempotencyKey("s1", "k1");
 				if (copy) copy.outcome = "changed";
-				expect(store.getIdempotencyKey("s1", "k1")?.outcome).toBe('{"n":1}');
-				store.putIdempotencyKey(record("s1", "k1", 2, '{"n":2}'));
-				expect(store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1", 2, '{"n":2}'));
+				expect((await store.getIdempotencyKey("s1", "k1"))?.outcome).toBe('{"n":1}');
+				await store.putIdempotencyKey(record("s1", "k1", 2, '{"n":2}'));
+				expect(await store.getIdempotencyKey("s1", "k1")).toEqual(record("s1", "k1", 2, '{"n":2}'));
 				// Any printable key is stored as given.
 				const odd = ` a "quoted" key \\ with ${"x".repeat(230)} `;
-				store.putIdempotencyKey(record("s1", odd));
-				expect(store.getIdempotencyKey("s1", odd)?.key).toBe(odd);
+				await store.putIdempotencyKey(record("s1", odd));
+				expect((await store.getIdempotencyKey("s1", odd))?.key).toBe(odd);
 			});
 
-			it("keeps the most recently put records of each session up to the cap", () => {
+			it("keeps the most recently put records of each session up to the cap", async () => {
 				const store = open({ maxIdempotencyKeysPerSession: 3 });
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
-				for (const key of ["a", "b", "c"]) store.putIdempotencyKey(record("s1", key));
-				store.putIdempotencyKey(record("s2", "z"));
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
+				for (const key of ["a", "b", "c"]) await store.putIdempotencyKey(record("s1", key));
+				await store.putIdempotencyKey(record("s2", "z"));
 				// Putting "a" again makes it the most recent: "b" is the oldest now.
-				store.putIdempotencyKey(record("s1", "a"));
-				store.putIdempotencyKey(record("s1", "d"));
-				expect(["a", "b", "c", "d"].filter((k) => store.getIdempotencyKey("s1", k))).toEqual(["a", "c", "d"]);
-				expect(store.getIdempotencyKey("s2", "z")).toBeDefined();
+				await store.putIdempotencyKey(record("s1", "a"));
+				await store.putIdempotencyKey(record("s1", "d"));
+				const kept: string[] = [];
+				for (const k of ["a", "b", "c", "d"]) if (await store.getIdempotencyKey("s1", k)) kept.push(k);
+				expect(kept).toEqual(["a", "c", "d"]);
+				expect(await store.getIdempotencyKey("s2", "z")).toBeDefined();
 			});
 
-			it("expires records created before a cutoff, in every session", () => {
+			it("expires records created before a cutoff, in every session", async () => {
 				const store = open();
-				store.createSession(newSession("s1"));
-				store.createSession(newSession("s2"));
-				store.putIdempotencyKey(record("s1", "old", 100));
-				store.putIdempotencyKey(record("s2", "old", 150));
-				store.putIdempotencyKey(record("s1", "new", 200));
-				expect(store.deleteIdempotencyKeys(200)).toBe(2);
-				expect(store.getIdempotencyKey("s1", "old")).toBeUndefined();
-				expect(store.getIdempotencyKey("s2", "old")).toBeUndefined();
-				expect(store.getIdempotencyKey("s1", "new")?.createdAt).toBe(200);
-				expect(store.deleteIdempotencyKeys(200)).toBe(0);
+				await store.createSession(newSession("s1"));
+				await store.createSession(newSession("s2"));
+				await store.putIdempotencyKey(record("s1", "old", 100));
+				await store.putIdempotencyKey(record("s2", "old", 150));
+				await store.putIdempotencyKey(record("s1", "new", 200));
+				expect(await store.deleteIdempotencyKeys(200)).toBe(2);
+				expect(await store.getIdempotencyKey("s1", "old")).toBeUndefined();
+				expect(await store.getIdempotencyKey("s2", "old")).toBeUndefined();
+				expect((await store.getIdempotencyKey("s1", "new"))?.createdAt).toBe(200);
+				expect(await store.deleteIdempotencyKeys(200)).toBe(0);
 			});
 
-			it("refuses an unknown session and forgets a deleted session's keys", () => {
+			it("refuses an unknown session and forgets a deleted session's keys", async () => {
 				const store = open();
-				expect(store.putIdempotencyKey(record("x", "k"))).toBe(false);
-				expect(store.getIdempotencyKey("x", "k")).toBeUndefined();
-				store.createSession(newSession("s1"));
-				store.putIdempotencyKey(record("s1", "k"));
-				store.deleteSession("s1");
-				store.createSession(newSession("s1"));
-				expect(store.getIdempotencyKey("s1", "k")).toBeUndefined();
+				expect(await store.putIdempotencyKey(record("x", "k"))).toBe(false);
+				expect(await store.getIdempotencyKey("x", "k")).toBeUndefined();
+				await store.createSession(newSession("s1"));
+				await store.putIdempotencyKey(record("s1", "k"));
+				await store.deleteSession("s1");
+				await store.createSession(newSession("s1"));
+				expect(await store.getIdempotencyKey("s1", "k")).toBeUndefined();
 			});
 
-			it("rejects an out-of-range cap", () => {
+			it("rejects an out-of-range cap", async () => {
 				expect(() => factory({ maxIdempotencyKeysPerSession: 0 })).toThrow(/maxIdempotencyKeysPerSession/);
 			});
 		});
 
 		describe("delete, retention and unknown sessions", () => {
-			it("deletes everything of a session; a new session with the same id starts empty", () => {
+			it("deletes everything of a session; a new session with the same id starts empty", async () => {
 				const store = open();
-				store.createSession(newSession("s1"), [user("a")]);
+				await store.createSession(newSession("s1"), [user("a")]);
 				store.appendEvent("s1", "e", "{}");
-				store.enqueue("s1", "steer", user("q"), 1);
-				store.startRun("s1", "r1", 1);
-				store.putPending({ sessionId: "s1", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 });
-				expect(store.deleteSession("s1")).toBe(true);
-				expect(store.deleteSession("s1")).toBe(false);
-				expect(store.getSession("s1")).toBeUndefined();
-				store.createSession(newSession("s1"));
-				expect(store.countMessages("s1")).toBe(0);
-				expect(store.readEvents("s1", 0)).toEqual([]);
+				await store.enqueue("s1", "steer", user("q"), 1);
+				await store.startRun("s1", "r1", 1);
+				await store.putPending({ sessionId: "s1", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 });
+				expect(await store.deleteSession("s1")).toBe(true);
+				expect(await store.deleteSession("s1")).toBe(false);
+				expect(await store.getSession("s1")).toBeUndefined();
+				await store.createSession(newSession("s1"));
+				expect(await store.countMessages("s1")).toBe(0);
+				expect(await store.readEvents("s1", 0)).toEqual([]);
 				expect(store.lastEventId("s1")).toBe(0);
-				expect(store.listQueued("s1")).toEqual([]);
-				expect(store.listRuns("s1")).toEqual([]);
-				expect(store.listPending("s1", { includeResolved: true })).toEqual([]);
-				expect(store.getSession("s1")?.status).toBe("idle");
+				expect(await store.listQueued("s1")).toEqual([]);
+				expect(await store.listRuns("s1")).toEqual([]);
+				expect(await store.listPending("s1", { includeResolved: true })).toEqual([]);
+				expect((await store.getSession("s1"))?.status).toBe("idle");
 			});
 
-			it("treats an unknown session as a value on every method, never a throw", () => {
+			it("treats an unknown session as a value on every method, never a throw", async () => {
 				const store = open();
-				expect(store.getSession("x")).toBeUndefined();
+				expect(await store.getSession("x")).toBeUndefined();
 				expect(store.appendMessages("x", [user("a")])).toBeUndefined();
-				expect(store.listMessages("x")).toBeUndefined();
-				expect(store.countMessages("x")).toBeUndefined();
+				expect(await store.listMessages("x")).toBeUndefined();
+				expect(await store.countMessages("x")).toBeUndefined();
 				expect(store.appendEvent("x", "e", "{}")).toBeUndefined();
-				expect(store.readEvents("x", 0)).toEqual([]);
+				expect(await store.readEvents("x", 0)).toEqual([]);
 				expect(store.lastEventId("x")).toBeUndefined();
-				expect(store.oldestEventId("x")).toBeUndefined();
-				expect(store.enqueue("x", "steer", user("a"), 1)).toBeUndefined();
-				expect(store.listQueued("x")).toEqual([]);
-				expect(store.removeQueued("x", [1])).toBe(0);
-				expect(store.drainQueued("x", [1], [user("a")])).toBeUndefined();
-				expect(store.clearQueue("x")).toBe(0);
-				expect(store.startRun("x", "r", 1)).toBe(false);
+				expect(await store.oldestEventId("x")).toBeUndefined();
+				expect(await store.enqueue("x", "steer", user("a"), 1)).toBeUndefined();
+				expect(await store.listQueued("x")).toEqual([]);
+				expect(await store.removeQueued("x", [1])).toBe(0);
+				expect(await store.drainQueued("x", [1], [user("a")])).toBeUndefined();
+				expect(await store.clearQueue("x")).toBe(0);
+				expect(await store.startRun("x", "r", 1)).toBe(false);
 				expect(store.endRun("x", "r", { status: "aborted", endedAt: 1, usage: usage(0, 0, 0) })).toBe(false);
-				expect(store.listRuns("x")).toEqual([]);
+				expect(await store.listRuns("x")).toEqual([]);
 				expect(
-					store.putPending({ sessionId: "x", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 }),
+					await store.putPending({ sessionId: "x", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 }),
 				).toBe(false);
-				expect(store.resolvePending("x", "c", "{}", 1)).toBe(false);
-				expect(store.deletePending("x", "c")).toBe(false);
-				expect(store.listPending("x")).toEqual([]);
-				expect(store.deleteSessions(["x"])).toBe(0);
+				expect(await store.resolvePending("x", "c", "{}", 1)).toBe(false);
+				expect(await store.deletePending("x", "c")).toBe(false);
+				expect(await store.listPending("x")).toEqual([]);
+				expect(await store.deleteSessions(["x"])).toBe(0);
 			});
 
-			it("lists idle sessions (not running) least recently active first, and deletes them", () => {
+			it("lists idle sessions (not running) least recently active first, and deletes them", async () => {
 				const store = open();
-				store.createSession(newSession("old", { createdAt: 100 }));
-				store.createSession(newSession("older", { createdAt: 50 }));
-				store.createSession(newSession("fresh", { createdAt: 5000 }));
-				store.createSession(newSession("busy", { createdAt: 10 }));
-				store.startRun("busy", "r", 20);
-				expect(store.listIdleSessions(1000)).toEqual(["older", "old"]);
-				expect(store.listIdleSessions(1000, 1)).toEqual(["older"]);
-				expect(store.deleteSessions(["older", "old", "missing"])).toBe(2);
-				expect(store.listSessions().sessions.map((s) => s.id)).toEqual(["busy", "fresh"]);
+				await store.createSession(newSession("old", { createdAt: 100 }));
+				await store.createSession(newSession("older", { createdAt: 50 }));
+				await store.createSession(newSession("fresh", { createdAt: 5000 }));
+				await store.createSession(newSession("busy", { createdAt: 10 }));
+				await store.startRun("busy", "r", 20);
+				expect(await store.listIdleSessions(1000)).toEqual(["older", "old"]);
+				expect(await store.listIdleSessions(1000, 1)).toEqual(["older"]);
+				expect(await store.deleteSessions(["older", "old", "missing"])).toBe(2);
+				expect((await store.listSessions()).sessions.map((s) => s.id)).toEqual(["busy", "fresh"]);
 			});
 
-			it("throws on use after close, and close is idempotent", () => {
+			it("throws on use after close, and close is idempotent", async () => {
 				const store = factory();
-				store.close();
-				store.close();
-				expect(() => store.getSession("s")).toThrow(/closed/);
+				await store.close();
+				await store.close();
+				await expect(store.getSession("s")).rejects.toThrow(/closed/);
 				expect(() => store.appendEvent("s", "e", "{}")).toThrow(/closed/);
 			});
 		});

@@ -21,7 +21,7 @@
  * store's events/s with 100 sessions). Reading substitutes the messages back, so the data read is
  * the data appended, byte for byte.
  */
-import type { StoredEvent } from "./types.js";
+import type { StoredEvent } from "../types.js";
 
 /** The frame of one event; batches are plain concatenations of frames. */
 export function encodeEvent(type: string, data: string, createdAt: number): string {

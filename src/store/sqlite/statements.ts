@@ -19,7 +19,7 @@ export function prepareStatements(db: Database.Database) {
 			 (SELECT max(last_id) FROM event_batches WHERE session_id = sessions.id) AS batch_last
 			 FROM sessions WHERE id = ?`,
 		),
-		getCountAndRun: prepare("SELECT message_count, current_run_id FROM sessions WHERE id = ?"),
+		getCountAndRun: prepare("SELECT message_count, current_run_id, status FROM sessions WHERE id = ?"),
 		getUsage: prepare("SELECT usage FROM sessions WHERE id = ?").pluck(),
 		runExists: prepare("SELECT 1 FROM runs WHERE id = ?").pluck(),
 		getMessage: prepare("SELECT data FROM messages WHERE session_id = ? AND seq = ?").pluck(),

@@ -1,0 +1,178 @@
+/**
+ * The SQLite store's rows and their mapping to the store's records: column names to fields, JSON
+ * columns parsed, copies returned (callers never share objects with the store).
+ */
+import type { AgentMessage } from "../../agent/types.js";
+import { addUsage, zeroUsage } from "../shared.js";
+import type {
+	IdempotencyRecord,
+	NewSession,
+	PendingInteraction,
+	QueuedMessage,
+	QueueKind,
+	RunRecord,
+	SessionConfig,
+	SessionRecord,
+	SessionRunStatus,
+	UsageTotals,
+} from "../types.js";
+
+export interface SessionRow {
+	id: string;
+	owner_id: string | null;
+	config: string;
+	created_at: number;
+	updated_at: number;
+	last_active_at: number;
+	status: SessionRunStatus;
+	interrupted_at: number | null;
+	current_run_id: string | null;
+	usage: string;
+	message_count: number;
+	last_event_id: number;
+	event_id_reserved: number;
+}
+
+export interface RunRow {
+	id: string;
+	session_id: string;
+	status: RunRecord["status"];
+	started_at: number;
+	ended_at: number | null;
+	usage: string;
+	error_message: string | null;
+}
+
+interface PendingRow {
+	session_id: string;
+	tool_call_id: string;
+	kind: PendingInteraction["kind"];
+	payload: string;
+	created_at: number;
+	resolved_at: number | null;
+	resolution: string | null;
+}
+
+interface IdempotencyRow {
+	session_id: string;
+	key: string;
+	operation: string;
+	fingerprint: string;
+	outcome: string;
+	created_at: number;
+}
+
+interface QueueRow {
+	id: number;
+	session_id: string;
+	kind: QueueKind;
+	data: string;
+	created_at: number;
+}
+
+export const ZERO_USAGE_JSON = JSON.stringify(zeroUsage());
+
+export const CONFIG_KEYS = [
+	"model",
+	"systemPrompt",
+	"thinkingLevel",
+	"tools",
+	"toolExecution",
+	"steeringMode",
+	"followUpMode",
+	"metadata",
+	"clientTools",
+	"toolApprovals",
+] as const satisfies readonly (keyof SessionConfig)[];
+
+/** The config fields of `c`, copied (what the `config` column stores). */
+export function pickConfig(c: SessionConfig | NewSession): SessionConfig {
+	return {
+		model: c.model,
+		systemPrompt: c.systemPrompt,
+		thinkingLevel: c.thinkingLevel,
+		tools: [...c.tools],
+		toolExecution: c.toolExecution,
+		steeringMode: c.steeringMode,
+		followUpMode: c.followUpMode,
+		metadata: { ...c.metadata },
+		clientTools: structuredClone(c.clientTools ?? []),
+		toolApprovals: { ...c.toolApprovals },
+	};
+}
+
+/** `config` with the fields `patch` gives replaced. */
+export function patchConfig(config: SessionConfig, patch: Partial<SessionConfig>): SessionConfig {
+	const next = pickConfig(config);
+	for (const key of CONFIG_KEYS) {
+		if (patch[key] !== undefined) (next as unknown as Record<string, unknown>)[key] = patch[key];
+	}
+	return pickConfig(next);
+}
+
+/**
+ * A session row as a record. `touchedAt` is an activity time not yet written; `lastEventId` the
+ * highest id handed out (the working set knows more than the row).
+ */
+export function toSessionRecord(row: SessionRow, touchedAt: number | undefined, lastEventId: number): SessionRecord {
+	const config = JSON.parse(row.config) as SessionConfig;
+	return {
+		id: row.id,
+		ownerId: row.owner_id,
+		...pickConfig(config),
+		createdAt: row.created_at,
+		updatedAt: row.updated_at,
+		lastActiveAt: Math.max(row.last_active_at, touchedAt ?? 0),
+		status: row.status,
+		interruptedAt: row.interrupted_at,
+		currentRunId: row.current_run_id,
+		usage: addUsage(zeroUsage(), JSON.parse(row.usage) as UsageTotals),
+		messageCount: row.message_count,
+		lastEventId,
+	};
+}
+
+export function toRunRecord(r: RunRow): RunRecord {
+	return {
+		id: r.id,
+		sessionId: r.session_id,
+		status: r.status,
+		startedAt: r.started_at,
+		endedAt: r.ended_at,
+		usage: JSON.parse(r.usage) as UsageTotals,
+		errorMessage: r.error_message,
+	};
+}
+
+export function toPendingInteraction(r: PendingRow): PendingInteraction {
+	return {
+		sessionId: r.session_id,
+		toolCallId: r.tool_call_id,
+		kind: r.kind,
+		payload: r.payload,
+		createdAt: r.created_at,
+		resolvedAt: r.resolved_at,
+		resolution: r.resolution,
+	};
+}
+
+export function toIdempotencyRecord(row: IdempotencyRow): IdempotencyRecord {
+	return {
+		sessionId: row.session_id,
+		key: row.key,
+		operation: row.operation,
+		fingerprint: row.fingerprint,
+		outcome: row.outcome,
+		createdAt: row.created_at,
+	};
+}
+
+export function toQueuedMessage(r: QueueRow): QueuedMessage {
+	return {
+		id: r.id,
+		sessionId: r.session_id,
+		kind: r.kind,
+		message: JSON.parse(r.data) as AgentMessage,
+		createdAt: r.created_at,
+	};
+}
