@@ -16,18 +16,18 @@ beforeEach(() => {
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("openStore and storeOptionsFromEnv", () => {
-	it("defaults to SQLite at ./data/wheelhouse.db", () => {
+	it("defaults to SQLite at ./data/wheelhouse.db", async () => {
 		expect(DEFAULT_DB_PATH).toBe("./data/wheelhouse.db");
 		expect(storeOptionsFromEnv({})).toEqual({ kind: "sqlite", path: "./data/wheelhouse.db" });
 	});
 
-	it("reads WHEELHOUSE_STORE and WHEELHOUSE_DB, and rejects an unknown store kind", () => {
+	it("reads WHEELHOUSE_STORE and WHEELHOUSE_DB, and rejects an unknown store kind", async () => {
 		expect(storeOptionsFromEnv({ WHEELHOUSE_STORE: "memory" }).kind).toBe("memory");
 		expect(storeOptionsFromEnv({ WHEELHOUSE_DB: "/data/x.db" }).path).toBe("/data/x.db");
 		expect(() => storeOptionsFromEnv({ WHEELHOUSE_STORE: "postgres" })).toThrow(/"sqlite" or "memory"/);
 	});
 
-	it("opens the configured kind; the SQLite file persists across opens", () => {
+	it("opens the configured kind; the SQLite file persists across opens", async () => {
 		const memory = openStore({ kind: "memory" });
 		expect(memory.kind).toBe("memory");
 		memory.close();
@@ -35,11 +35,11 @@ describe("openStore and storeOptionsFromEnv", () => {
 		const path = join(dir, "sub", "w.db");
 		const a = openStore(storeOptionsFromEnv({ WHEELHOUSE_DB: path }));
 		expect(a.kind).toBe("sqlite");
-		a.createSession(newSession("s1"));
-		a.close();
+		await a.createSession(newSession("s1"));
+		await a.close();
 		expect(existsSync(path)).toBe(true);
 		const b = openStore({ path });
-		expect(b.getSession("s1")?.id).toBe("s1");
-		b.close();
+		expect((await b.getSession("s1"))?.id).toBe("s1");
+		await b.close();
 	});
 });

@@ -55,27 +55,27 @@ it.each(["inline", "thread"])(
 
 		const store = openSqliteStore({ path, maxEventsPerSession: 10_000_000 });
 		try {
-			const session = store.getSession("s1");
+			const session = await store.getSession("s1");
 			expect(session?.status).toBe("running");
 
 			// Every acknowledged message is there, in order, and the count matches the rows.
-			const count = store.countMessages("s1") ?? 0;
+			const count = (await store.countMessages("s1")) ?? 0;
 			expect(count).toBeGreaterThanOrEqual(acked.messages);
 			expect(session?.messageCount).toBe(count);
 			const texts: string[] = [];
 			for (let offset = 0; offset < count; offset += 1000) {
-				for (const m of store.listMessages("s1", { offset, limit: 1000 })?.messages ?? []) {
+				for (const m of (await store.listMessages("s1", { offset, limit: 1000 }))?.messages ?? []) {
 					texts.push((m as UserMessage).content as string);
 				}
 			}
 			expect(texts).toEqual(Array.from({ length: count }, (_, i) => `m${i}`));
-			expect(store.listQueued("s1").length).toBeGreaterThanOrEqual(acked.queued);
+			expect((await store.listQueued("s1")).length).toBeGreaterThanOrEqual(acked.queued);
 
 			// The event log on disk is 1..n without gaps (batches commit whole), n covering every durable step.
 			let after = 0;
 			let expected = 1;
 			for (;;) {
-				const page = store.readEvents("s1", after, 10_000);
+				const page = await store.readEvents("s1", after, 10_000);
 				if (page.length === 0) break;
 				for (const e of page) expect(e.id).toBe(expected++);
 				after = page[page.length - 1]?.id ?? after;
@@ -83,12 +83,13 @@ it.each(["inline", "thread"])(
 			expect(after).toBeGreaterThanOrEqual(acked.messages * 250 - 50);
 
 			// Ids the dead process handed out (even unflushed ones) are never handed out again.
+			await store.openSession("s1");
 			const next = store.appendEvent("s1", "agent_end", "{}") ?? 0;
 			expect(next).toBeGreaterThan(acked.lastId);
 
-			expect(store.recoverInterrupted(Date.now())).toEqual(["s1"]);
+			expect(await store.recoverInterrupted(Date.now())).toEqual(["s1"]);
 		} finally {
-			store.close();
+			await store.close();
 		}
 	},
 );

@@ -17,8 +17,8 @@ const open: SqliteSessionStore[] = [];
 beforeEach(() => {
 	dir = mkdtempSync(join(tmpdir(), "wheelhouse-store-durability-"));
 });
-afterEach(() => {
-	for (const s of open.splice(0)) s.close();
+afterEach(async () => {
+	for (const s of open.splice(0)) await s.close();
 	rmSync(dir, { recursive: true, force: true });
 });
 
@@ -39,117 +39,119 @@ function eventsOnDisk(path: string): number {
 }
 
 describe("SQLite store durability", () => {
-	it("bounds the memory window of a message that streams past the cap, and reads it back by the cap", () => {
+	it("bounds the memory window of a message that streams past the cap, and reads it back by the cap", async () => {
 		const path = join(dir, "window.db");
 		const s = store(path, { maxEventsPerSession: 100, flushIntervalMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		s.appendEvent("s1", "message_start", "{}", 1); // 1
 		for (let i = 0; i < 1000; i++) s.appendEvent("s1", "message_update", `{"d":${i}}`, 2); // 2..1001
-		const window = (s as unknown as { logs: Map<string, { streaming?: unknown[] }> }).logs.get("s1")?.streaming;
+		const window = (s as unknown as { sessions: Map<string, { streaming?: unknown[] }> }).sessions.get("s1")?.streaming;
 		expect(window?.length).toBeLessThanOrEqual(125);
-		expect(s.oldestEventId("s1")).toBe(902);
-		const events = s.readEvents("s1", 0);
+		expect(await s.oldestEventId("s1")).toBe(902);
+		const events = await s.readEvents("s1", 0);
 		expect(events.map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => 902 + i));
 		expect(events.at(-1)?.data).toBe('{"d":999}');
-		expect(s.readEvents("s1", 950).map((e) => e.id)).toEqual(Array.from({ length: 51 }, (_, i) => 951 + i));
+		expect((await s.readEvents("s1", 950)).map((e) => e.id)).toEqual(Array.from({ length: 51 }, (_, i) => 951 + i));
 		s.appendEvent("s1", "message_end", '{"full":true}', 3); // 1002
-		expect(s.readEvents("s1", 0).map((e) => e.id)).toEqual([1002]);
+		expect((await s.readEvents("s1", 0)).map((e) => e.id)).toEqual([1002]);
 	});
 
 	it("keeps the WAL bounded under continuous writes (the checkpoint thread truncates it past walLimitBytes)", async () => {
 		const path = join(dir, "wal.db");
 		const s = store(path, { walLimitBytes: 1024 * 1024, checkpointIntervalMs: 20 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		const data = JSON.stringify({ type: "tool_execution_update", text: "x".repeat(4000) });
 		let largest = 0;
 		// ~24 MB written over about a second in small commits, never quiet for more than a millisecond
 		// (without the bound the WAL measured ~40 MB at the end: passive checkpoints never let it restart).
 		for (let i = 0; i < 6000; i++) {
 			s.appendEvent("s1", "tool_execution_update", data, i);
-			if (i % 4 === 3) s.flush();
+			if (i % 4 === 3) await s.flush();
 			if (i % 5 === 0) {
 				await new Promise((resolve) => setTimeout(resolve, 1));
 				largest = Math.max(largest, statSync(`${path}-wal`).size);
 			}
 		}
-		s.flush();
+		await s.flush();
 		expect(largest).toBeLessThan(4 * 1024 * 1024);
-		expect(s.readEvents("s1", 5990).map((e) => e.id)).toEqual([
+		expect((await s.readEvents("s1", 5990)).map((e) => e.id)).toEqual([
 			5991, 5992, 5993, 5994, 5995, 5996, 5997, 5998, 5999, 6000,
 		]);
 	});
 
-	it("writes a streamed message's start and end but not its deltas; ids continue after them across a reopen", () => {
+	it("writes a streamed message's start and end but not its deltas; ids continue after them across a reopen", async () => {
 		const path = join(dir, "deltas.db");
 		const a = store(path);
-		a.createSession(newSession("s1"));
+		await a.createSession(newSession("s1"));
 		a.appendEvent("s1", "message_start", '{"m":1}', 1); // 1
 		for (let i = 0; i < 50; i++) a.appendEvent("s1", "message_update", `{"d":${i}}`, 2); // 2..51
 		a.appendEvent("s1", "message_end", '{"m":1,"full":true}', 3); // 52
 		a.appendEvent("s1", "message_start", '{"m":2}', 4); // 53
 		for (let i = 0; i < 5; i++) a.appendEvent("s1", "message_update", `{"e":${i}}`, 5); // 54..58: still streaming
-		a.flush();
+		await a.flush();
 		const db = new Database(path, { readonly: true });
 		const onDisk = db.prepare("SELECT data FROM event_batches").pluck().all() as string[];
 		db.close();
 		expect(onDisk.join("")).not.toContain('"d":');
 		expect(onDisk.join("")).toContain('{"m":1,"full":true}');
-		expect(a.readEvents("s1", 51).map((e) => e.id)).toEqual([52, 53, 54, 55, 56, 57, 58]);
-		a.close();
+		expect((await a.readEvents("s1", 51)).map((e) => e.id)).toEqual([52, 53, 54, 55, 56, 57, 58]);
+		await a.close();
 
 		const b = store(path);
-		expect(b.readEvents("s1", 0).map((e) => [e.id, e.data])).toEqual([
+		expect((await b.readEvents("s1", 0)).map((e) => [e.id, e.data])).toEqual([
 			[1, '{"m":1}'],
 			[52, '{"m":1,"full":true}'],
 			[53, '{"m":2}'],
 		]);
+		await b.openSession("s1");
 		expect(b.lastEventId("s1")).toBe(58);
 		expect(b.appendEvent("s1", "agent_end", "{}", 6)).toBe(59);
-		expect(b.readEvents("s1", 53).map((e) => e.id)).toEqual([59]);
+		expect((await b.readEvents("s1", 53)).map((e) => e.id)).toEqual([59]);
 	});
 
-	it("keeps everything across close and reopen", () => {
+	it("keeps everything across close and reopen", async () => {
 		const path = join(dir, "a.db");
 		const a = store(path);
-		a.createSession(newSession("s1"), [user("start")]);
-		a.updateSession("s1", { systemPrompt: "changed" }, 1500);
-		a.startRun("s1", "r1", 2000);
+		await a.createSession(newSession("s1"), [user("start")]);
+		await a.updateSession("s1", { systemPrompt: "changed" }, 1500);
+		await a.startRun("s1", "r1", 2000);
 		a.appendMessages("s1", [assistant("answer")]);
 		a.endRun("s1", "r1", { status: "completed", endedAt: 2100, usage: usage(10, 5, 0.5) });
-		a.enqueue("s1", "followUp", user("later"), 2200);
-		a.putPending({ sessionId: "s1", toolCallId: "c1", kind: "client_tool", payload: '{"x":1}', createdAt: 2300 });
+		await a.enqueue("s1", "followUp", user("later"), 2200);
+		await a.putPending({ sessionId: "s1", toolCallId: "c1", kind: "client_tool", payload: '{"x":1}', createdAt: 2300 });
 		for (let i = 0; i < 5; i++) a.appendEvent("s1", "message_update", `{"i":${i}}`, 3000 + i);
 		a.touchSession("s1", 9000);
-		const before = a.getSession("s1");
+		const before = await a.getSession("s1");
 		expect(before?.lastActiveAt).toBe(9000);
-		a.close();
+		await a.close();
 
 		const b = store(path);
-		expect(b.getSession("s1")).toEqual(before);
-		expect(b.listMessages("s1")?.messages).toEqual([user("start"), assistant("answer")]);
-		expect(b.listQueued("s1").map((q) => q.message)).toEqual([user("later")]);
-		expect(b.listPending("s1").map((p) => p.payload)).toEqual(['{"x":1}']);
-		expect(b.listRuns("s1").map((r) => r.status)).toEqual(["completed"]);
-		expect(b.readEvents("s1", 0).map((e) => e.data)).toEqual([0, 1, 2, 3, 4].map((i) => `{"i":${i}}`));
+		expect(await b.getSession("s1")).toEqual(before);
+		expect((await b.listMessages("s1"))?.messages).toEqual([user("start"), assistant("answer")]);
+		expect((await b.listQueued("s1")).map((q) => q.message)).toEqual([user("later")]);
+		expect((await b.listPending("s1")).map((p) => p.payload)).toEqual(['{"x":1}']);
+		expect((await b.listRuns("s1")).map((r) => r.status)).toEqual(["completed"]);
+		expect((await b.readEvents("s1", 0)).map((e) => e.data)).toEqual([0, 1, 2, 3, 4].map((i) => `{"i":${i}}`));
 	});
 
-	it("continues event ids without a gap after a clean restart", () => {
+	it("continues event ids without a gap after a clean restart", async () => {
 		const path = join(dir, "ids.db");
 		const a = store(path);
-		a.createSession(newSession("s1"));
+		await a.createSession(newSession("s1"));
 		for (let i = 0; i < 7; i++) a.appendEvent("s1", "e", "{}");
-		a.close();
+		await a.close();
 		const b = store(path);
+		await b.openSession("s1");
 		expect(b.lastEventId("s1")).toBe(7);
 		expect(b.appendEvent("s1", "e", "{}")).toBe(8);
 	});
 
-	it("never reuses an id handed out before a crash, even when its event was lost", () => {
+	it("never reuses an id handed out before a crash, even when its event was lost", async () => {
 		const path = join(dir, "crash.db");
 		const a = store(path, { flushIntervalMs: 60_000 });
-		a.createSession(newSession("s1"));
+		await a.createSession(newSession("s1"));
 		for (let i = 0; i < 3; i++) a.appendEvent("s1", "e", "{}");
-		a.flush();
+		await a.flush();
 		const lost = [a.appendEvent("s1", "e", "lost-1"), a.appendEvent("s1", "e", "lost-2")];
 		expect(lost).toEqual([4, 5]);
 		// A copy of the files now is what a SIGKILL would leave: ids 4 and 5 are only in the buffer.
@@ -158,42 +160,43 @@ describe("SQLite store durability", () => {
 		if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${crashed}-wal`);
 
 		const b = store(crashed);
-		expect(b.readEvents("s1", 0).map((e) => e.id)).toEqual([1, 2, 3]);
+		expect((await b.readEvents("s1", 0)).map((e) => e.id)).toEqual([1, 2, 3]);
+		await b.openSession("s1");
 		const next = b.appendEvent("s1", "e", "after restart") ?? 0;
 		expect(next).toBeGreaterThan(5);
 		expect(b.lastEventId("s1")).toBe(next);
-		expect(b.readEvents("s1", 3).map((e) => e.id)).toEqual([next]);
+		expect((await b.readEvents("s1", 3)).map((e) => e.id)).toEqual([next]);
 	});
 
-	it("a drained queued message is on disk in the queue or in the transcript at every moment, never neither", () => {
+	it("a drained queued message is on disk in the queue or in the transcript at every moment, never neither", async () => {
 		const path = join(dir, "drain.db");
 		const a = store(path, { flushIntervalMs: 60_000, syncDelayMs: 60_000 });
 		/** What a SIGKILL now would leave: a copy of the files, opened by a new store. */
-		const crashCopy = (name: string) => {
+		const crashCopy = async (name: string) => {
 			const copy = join(dir, name);
 			copyFileSync(path, copy);
 			if (existsSync(`${path}-wal`)) copyFileSync(`${path}-wal`, `${copy}-wal`);
 			const b = store(copy);
 			return {
-				queued: b.listQueued("s1").map((q) => (q.message as { content: string }).content),
-				transcript: b.listMessages("s1")?.messages.map((m) => (m.role === "user" ? m.content : m.role)),
+				queued: (await b.listQueued("s1")).map((q) => (q.message as { content: string }).content),
+				transcript: (await b.listMessages("s1"))?.messages.map((m) => (m.role === "user" ? m.content : m.role)),
 			};
 		};
-		a.createSession(newSession("s1"));
-		const steer = a.enqueue("s1", "steer", user("steer"), 1);
-		a.startRun("s1", "r1", 2, [user("prompt")]);
+		await a.createSession(newSession("s1"));
+		const steer = await a.enqueue("s1", "steer", user("steer"), 1);
+		await a.startRun("s1", "r1", 2, [user("prompt")]);
 		a.appendMessages("s1", [assistant("answer")]);
-		expect(crashCopy("before.db")).toEqual({ queued: ["steer"], transcript: [] });
-		expect(a.drainQueued("s1", [steer?.id ?? -1], [user("steer")])).toBe(3);
+		expect(await crashCopy("before.db")).toEqual({ queued: ["steer"], transcript: [] });
+		expect(await a.drainQueued("s1", [steer?.id ?? -1], [user("steer")])).toBe(3);
 		// Durable on return, with the run start and the messages queued before it, in order.
-		expect(crashCopy("after.db")).toEqual({ queued: [], transcript: ["prompt", "assistant", "steer"] });
-		expect(a.listRuns("s1").map((r) => r.status)).toEqual(["running"]);
+		expect(await crashCopy("after.db")).toEqual({ queued: [], transcript: ["prompt", "assistant", "steer"] });
+		expect((await a.listRuns("s1")).map((r) => r.status)).toEqual(["running"]);
 	});
 
 	it("buffers event appends and writes them with the next durable write, at flush(), or on the timer", async () => {
 		const path = join(dir, "batch.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		s.appendEvent("s1", "e", "1");
 		s.appendEvent("s1", "e", "2");
 		expect(eventsOnDisk(path)).toBe(0);
@@ -201,12 +204,12 @@ describe("SQLite store durability", () => {
 		expect(s.lastEventId("s1")).toBe(2);
 
 		// A durable write (a queued message about to be acknowledged) carries the buffered events.
-		s.enqueue("s1", "steer", user("now"), 1);
+		await s.enqueue("s1", "steer", user("now"), 1);
 		expect(eventsOnDisk(path)).toBe(2);
 
 		s.appendEvent("s1", "e", "3");
 		expect(eventsOnDisk(path)).toBe(2);
-		s.flush();
+		await s.flush();
 		expect(eventsOnDisk(path)).toBe(3);
 
 		const timed = store(join(dir, "timed.db"), { flushIntervalMs: 5 });
@@ -231,11 +234,11 @@ describe("SQLite store durability", () => {
 				db.close();
 			}
 		};
-		for (const id of ["a", "b", "c"]) s.createSession(newSession(id));
-		for (const id of ["a", "b", "c"]) expect(s.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
+		for (const id of ["a", "b", "c"]) await s.createSession(newSession(id));
+		for (const id of ["a", "b", "c"]) expect(await s.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
 		expect(s.syncPending).toBe(true);
 		expect(onDisk()).toEqual({ runs: 0, messages: 0, ended: 0 });
-		s.sync();
+		await s.sync();
 		expect(s.syncPending).toBe(false);
 		expect(onDisk()).toEqual({ runs: 3, messages: 3, ended: 0 });
 		// Three sessions' answers and run ends: one commit, at sync().
@@ -244,17 +247,17 @@ describe("SQLite store durability", () => {
 			expect(s.endRun(id, `run-${id}`, { status: "completed", endedAt: 2, usage: usage(1, 1, 0) })).toBe(true);
 		}
 		expect(onDisk()).toEqual({ runs: 3, messages: 3, ended: 0 });
-		s.sync();
+		await s.sync();
 		expect(onDisk()).toEqual({ runs: 3, messages: 6, ended: 3 });
 		// A durable write commits them too.
 		s.appendMessages("a", [user("next")]);
-		s.enqueue("b", "followUp", user("later"), 3);
+		await s.enqueue("b", "followUp", user("later"), 3);
 		expect(onDisk().messages).toBe(7);
 		// So does a read of that session (it must see them); a read of another session does not.
 		s.appendMessages("c", [user("next")]);
-		expect(s.getSession("a")?.messageCount).toBe(3);
+		expect((await s.getSession("a"))?.messageCount).toBe(3);
 		expect(onDisk().messages).toBe(7);
-		expect(s.listMessages("c")?.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
+		expect((await s.listMessages("c"))?.messages.map((m) => m.role)).toEqual(["user", "assistant", "user"]);
 		expect(onDisk().messages).toBe(8);
 		// And at the latest after syncDelayMs.
 		s.appendMessages("b", [user("next")]);
@@ -262,24 +265,24 @@ describe("SQLite store durability", () => {
 		expect(onDisk().messages).toBe(9);
 		// A failing write undoes itself only: the others in the same transaction are committed.
 		s.appendMessages("a", [user("kept")]);
-		expect(() => s.startRun("b", "run-a", 4)).toThrow(/already exists/);
-		expect(() => s.createSession(newSession("a"))).toThrow(/already exists/);
+		await expect(s.startRun("b", "run-a", 4)).rejects.toThrow(/already exists/);
+		await expect(s.createSession(newSession("a"))).rejects.toThrow(/already exists/);
 		expect(onDisk().messages).toBe(10);
 		// Run ends check the run's session whether or not its start is committed yet.
-		expect(s.startRun("a", "run-a2", 5)).toBe(true);
+		expect(await s.startRun("a", "run-a2", 5)).toBe(true);
 		expect(s.endRun("b", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(false);
 		expect(s.endRun("a", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(true);
-		expect(() => s.startRun("a", "run-a2", 7)).toThrow(/already exists/);
-		expect(s.startRun("zz", "run-zz", 7)).toBe(false);
-		s.sync();
-		expect(s.listRuns("a").map((r) => [r.id, r.status])).toEqual([
+		await expect(s.startRun("a", "run-a2", 7)).rejects.toThrow(/already exists/);
+		expect(await s.startRun("zz", "run-zz", 7)).toBe(false);
+		await s.sync();
+		expect((await s.listRuns("a")).map((r) => [r.id, r.status])).toEqual([
 			["run-a", "completed"],
 			["run-a2", "completed"],
 		]);
-		s.close();
+		await s.close();
 	});
 
-	it("writes the events of a run with references to its stored messages, and reads them back exactly, across a reopen", () => {
+	it("writes the events of a run with references to its stored messages, and reads them back exactly, across a reopen", async () => {
 		const path = join(dir, "refs.db");
 		const long = (text: string) => text.repeat(40);
 		const prompt = user(long("question "));
@@ -294,16 +297,16 @@ describe("SQLite store durability", () => {
 			["agent_end", JSON.stringify({ type: "agent_end", messages: [prompt, answer] })],
 		];
 		const a = store(path);
-		a.createSession(newSession("s1"));
-		a.startRun("s1", "run-1", 1, [prompt]);
+		await a.createSession(newSession("s1"));
+		await a.startRun("s1", "run-1", 1, [prompt]);
 		for (const [type, data] of events.slice(0, 4)) a.appendEvent("s1", type, data, 10);
 		a.appendMessages("s1", [answer]);
 		for (const [type, data] of events.slice(4, 6)) a.appendEvent("s1", type, data, 10);
 		a.endRun("s1", "run-1", { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
 		a.appendEvent("s1", "agent_end", events[6][1], 10);
 		const expected = events.map(([type, data], i) => ({ id: i + 1, type, data, createdAt: 10 }));
-		expect(a.readEvents("s1", 0)).toEqual(expected);
-		a.close();
+		expect(await a.readEvents("s1", 0)).toEqual(expected);
+		await a.close();
 		const db = new Database(path, { readonly: true });
 		const written = db.prepare("SELECT sum(length(data)) FROM event_batches").pluck().get() as number;
 		db.close();
@@ -311,8 +314,8 @@ describe("SQLite store durability", () => {
 		const eventBytes = events.reduce((n, [, data]) => n + data.length, 0);
 		expect(written).toBeLessThan(eventBytes / 4);
 		const b = store(path);
-		expect(b.readEvents("s1", 0)).toEqual(expected);
-		expect(b.readEvents("s1", 4)).toEqual(expected.slice(4));
+		expect(await b.readEvents("s1", 0)).toEqual(expected);
+		expect(await b.readEvents("s1", 4)).toEqual(expected.slice(4));
 	});
 
 	it("commits messages and run ends of a script that ends without close()", async () => {
@@ -331,28 +334,28 @@ describe("SQLite store durability", () => {
 		const [code] = await once(child, "exit");
 		expect(code, stderr).toBe(0);
 		const s = store(path);
-		expect(s.listMessages("s1")?.messages.map((m) => (m as { content: string }).content)).toEqual([
+		expect((await s.listMessages("s1"))?.messages.map((m) => (m as { content: string }).content)).toEqual([
 			"stored without close",
 		]);
-		expect(s.listRuns("s1").map((r) => r.status)).toEqual(["completed"]);
+		expect((await s.listRuns("s1")).map((r) => r.status)).toEqual(["completed"]);
 	});
 
-	it("a durable write carries its own session's buffered events, not the other sessions'", () => {
+	it("a durable write carries its own session's buffered events, not the other sessions'", async () => {
 		const path = join(dir, "scope.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
-		s.createSession(newSession("a"));
-		s.createSession(newSession("b"));
+		await s.createSession(newSession("a"));
+		await s.createSession(newSession("b"));
 		for (let i = 0; i < 3; i++) s.appendEvent("a", "e", String(i));
 		for (let i = 0; i < 5; i++) s.appendEvent("b", "e", String(i));
 		s.appendMessages("a", [user("turn done")]);
-		s.sync(); // appendMessages is durable at the next sync
+		await s.sync(); // appendMessages is durable at the next sync
 		expect(eventsOnDisk(path)).toBe(3);
 		// Deleting b drops its buffered events; flush() then has nothing left to write for it.
-		s.deleteSession("b");
-		s.flush();
+		await s.deleteSession("b");
+		await s.flush();
 		expect(eventsOnDisk(path)).toBe(3);
 		s.appendEvent("a", "e", "3");
-		s.flush();
+		await s.flush();
 		expect(eventsOnDisk(path)).toBe(4);
 	});
 
@@ -377,12 +380,12 @@ describe("SQLite store durability", () => {
 	it("checkpoints the WAL while the store runs (on the background thread: the main connection has autocheckpoint off)", async () => {
 		const path = join(dir, "checkpoint.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		const before = statSync(path).size;
 		const payload = "x".repeat(1000);
 		for (let round = 0; round < 10; round++) {
 			for (let i = 0; i < 500; i++) s.appendEvent("s1", "message_update", payload);
-			s.flush();
+			await s.flush();
 		}
 		// ~5 MB went to the WAL; the main file only grows when a checkpoint copies pages into it.
 		await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(before + 4_000_000), {
@@ -391,11 +394,11 @@ describe("SQLite store durability", () => {
 		});
 	});
 
-	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", () => {
+	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", async () => {
 		const path = join(dir, "idempotency.db");
 		const s = store(path, { syncDelayMs: 60_000 });
-		s.createSession(newSession("s1"));
-		s.startRun("s1", "r1", 10, [user("q")]);
+		await s.createSession(newSession("s1"));
+		await s.startRun("s1", "r1", 10, [user("q")]);
 		const onDisk = () => {
 			const db = new Database(path, { readonly: true });
 			try {
@@ -408,7 +411,7 @@ describe("SQLite store durability", () => {
 			}
 		};
 		expect(onDisk()).toEqual({ runs: 0, keys: 0 });
-		s.putIdempotencyKey({
+		await s.putIdempotencyKey({
 			sessionId: "s1",
 			key: "k",
 			operation: "prompt",
@@ -419,10 +422,10 @@ describe("SQLite store durability", () => {
 		expect(onDisk()).toEqual({ runs: 1, keys: 1 });
 	});
 
-	it("commits a queued message and the idempotency record of its request in one transaction", () => {
+	it("commits a queued message and the idempotency record of its request in one transaction", async () => {
 		const path = join(dir, "idempotency-queue.db");
 		const s = store(path, { syncDelayMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		const onDisk = () => {
 			const db = new Database(path, { readonly: true });
 			try {
@@ -435,7 +438,7 @@ describe("SQLite store durability", () => {
 			}
 		};
 		let whileBuilding: unknown;
-		const queued = s.enqueue("s1", "steer", user("m"), 10, (q) => {
+		const queued = await s.enqueue("s1", "steer", user("m"), 10, (q) => {
 			// Called inside the write: the queue row is not on disk yet, so the two land in one commit.
 			whileBuilding = onDisk();
 			return {
@@ -449,52 +452,52 @@ describe("SQLite store durability", () => {
 		});
 		expect(whileBuilding).toEqual({ queued: 0, keys: 0 });
 		expect(onDisk()).toEqual({ queued: 1, keys: 1 });
-		expect(s.getIdempotencyKey("s1", "k")?.outcome).toBe(`{"id":${queued?.id}}`);
+		expect((await s.getIdempotencyKey("s1", "k"))?.outcome).toBe(`{"id":${queued?.id}}`);
 	});
 
-	it("close() writes the buffer", () => {
+	it("close() writes the buffer", async () => {
 		const path = join(dir, "close.db");
 		const s = openSqliteStore({ path, flushIntervalMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		s.appendEvent("s1", "e", "x");
-		s.close();
+		await s.close();
 		expect(eventsOnDisk(path)).toBe(1);
 	});
 
-	it("applies the cap at once to reads, and deletes whole batches on disk once they fall out of it", () => {
+	it("applies the cap at once to reads, and deletes whole batches on disk once they fall out of it", async () => {
 		const path = join(dir, "cap.db");
 		const s = store(path, { maxEventsPerSession: 100, flushIntervalMs: 60_000 });
-		s.createSession(newSession("s1"));
+		await s.createSession(newSession("s1"));
 		for (let round = 0; round < 20; round++) {
 			for (let i = 0; i < 50; i++) s.appendEvent("s1", "e", String(round * 50 + i + 1));
-			s.flush();
+			await s.flush();
 		}
-		const events = s.readEvents("s1", 0);
+		const events = await s.readEvents("s1", 0);
 		expect(events.map((e) => e.id)).toEqual(Array.from({ length: 100 }, (_, i) => 901 + i));
 		expect(events.map((e) => e.data)).toEqual(Array.from({ length: 100 }, (_, i) => String(901 + i)));
-		expect(s.oldestEventId("s1")).toBe(901);
+		expect(await s.oldestEventId("s1")).toBe(901);
 		// On disk: at most the cap plus the trimming slack (a quarter of the cap) plus one batch.
 		const onDisk = eventsOnDisk(path);
 		expect(onDisk).toBeGreaterThanOrEqual(100);
 		expect(onDisk).toBeLessThanOrEqual(100 + 25 + 50);
 		// After a reopen the logical cap still holds.
-		s.close();
+		await s.close();
 		const again = store(path, { maxEventsPerSession: 100 });
-		expect(again.oldestEventId("s1")).toBe(901);
-		expect(again.readEvents("s1", 0, 100_000)).toHaveLength(100);
+		expect(await again.oldestEventId("s1")).toBe(901);
+		expect(await again.readEvents("s1", 0, 100_000)).toHaveLength(100);
 	});
 
-	it("interrupted status survives a restart and recovery runs once", () => {
+	it("interrupted status survives a restart and recovery runs once", async () => {
 		const path = join(dir, "recover.db");
 		const a = store(path);
-		a.createSession(newSession("s1"));
-		a.startRun("s1", "r1", 100);
-		a.close();
+		await a.createSession(newSession("s1"));
+		await a.startRun("s1", "r1", 100);
+		await a.close();
 		const b = store(path);
-		expect(b.recoverInterrupted(500)).toEqual(["s1"]);
-		b.close();
+		expect(await b.recoverInterrupted(500)).toEqual(["s1"]);
+		await b.close();
 		const c = store(path);
-		expect(c.getSession("s1")).toMatchObject({ status: "interrupted", interruptedAt: 500, currentRunId: "r1" });
-		expect(c.recoverInterrupted(900)).toEqual([]);
+		expect(await c.getSession("s1")).toMatchObject({ status: "interrupted", interruptedAt: 500, currentRunId: "r1" });
+		expect(await c.recoverInterrupted(900)).toEqual([]);
 	});
 });

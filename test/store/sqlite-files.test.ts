@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LATEST_SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { LATEST_SCHEMA_VERSION } from "../../src/store/sqlite/migrations.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
 import { newSession } from "./contract.js";
 
@@ -21,11 +21,11 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 const sha = (path: string) => createHash("sha256").update(readFileSync(path)).digest("hex");
 
 describe("SQLite store files", () => {
-	it("creates the database and its missing folders, in WAL mode, at the latest schema version", () => {
+	it("creates the database and its missing folders, in WAL mode, at the latest schema version", async () => {
 		const path = join(dir, "nested", "data", "wheelhouse.db");
 		const store = openSqliteStore({ path });
-		store.createSession(newSession("s1"));
-		store.close();
+		await store.createSession(newSession("s1"));
+		await store.close();
 		expect(existsSync(path)).toBe(true);
 		const db = new Database(path, { readonly: true });
 		expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
@@ -35,7 +35,7 @@ describe("SQLite store files", () => {
 		db.close();
 	});
 
-	it("refuses a file of garbage with a clear message and leaves it untouched", () => {
+	it("refuses a file of garbage with a clear message and leaves it untouched", async () => {
 		const path = join(dir, "garbage.db");
 		writeFileSync(path, Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 7919) % 251)));
 		const before = sha(path);
@@ -44,12 +44,12 @@ describe("SQLite store files", () => {
 		expect(existsSync(`${path}-wal`)).toBe(false);
 	});
 
-	it("refuses a database whose pages were damaged (integrity check)", () => {
+	it("refuses a database whose pages were damaged (integrity check)", async () => {
 		const path = join(dir, "damaged.db");
 		const store = openSqliteStore({ path });
-		store.createSession(newSession("s1"));
+		await store.createSession(newSession("s1"));
 		for (let i = 0; i < 2000; i++) store.appendEvent("s1", "message_update", `{"delta":"${"x".repeat(80)}","i":${i}}`);
-		store.close();
+		await store.close();
 		const bytes = readFileSync(path);
 		const pageSize = bytes.readUInt16BE(16);
 		expect(bytes.length).toBeGreaterThan(pageSize * 8);
@@ -61,7 +61,7 @@ describe("SQLite store files", () => {
 		expect(sha(path)).toBe(before);
 	});
 
-	it("refuses an SQLite file that is not a Wheelhouse store", () => {
+	it("refuses an SQLite file that is not a Wheelhouse store", async () => {
 		const path = join(dir, "foreign.db");
 		const db = new Database(path);
 		db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a')");
@@ -71,7 +71,7 @@ describe("SQLite store files", () => {
 		expect(sha(path)).toBe(before);
 	});
 
-	it("refuses a database written by a newer version, naming both versions", () => {
+	it("refuses a database written by a newer version, naming both versions", async () => {
 		const path = join(dir, "newer.db");
 		openSqliteStore({ path }).close();
 		const db = new Database(path);
@@ -84,14 +84,14 @@ describe("SQLite store files", () => {
 		expect(sha(path)).toBe(before);
 	});
 
-	it("migrates a version-1 database (immutable fixture) and keeps all its data", () => {
+	it("migrates a version-1 database (immutable fixture) and keeps all its data", async () => {
 		const path = join(dir, "v1.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v1.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		const rec = store.getSession("v1-session");
+		const rec = await store.getSession("v1-session");
 		expect(rec).toMatchObject({
 			ownerId: "key-1",
 			model: "faux/echo",
@@ -108,18 +108,25 @@ describe("SQLite store files", () => {
 			lastEventId: 3,
 		});
 		expect(rec?.usage.totalTokens).toBe(7);
-		expect(store.listMessages("v1-session")?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-		expect(store.readEvents("v1-session", 1).map((e) => e.type)).toEqual(["turn_start", "message_start"]);
-		expect(store.listQueued("v1-session", "followUp")).toHaveLength(1);
+		expect((await store.listMessages("v1-session"))?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+		expect((await store.readEvents("v1-session", 1)).map((e) => e.type)).toEqual(["turn_start", "message_start"]);
+		expect(await store.listQueued("v1-session", "followUp")).toHaveLength(1);
 		// v2 features work on migrated data.
+		await store.openSession("v1-session");
 		expect(store.appendEvent("v1-session", "message_update", "{}")).toBe(4);
 		expect(
-			store.putPending({ sessionId: "v1-session", toolCallId: "c", kind: "approval", payload: "{}", createdAt: 1 }),
+			await store.putPending({
+				sessionId: "v1-session",
+				toolCallId: "c",
+				kind: "approval",
+				payload: "{}",
+				createdAt: 1,
+			}),
 		).toBe(true);
 		// The v1 run was active: recovery interrupts it and accounts the assistant message of that run.
-		expect(store.recoverInterrupted(1700000009000)).toEqual(["v1-session"]);
-		expect(store.getSession("v1-session")?.usage.totalTokens).toBe(9);
-		store.close();
+		expect(await store.recoverInterrupted(1700000009000)).toEqual(["v1-session"]);
+		expect((await store.getSession("v1-session"))?.usage.totalTokens).toBe(9);
+		await store.close();
 
 		const check = new Database(path, { readonly: true });
 		expect(check.prepare("SELECT version FROM schema_version ORDER BY version").pluck().all()).toEqual(
@@ -128,14 +135,14 @@ describe("SQLite store files", () => {
 		check.close();
 	});
 
-	it("opens a version-2 database (immutable fixture): batches decode, ids continue, nothing is lost", () => {
+	it("opens a version-2 database (immutable fixture): batches decode, ids continue, nothing is lost", async () => {
 		const path = join(dir, "v2.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v2.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getSession("v2-session")).toMatchObject({
+		expect(await store.getSession("v2-session")).toMatchObject({
 			ownerId: "key-2",
 			systemPrompt: "v2 prompt",
 			thinkingLevel: "medium",
@@ -146,7 +153,7 @@ describe("SQLite store files", () => {
 			messageCount: 1,
 			lastEventId: 3,
 		});
-		expect(store.readEvents("v2-session", 0)).toEqual([
+		expect(await store.readEvents("v2-session", 0)).toEqual([
 			{ id: 1, type: "agent_start", data: '{"type":"agent_start"}', createdAt: 1_750_000_000_101 },
 			{
 				id: 2,
@@ -156,22 +163,25 @@ describe("SQLite store files", () => {
 			},
 			{ id: 3, type: "message_end", data: '{"type":"message_end"}', createdAt: 1_750_000_000_103 },
 		]);
-		expect(store.listQueued("v2-session").map((q) => q.kind)).toEqual(["steer"]);
-		expect(store.listPending("v2-session").map((p) => p.toolCallId)).toEqual(["call-1"]);
+		expect((await store.listQueued("v2-session")).map((q) => q.kind)).toEqual(["steer"]);
+		expect((await store.listPending("v2-session")).map((p) => p.toolCallId)).toEqual(["call-1"]);
+		await store.openSession("v2-session");
 		expect(store.appendEvent("v2-session", "agent_end", "{}")).toBe(4);
-		expect(store.enqueue("v2-session", "followUp", { role: "user", content: "x", timestamp: 3 }, 1)?.id).toBe(2);
-		expect(store.recoverInterrupted(1_750_000_009_000)).toEqual(["v2-session"]);
-		store.close();
+		expect((await store.enqueue("v2-session", "followUp", { role: "user", content: "x", timestamp: 3 }, 1))?.id).toBe(
+			2,
+		);
+		expect(await store.recoverInterrupted(1_750_000_009_000)).toEqual(["v2-session"]);
+		await store.close();
 	});
 
-	it("migrates a version-2 database to the latest version: sessions get no client tools or policies and keep their config", () => {
+	it("migrates a version-2 database to the latest version: sessions get no client tools or policies and keep their config", async () => {
 		const path = join(dir, "v2-to-v3.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v2.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getSession("v2-session")).toMatchObject({
+		expect(await store.getSession("v2-session")).toMatchObject({
 			systemPrompt: "v2 prompt",
 			tools: ["calculate"],
 			metadata: { from: "v2" },
@@ -180,8 +190,8 @@ describe("SQLite store files", () => {
 		});
 		// Declarations on a migrated session are stored like any config change.
 		const spec = { name: "pick_color", description: "Pick a color" };
-		store.updateSession("v2-session", { clientTools: [spec], toolApprovals: { calculate: "always" } }, 1);
-		store.close();
+		await store.updateSession("v2-session", { clientTools: [spec], toolApprovals: { calculate: "always" } }, 1);
+		await store.close();
 
 		const check = new Database(path, { readonly: true });
 		expect(check.prepare("SELECT max(version) FROM schema_version").pluck().get()).toBe(LATEST_SCHEMA_VERSION);
@@ -195,14 +205,14 @@ describe("SQLite store files", () => {
 		check.close();
 	});
 
-	it("opens a version-3 database (immutable fixture): client tools and approval policies are there", () => {
+	it("opens a version-3 database (immutable fixture): client tools and approval policies are there", async () => {
 		const path = join(dir, "v3.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v3.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getSession("v3-session")).toMatchObject({
+		expect(await store.getSession("v3-session")).toMatchObject({
 			ownerId: "key-3",
 			systemPrompt: "v3 prompt",
 			metadata: { from: "v3" },
@@ -218,52 +228,56 @@ describe("SQLite store files", () => {
 			status: "running",
 			lastEventId: 2,
 		});
-		expect(store.readEvents("v3-session", 0).map((e) => e.type)).toEqual(["agent_start", "tool_execution_start"]);
-		expect(store.listPending("v3-session").map((p) => p.toolCallId)).toEqual(["call-3"]);
-		expect(store.recoverInterrupted(1_760_000_009_000)).toEqual(["v3-session"]);
-		store.close();
+		expect((await store.readEvents("v3-session", 0)).map((e) => e.type)).toEqual([
+			"agent_start",
+			"tool_execution_start",
+		]);
+		expect((await store.listPending("v3-session")).map((p) => p.toolCallId)).toEqual(["call-3"]);
+		expect(await store.recoverInterrupted(1_760_000_009_000)).toEqual(["v3-session"]);
+		await store.close();
 	});
 
-	it("opens a version-4 database (immutable fixture): batches skip the ids of unwritten deltas", () => {
+	it("opens a version-4 database (immutable fixture): batches skip the ids of unwritten deltas", async () => {
 		const path = join(dir, "v4.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v4.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getSession("v4-session")).toMatchObject({
+		expect(await store.getSession("v4-session")).toMatchObject({
 			ownerId: "key-4",
 			systemPrompt: "v4 prompt",
 			lastEventId: 7,
 		});
-		expect(store.readEvents("v4-session", 0).map((e) => [e.id, e.type])).toEqual([
+		expect((await store.readEvents("v4-session", 0)).map((e) => [e.id, e.type])).toEqual([
 			[1, "agent_start"],
 			[2, "message_start"],
 			[6, "message_end"],
 			[7, "agent_end"],
 		]);
-		expect(store.readEvents("v4-session", 3).map((e) => e.id)).toEqual([6, 7]);
+		expect((await store.readEvents("v4-session", 3)).map((e) => e.id)).toEqual([6, 7]);
 		// v5 rebuilt the transcript and batch tables: their rows came along.
-		expect(store.listMessages("v4-session")?.messages).toEqual([
+		expect((await store.listMessages("v4-session"))?.messages).toEqual([
 			{ role: "user", content: "hi", timestamp: 1_764_000_000_001 },
 		]);
+		await store.openSession("v4-session");
 		store.appendMessages("v4-session", [{ role: "user", content: "again", timestamp: 2 }]);
-		expect(store.countMessages("v4-session")).toBe(2);
+		expect(await store.countMessages("v4-session")).toBe(2);
 		expect(store.appendEvent("v4-session", "agent_start", "{}")).toBe(8);
-		store.close();
+		await store.close();
 	});
 
-	it("opens a version-5 database (immutable fixture): events refer to transcript messages", () => {
+	it("opens a version-5 database (immutable fixture): events refer to transcript messages", async () => {
 		const path = join(dir, "v5.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v5.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getSession("v5-session")).toMatchObject({ ownerId: "key-5", status: "idle", messageCount: 2 });
-		const messages = store.listMessages("v5-session")?.messages ?? [];
+		expect(await store.getSession("v5-session")).toMatchObject({ ownerId: "key-5", status: "idle", messageCount: 2 });
+		const messages = (await store.listMessages("v5-session"))?.messages ?? [];
 		expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-		const events = store.readEvents("v5-session", 0);
+		const events = await store.readEvents("v5-session", 0);
 		expect(events.map((e) => [e.id, e.type])).toEqual([
 			[1, "agent_start"],
 			[2, "message_start"],
@@ -276,18 +290,19 @@ describe("SQLite store files", () => {
 		expect(JSON.parse(events[2]?.data ?? "")).toEqual({ type: "message_end", message: messages[0] });
 		expect(JSON.parse(events[4]?.data ?? "")).toEqual({ type: "message_end", message: messages[1] });
 		expect(JSON.parse(events[5]?.data ?? "")).toEqual({ type: "agent_end", messages });
+		await store.openSession("v5-session");
 		expect(store.appendEvent("v5-session", "agent_start", "{}")).toBe(10);
-		store.close();
+		await store.close();
 	});
 
-	it("opens a version-6 database (immutable fixture): idempotency records are there", () => {
+	it("opens a version-6 database (immutable fixture): idempotency records are there", async () => {
 		const path = join(dir, "v6.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v6.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getIdempotencyKey("v6-session", "prompt-key-1")).toEqual({
+		expect(await store.getIdempotencyKey("v6-session", "prompt-key-1")).toEqual({
 			sessionId: "v6-session",
 			key: "prompt-key-1",
 			operation: "prompt",
@@ -295,34 +310,34 @@ describe("SQLite store files", () => {
 			outcome: '{"kind":"run","runId":"0194b2c3-d4e5-7f60-8b7c-8d9e0f1a2b3c","firstEventId":1}',
 			createdAt: 1_766_000_000_100,
 		});
-		expect(JSON.parse(store.getIdempotencyKey("v6-session", "steer-key-1")?.outcome ?? "")).toMatchObject({
+		expect(JSON.parse((await store.getIdempotencyKey("v6-session", "steer-key-1"))?.outcome ?? "")).toMatchObject({
 			kind: "response",
 			status: 202,
 			body: { status: "queued", queue: "steer", queuedId: 1 },
 		});
-		expect(store.listQueued("v6-session").map((q) => q.id)).toEqual([1]);
-		expect(store.recoverInterrupted(1_766_000_009_000)).toEqual(["v6-session"]);
+		expect((await store.listQueued("v6-session")).map((q) => q.id)).toEqual([1]);
+		expect(await store.recoverInterrupted(1_766_000_009_000)).toEqual(["v6-session"]);
 		// Records put now come after the frozen ones: the per-session cap removes the oldest first.
-		const steer = store.getIdempotencyKey("v6-session", "steer-key-1");
-		if (steer) store.putIdempotencyKey({ ...steer, key: "k3" });
-		expect(store.getIdempotencyKey("v6-session", "k3")?.operation).toBe("steer");
-		expect(store.deleteIdempotencyKeys(1_766_000_000_101)).toBe(1);
-		expect(store.getIdempotencyKey("v6-session", "prompt-key-1")).toBeUndefined();
-		store.deleteSession("v6-session");
-		store.close();
+		const steer = await store.getIdempotencyKey("v6-session", "steer-key-1");
+		if (steer) await store.putIdempotencyKey({ ...steer, key: "k3" });
+		expect((await store.getIdempotencyKey("v6-session", "k3"))?.operation).toBe("steer");
+		expect(await store.deleteIdempotencyKeys(1_766_000_000_101)).toBe(1);
+		expect(await store.getIdempotencyKey("v6-session", "prompt-key-1")).toBeUndefined();
+		await store.deleteSession("v6-session");
+		await store.close();
 		const check = new Database(path, { readonly: true });
 		expect(check.prepare("SELECT count(*) FROM idempotency_keys").pluck().get()).toBe(0);
 		check.close();
 	});
 
-	it("migrates a version-5 database to version 6: no idempotency records, and keys can be put", () => {
+	it("migrates a version-5 database to version 6: no idempotency records, and keys can be put", async () => {
 		const path = join(dir, "v5-to-v6.db");
 		const db = new Database(path);
 		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v5.sql"), "utf8"));
 		db.close();
 
 		const store = openSqliteStore({ path });
-		expect(store.getIdempotencyKey("v5-session", "k")).toBeUndefined();
+		expect(await store.getIdempotencyKey("v5-session", "k")).toBeUndefined();
 		const record = {
 			sessionId: "v5-session",
 			key: "k",
@@ -331,10 +346,10 @@ describe("SQLite store files", () => {
 			outcome: "{}",
 			createdAt: 1,
 		};
-		expect(store.putIdempotencyKey(record)).toBe(true);
-		store.close();
+		expect(await store.putIdempotencyKey(record)).toBe(true);
+		await store.close();
 		const reopened = openSqliteStore({ path });
-		expect(reopened.getIdempotencyKey("v5-session", "k")).toEqual(record);
-		reopened.close();
+		expect(await reopened.getIdempotencyKey("v5-session", "k")).toEqual(record);
+		await reopened.close();
 	});
 });

@@ -18,8 +18,8 @@ const stores: SqliteSessionStore[] = [];
 beforeEach(() => {
 	dir = mkdtempSync(join(tmpdir(), "wheelhouse-owner-"));
 });
-afterEach(() => {
-	for (const s of stores.splice(0)) s.close();
+afterEach(async () => {
+	for (const s of stores.splice(0)) await s.close();
 	for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL");
 	rmSync(dir, { recursive: true, force: true });
 });
@@ -60,19 +60,19 @@ function owner(path: string): { pid: number; host: string } | undefined {
 }
 
 describe("SQLite store ownership of its file", () => {
-	it("refuses a second store on the same file in this process until the first one closes", () => {
+	it("refuses a second store on the same file in this process until the first one closes", async () => {
 		const path = join(dir, "a.db");
 		const first = open(path);
-		first.createSession(newSession("s1"));
+		await first.createSession(newSession("s1"));
 		expect(() => openSqliteStore({ path })).toThrow(/already open in this process; close that store first/);
-		first.close();
+		await first.close();
 		expect(owner(path)).toBeUndefined(); // released on close
 		const second = open(path);
-		expect(second.getSession("s1")?.id).toBe("s1");
+		expect((await second.getSession("s1"))?.id).toBe("s1");
 		expect(owner(path)).toEqual({ pid: process.pid, host: hostname() });
 	});
 
-	it("takes over a row left by an earlier process with this process's pid (a restarted container's pid 1)", () => {
+	it("takes over a row left by an earlier process with this process's pid (a restarted container's pid 1)", async () => {
 		const path = join(dir, "d.db");
 		open(path).close();
 		const db = new Database(path);
