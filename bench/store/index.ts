@@ -66,7 +66,7 @@ function finalMessage(words: number): AssistantMessage {
 type Kind = "memory" | "sqlite" | "sqlite-thread";
 
 /** Opens a store as the server would at startup: opened, then warmed (writer thread booted) before traffic. */
-function openKind(kind: Kind): SessionStore {
+async function openKind(kind: Kind): Promise<SessionStore> {
 	if (kind === "memory") return createMemoryStore();
 	const store = openSqliteStore({
 		path: join(dir, `bench-${dbCount++}.db`),
@@ -74,9 +74,9 @@ function openKind(kind: Kind): SessionStore {
 		eventWriter: kind === "sqlite" ? "inline" : "thread",
 		...(process.env.FLUSH_MS ? { flushIntervalMs: Number(process.env.FLUSH_MS) } : {}),
 	});
-	store.createSession(session("warm-up"));
+	await store.createSession(session("warm-up"));
 	store.appendEvent("warm-up", "agent_start", "{}");
-	store.flush();
+	await store.flush();
 	return store;
 }
 
@@ -97,23 +97,23 @@ interface Result {
 	maxms: number;
 }
 
-function raw(kind: Kind, n: number): Result {
-	const store = openKind(kind);
-	store.createSession(session("s"));
+async function raw(kind: Kind, n: number): Promise<Result> {
+	const store = await openKind(kind);
+	await store.createSession(session("s"));
 	const data = JSON.stringify(DELTA_EVENT).padEnd(100, " ");
 	const probe = startProbe();
 	for (let i = 0; i < n; i++) store.appendEvent("s", "message_update", data);
-	store.flush();
+	await store.flush();
 	const r = probe(n);
-	store.close();
+	await store.close();
 	return r;
 }
 
 /** `sessions` streams of `deltas` each, one delta per session per event-loop turn, as the server would see them. */
 async function paced(kind: Kind, sessions: number, deltas: number, perMessage = 200): Promise<Result> {
-	const store = openKind(kind);
+	const store = await openKind(kind);
 	const ids = Array.from({ length: sessions }, (_, i) => `s${i}`);
-	for (const id of ids) store.createSession(id === undefined ? session("x") : session(id));
+	for (const id of ids) await store.createSession(session(id));
 	const histogram = monitorEventLoopDelay({ resolution: 1 });
 	let events = 0;
 	const probe = startProbe();
@@ -132,7 +132,7 @@ async function paced(kind: Kind, sessions: number, deltas: number, perMessage = 
 				if (i % perMessage === perMessage - 1 || i === deltas - 1) {
 					const message = finalMessage(perMessage);
 					store.appendEvent(id, "message_end", JSON.stringify({ type: "message_end", message }));
-					store.appendMessages(id, [message]); // durable: the turn boundary
+					store.appendMessages(id, [message]); // durable at the next barrier (here: the sync timer)
 					events++;
 				}
 				await new Promise<void>((resolve) => setImmediate(resolve));
@@ -141,10 +141,10 @@ async function paced(kind: Kind, sessions: number, deltas: number, perMessage = 
 			events++;
 		}),
 	);
-	store.flush();
+	await store.flush();
 	const r = probe(events);
 	histogram.disable();
-	store.close();
+	await store.close();
 	return { ...r, p99ms: histogram.percentile(99) / 1e6, maxms: histogram.max / 1e6 };
 }
 
