@@ -50,7 +50,7 @@ async function main(): Promise<void> {
 	let store: SessionStore;
 	try {
 		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
-		const interrupted = recoverInterruptedRuns(store, Date.now());
+		const interrupted = await recoverInterruptedRuns(store, Date.now());
 		if (interrupted.length > 0) {
 			process.stdout.write(
 				`${interrupted.length} run(s) were interrupted by the last stop; POST /continue resumes them\n`,
@@ -67,10 +67,10 @@ async function main(): Promise<void> {
 		store,
 		tools: await loadToolModules(config.toolModules),
 		env: process.env,
-	}).catch((err: unknown) => {
+	}).catch(async (err: unknown) => {
 		if (!(err instanceof ConfigError)) throw err;
 		process.stderr.write(`${err.message}\n`);
-		store.close();
+		await store.close();
 		process.exit(1);
 	});
 	app.log.info({ config: redactConfig(config) }, "configuration");
@@ -85,8 +85,8 @@ async function main(): Promise<void> {
 		app.log.info(`${signal}: shutting down (grace period ${config.shutdownGraceMs} ms)`);
 		app
 			.close()
-			.then(() => {
-				store.close();
+			.then(async () => {
+				await store.close();
 				app.log.info("stopped");
 				process.exit(0);
 			})
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
 		app.log.info(`Wheelhouse listening on ${address}`);
 	} catch (err) {
 		app.log.error({ err }, `cannot listen on ${config.host}:${config.port}`);
-		store.close();
+		await store.close();
 		process.exit(1);
 	}
 }

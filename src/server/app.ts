@@ -283,9 +283,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			return store.syncPending;
 		},
 	});
-	app.addHook("onSend", function syncStore(_request, _reply, payload, done) {
-		sync();
-		done(null, payload);
+	app.addHook("onSend", async function syncStore(_request, _reply, payload) {
+		await store.sync();
+		return payload;
 	});
 	app.addHook("onClose", async function removeStoreSync() {
 		removeSseHook();
@@ -314,7 +314,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	});
 	if (!options.store)
 		app.addHook("onClose", async function closeOwnStore() {
-			store.close();
+			await store.close();
 		});
 
 	app.log.info(

@@ -20,7 +20,7 @@
  */
 import { createHash } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
-import type { IdempotencyRecord, SessionStore } from "../store/types.js";
+import type { IdempotencyRecord, IdempotencyStore } from "../store/types.js";
 import { apiError } from "./errors.js";
 import type { LiveSession, RunHandle } from "./live-session.js";
 
@@ -44,7 +44,10 @@ export type KeyedRequest =
 	| { kind: "repeat"; outcome: IdempotentOutcome }
 	| {
 			kind: "first";
-			/** Records the outcome (durable on return). Contract: never throws; a store failure is logged. */
+			/**
+			 * Records the outcome. Not awaited: the store's commit barrier, which the server awaits before
+			 * the response, waits for it. Contract: never throws; a store failure is logged.
+			 */
 			record(outcome: IdempotentOutcome): void;
 			/** Records a run that `launch` just started, before its first event. */
 			recordRun(run: RunHandle): void;
@@ -101,14 +104,19 @@ export class IdempotencyKeys {
 
 	/**
 	 * Looks a request up by its key. Undefined when `key` is: the request is carried out as
-	 * without keys. Throws 422 `IDEMPOTENCY_KEY_REUSED` or 409 `IDEMPOTENCY_IN_PROGRESS`.
+	 * without keys. Rejects with 422 `IDEMPOTENCY_KEY_REUSED` or 409 `IDEMPOTENCY_IN_PROGRESS`.
 	 */
-	begin(session: LiveSession, key: string | undefined, operation: string, body: unknown): KeyedRequest | undefined {
+	async begin(
+		session: LiveSession,
+		key: string | undefined,
+		operation: string,
+		body: unknown,
+	): Promise<KeyedRequest | undefined> {
 		if (key === undefined) return undefined;
 		const store = session.store;
 		const fingerprint = requestFingerprint(operation, body);
 		const now = Date.now();
-		const found = store.getIdempotencyKey(session.id, key);
+		const found = await store.getIdempotencyKey(session.id, key);
 		if (found && found.createdAt >= now - this.retentionMs) {
 			if (found.operation !== operation || found.fingerprint !== fingerprint) {
 				throw apiError(
@@ -149,26 +157,29 @@ export class IdempotencyKeys {
 		};
 	}
 
-	private put(store: SessionStore, record: IdempotencyRecord): void {
-		try {
-			store.putIdempotencyKey(record);
-		} catch (err) {
-			// The request was carried out; only its repeat is no longer recognised.
+	private put(store: IdempotencyStore, record: IdempotencyRecord): void {
+		// The request was carried out; a failure only means its repeat is no longer recognised.
+		const failed = (err: unknown) =>
 			this.logger.error(
 				{ err, sessionId: record.sessionId, operation: record.operation },
 				"failed to record an idempotency key",
 			);
+		try {
+			store.putIdempotencyKey(record).catch(failed);
+		} catch (err) {
+			failed(err);
 		}
 	}
 
 	/** Deletes expired records, at most every {@link PURGE_EVERY_MS}, as keyed requests come in. */
-	private purgeExpired(store: SessionStore, now: number): void {
+	private purgeExpired(store: IdempotencyStore, now: number): void {
 		if (now < this.nextPurgeAt) return;
 		this.nextPurgeAt = now + PURGE_EVERY_MS;
+		const failed = (err: unknown) => this.logger.error({ err }, "failed to delete expired idempotency keys");
 		try {
-			store.deleteIdempotencyKeys(now - this.retentionMs);
+			store.deleteIdempotencyKeys(now - this.retentionMs).catch(failed);
 		} catch (err) {
-			this.logger.error({ err }, "failed to delete expired idempotency keys");
+			failed(err);
 		}
 	}
 }

@@ -12,7 +12,7 @@
  * 3. `run_interrupted` `{runId, reason: "server_restart", interruptedAt, message}`: the run is
  *    over and no `agent_end` follows; a message that was streaming was not kept.
  *
- * Durable on return (the store is flushed), before the server serves anything.
+ * Durable when it resolves (the store is flushed), before the server serves anything.
  */
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../ai/types.js";
@@ -24,23 +24,24 @@ import { INTERRUPTED_RESOLUTION } from "../tools/index.js";
 const TAIL = 1000;
 
 /** Marks the runs of a dead process interrupted and announces each on its session's stream. Returns the session ids. */
-export function recoverInterruptedRuns(store: SessionStore, at: number): string[] {
-	const sessionIds = store.recoverInterrupted(at);
-	for (const sessionId of sessionIds) announceInterruption(store, sessionId, at);
-	store.flush();
+export async function recoverInterruptedRuns(store: SessionStore, at: number): Promise<string[]> {
+	const sessionIds = await store.recoverInterrupted(at);
+	for (const sessionId of sessionIds) await announceInterruption(store, sessionId, at);
+	await store.flush();
 	return sessionIds;
 }
 
-function announceInterruption(store: SessionStore, sessionId: string, at: number): void {
-	const record = store.getSession(sessionId);
-	if (!record) return;
+async function announceInterruption(store: SessionStore, sessionId: string, at: number): Promise<void> {
+	const record = await store.getSession(sessionId);
+	// Its events and messages are written through the working set, like a run's.
+	if (!record || !(await store.openSession(sessionId))) return;
 	const agentEvent = (event: AgentEvent) => store.appendEvent(sessionId, event.type, encodeWireData(event), at);
 	const serverEvent = (type: string, payload: object) =>
 		store.appendEvent(sessionId, type, JSON.stringify({ ...payload, type }), at);
 
 	// 1. What waited for a client waits no more.
-	for (const pending of store.listPending(sessionId)) {
-		store.resolvePending(sessionId, pending.toolCallId, INTERRUPTED_RESOLUTION, at);
+	for (const pending of await store.listPending(sessionId)) {
+		await store.resolvePending(sessionId, pending.toolCallId, INTERRUPTED_RESOLUTION, at);
 		if (pending.kind !== "approval") continue; // a client tool call is settled by its tool_execution_end
 		const payload = JSON.parse(pending.payload) as { toolName?: string };
 		const resolved: Omit<ApprovalResolvedEvent, "type"> = {
@@ -52,8 +53,9 @@ function announceInterruption(store: SessionStore, sessionId: string, at: number
 	}
 
 	// 2. The tool calls cut short get their error results, as the loop gives an aborted call.
-	const total = store.countMessages(sessionId) ?? 0;
-	const tail = store.listMessages(sessionId, { offset: Math.max(0, total - TAIL), limit: TAIL })?.messages ?? [];
+	const total = (await store.countMessages(sessionId)) ?? 0;
+	const tail =
+		(await store.listMessages(sessionId, { offset: Math.max(0, total - TAIL), limit: TAIL }))?.messages ?? [];
 	const results = interruptedToolResults(tail);
 	if (results.length > 0) store.appendMessages(sessionId, results);
 	for (const result of results) {

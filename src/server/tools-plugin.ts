@@ -165,8 +165,8 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 			},
 		},
 		async function putToolDeclarations(request) {
-			const session = sessions.get((request.params as { id: string }).id, request.ownerId);
-			sessions.update(session, request.body as ToolDeclarations);
+			const session = await sessions.load((request.params as { id: string }).id, request.ownerId);
+			await sessions.update(session, request.body as ToolDeclarations);
 			return session.view();
 		},
 	);

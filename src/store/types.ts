@@ -17,9 +17,10 @@
  *
  * Everything else — reads, durable writes, the barrier itself — returns a Promise, so that an
  * implementation may be a database across a network. A durable write's promise resolves once it
- * is committed; reads see every write called before them, in call order (read-your-writes).
- * The embedded implementations (SQLite, memory) do their work within the call and return settled
- * promises; callers must not rely on that.
+ * is committed. Writes take effect in the order they are called, awaited or not, and reads see
+ * every write called before them (read-your-writes). The embedded implementations (SQLite,
+ * memory) do their work within the call and return settled promises; callers must not rely on
+ * that.
  *
  * ## What is durable when
  *

@@ -41,6 +41,7 @@ export {
 	type PendingRequest,
 	type PendingValue,
 	type ResolveOutcome,
+	type StoredPending,
 	type WaitOutcome,
 } from "./pending.js";
 export { ServerTools, type ServerToolsOptions, type ToolInfo, type ToolOrigin } from "./server-tools.js";

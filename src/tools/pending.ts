@@ -59,9 +59,20 @@ export type ResolveOutcome = "resolved" | "unknown" | "finished" | "interrupted"
 /** The `resolution` startup recovery stores for an interaction whose run died with the process. */
 export const INTERRUPTED_RESOLUTION = JSON.stringify({ kind: "interrupted" });
 
+/** A pending interaction as the store keeps it (`PendingInteraction` in src/store/types.ts). */
+export interface StoredPending {
+	toolCallId: string;
+	kind: PendingKind;
+	payload: string;
+	createdAt: number;
+	resolvedAt: number | null;
+	resolution: string | null;
+}
+
 /**
- * The subset of the session store (`SessionStore` in src/store/types.ts) used to persist pending
- * interactions; structural, so tools/ does not import store/.
+ * The subset of the session store (`PendingInteractionStore` in src/store/types.ts) used to persist
+ * pending interactions; structural, so tools/ does not import store/. Its writes take effect in the
+ * order they are called, awaited or not, and the server's commit barrier waits for them.
  */
 export interface PendingPersistence {
 	putPending(interaction: {
@@ -70,24 +81,19 @@ export interface PendingPersistence {
 		kind: PendingKind;
 		payload: string;
 		createdAt: number;
-	}): boolean;
-	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): boolean;
-	deletePending(sessionId: string, toolCallId: string): boolean;
-	listPending(
-		sessionId: string,
-		options?: { includeResolved?: boolean },
-	): {
-		toolCallId: string;
-		kind: PendingKind;
-		payload: string;
-		createdAt: number;
-		resolvedAt: number | null;
-		resolution: string | null;
-	}[];
+	}): Promise<boolean>;
+	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean>;
+	deletePending(sessionId: string, toolCallId: string): Promise<boolean>;
+	listPending(sessionId: string, options?: { includeResolved?: boolean }): Promise<StoredPending[]>;
 }
 
 export interface PendingInteractionsOptions {
 	store?: PendingPersistence;
+	/**
+	 * What the store holds for the session (`listPending` with `includeResolved`), as
+	 * {@link PendingInteractions.load} reads it: a previous process's waits, listed as orphans.
+	 */
+	stored?: readonly StoredPending[];
 	now?: () => number;
 	/** Called after every change of the pending list (added, resolved, timed out, aborted). Must not throw. */
 	onChange?: (pending: PendingRequest[]) => void;
@@ -120,12 +126,18 @@ export class PendingInteractions {
 	private interruptedStored = true;
 	private readonly now: () => number;
 
+	/** The registry of a session, with what the store holds for it (a previous process's waits). */
+	static async load(sessionId: string, options: PendingInteractionsOptions = {}): Promise<PendingInteractions> {
+		const stored = (await options.store?.listPending(sessionId, { includeResolved: true })) ?? [];
+		return new PendingInteractions(sessionId, { ...options, stored });
+	}
+
 	constructor(
 		readonly sessionId: string,
 		private readonly options: PendingInteractionsOptions = {},
 	) {
 		this.now = options.now ?? Date.now;
-		for (const record of options.store?.listPending(sessionId, { includeResolved: true }) ?? []) {
+		for (const record of options.stored ?? []) {
 			if (record.resolution === INTERRUPTED_RESOLUTION) {
 				this.interrupted.add(keyOf(record.kind, record.toolCallId));
 				continue;
@@ -253,14 +265,15 @@ export class PendingInteractions {
 	}
 
 	/**
-	 * Persistence is best effort: the live wait is the source of truth, and a store failure (e.g.
-	 * closed during shutdown) must not break a tool call or an abort listener.
+	 * Persistence is best effort and not awaited: the live wait is the source of truth, and a store
+	 * failure (e.g. closed during shutdown) must not break a tool call or an abort listener. The
+	 * server's commit barrier waits for these writes before anything announcing them leaves the process.
 	 */
-	private persist(write: (store: PendingPersistence) => unknown): void {
+	private persist(write: (store: PendingPersistence) => Promise<unknown>): void {
 		const store = this.options.store;
 		if (!store) return;
 		try {
-			write(store);
+			write(store).catch((error: unknown) => this.options.onPersistError?.(error));
 		} catch (error) {
 			this.options.onPersistError?.(error);
 		}

@@ -48,11 +48,11 @@ describe("crash right after a client saw agent_end", () => {
 		const store = openSqliteStore({ path: db });
 		stores.push(store);
 		// The run end is on disk (committed by sync() before the SSE write)...
-		expect(store.listRuns(id).map((r) => r.status)).toEqual(["completed"]);
-		expect(store.getSession(id)?.status).toBe("idle");
-		expect(store.listMessages(id)?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+		expect((await store.listRuns(id)).map((r) => r.status)).toEqual(["completed"]);
+		expect((await store.getSession(id))?.status).toBe("idle");
+		expect((await store.listMessages(id))?.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
 		// ...so the event that announced it must be too: a client resuming after the restart must be able to see the run end.
-		const types = store.readEvents(id, 0).map((e) => e.type);
+		const types = (await store.readEvents(id, 0)).map((e) => e.type);
 		expect(types).toContain("message_end");
 		expect(types.at(-1)).toBe("agent_end");
 	}, 30_000);

@@ -52,8 +52,8 @@ async function idle(server: TestServer, id: string): Promise<void> {
 	await server.app.wheelhouse.sessions.get(id, null).waitForIdle();
 }
 
-const userMessages = (store: SessionStore, id: string) =>
-	(store.listMessages(id)?.messages ?? []).filter((m) => m.role === "user").length;
+const userMessages = async (store: SessionStore, id: string) =>
+	((await store.listMessages(id))?.messages ?? []).filter((m) => m.role === "user").length;
 
 describe("Idempotency-Key", () => {
 	it("an SSE prompt sent twice with one key starts one run; the repeat re-attaches to that run's events from its start", async () => {
@@ -68,8 +68,8 @@ describe("Idempotency-Key", () => {
 		await Promise.all([first.waitForEnd(), repeat.waitForEnd()]);
 
 		expect(gate.calls).toBe(1);
-		expect(store.listRuns(id)).toHaveLength(1);
-		expect(userMessages(store, id)).toBe(1);
+		expect(await store.listRuns(id)).toHaveLength(1);
+		expect(await userMessages(store, id)).toBe(1);
 		// The very same events, ids included, from agent_start to agent_end.
 		expect(repeat.events.map((e) => [e.id, e.event])).toEqual(first.events.map((e) => [e.id, e.event]));
 		expect(repeat.events[0]?.event).toBe("agent_start");
@@ -101,8 +101,8 @@ describe("Idempotency-Key", () => {
 		);
 		await tail.waitForEnd();
 		expect(tail.events.map((e) => e.id)).toEqual(replay.events.slice(-2).map((e) => e.id));
-		expect(store.listRuns(id)).toHaveLength(1);
-		expect(userMessages(store, id)).toBe(1);
+		expect(await store.listRuns(id)).toHaveLength(1);
+		expect(await userMessages(store, id)).toBe(1);
 	});
 
 	it("refuses the key for a different request (another body or route) with 422 IDEMPOTENCY_KEY_REUSED", async () => {
@@ -141,7 +141,7 @@ describe("Idempotency-Key", () => {
 			expect(again.status).toBe(202);
 			expect(again.body).toEqual(first.body);
 		}
-		expect(store.listQueued(id).map((q) => q.kind)).toEqual(["steer", "followUp"]);
+		expect((await store.listQueued(id)).map((q) => q.kind)).toEqual(["steer", "followUp"]);
 		// ifBusy "steer" on a prompt is recorded the same way.
 		const viaPrompt = { message: "via prompt", ifBusy: "steer" };
 		const queued = await post(server, `/v1/sessions/${id}/prompt`, viaPrompt, "q-prompt");
@@ -149,7 +149,7 @@ describe("Idempotency-Key", () => {
 			status: 202,
 			body: queued.body,
 		});
-		expect(store.listQueued(id)).toHaveLength(3);
+		expect(await store.listQueued(id)).toHaveLength(3);
 		gate.release();
 		await run.waitForEnd();
 	});
@@ -166,7 +166,7 @@ describe("Idempotency-Key", () => {
 		const repeat = await post(server, `/v1/sessions/${created}/continue`, undefined, "c-1");
 		expect(repeat).toMatchObject({ status: 202, body: first.body });
 		await idle(server, created);
-		expect(store.listRuns(created)).toHaveLength(1);
+		expect(await store.listRuns(created)).toHaveLength(1);
 		expect(id).not.toBe(created);
 	});
 
@@ -214,7 +214,7 @@ describe("Idempotency-Key", () => {
 			body: answered.body,
 		});
 		await idle(server, id);
-		expect(store.listRuns(id)).toHaveLength(2);
+		expect(await store.listRuns(id)).toHaveLength(2);
 	});
 
 	it("records nothing for a refused request: the same key works once the cause is gone", async () => {
@@ -230,13 +230,13 @@ describe("Idempotency-Key", () => {
 		const later = await post(server, `/v1/sessions/${id}/prompt`, { message: "next" }, "r-1");
 		expect(later.status).toBe(202);
 		await idle(server, id);
-		expect(store.listRuns(id)).toHaveLength(2);
+		expect(await store.listRuns(id)).toHaveLength(2);
 	});
 
 	it("forgets a key 24 hours after its first request", async () => {
 		const { server, store, id } = await setup();
 		const dayAndAMinute = 24 * 60 * 60 * 1000 + 60_000;
-		store.putIdempotencyKey({
+		await store.putIdempotencyKey({
 			sessionId: id,
 			key: "old",
 			operation: "prompt",
@@ -252,7 +252,7 @@ describe("Idempotency-Key", () => {
 			status: 202,
 			body: fresh.body,
 		});
-		expect(store.listRuns(id)).toHaveLength(1);
+		expect(await store.listRuns(id)).toHaveLength(1);
 	});
 
 	it("refuses a malformed key with 400 INVALID_IDEMPOTENCY_KEY before doing anything", async () => {
@@ -265,7 +265,7 @@ describe("Idempotency-Key", () => {
 			expect(res.body.error.code).toBe("INVALID_IDEMPOTENCY_KEY");
 			expect(res.body.error.message).toContain("1 to 255 printable ASCII");
 		}
-		expect(store.listRuns(id)).toHaveLength(0);
+		expect(await store.listRuns(id)).toHaveLength(0);
 		const longest = await post(server, `/v1/sessions/${id}/steer`, { message: "hi" }, `~ ${"k".repeat(253)}`);
 		expect(longest.status).toBe(202);
 	});
@@ -277,7 +277,7 @@ describe("Idempotency-Key", () => {
 		expect((await post(server, `/v1/sessions/${id}/prompt`, { message: "x" })).status).toBe(409);
 		expect((await post(server, `/v1/sessions/${id}/steer`, { message: "s" })).status).toBe(202);
 		expect((await post(server, `/v1/sessions/${id}/steer`, { message: "s" })).status).toBe(202);
-		expect(store.listQueued(id)).toHaveLength(2);
+		expect(await store.listQueued(id)).toHaveLength(2);
 		gate.release();
 		await run.waitForEnd();
 		await idle(server, id);
@@ -285,7 +285,7 @@ describe("Idempotency-Key", () => {
 			expect((await post(server, `/v1/sessions/${id}/prompt`, { message: "same" })).status).toBe(202);
 			await idle(server, id);
 		}
-		expect(store.listRuns(id)).toHaveLength(3);
+		expect(await store.listRuns(id)).toHaveLength(3);
 	});
 
 	it("honours keys after a restart on the same SQLite file", async () => {
@@ -319,9 +319,9 @@ describe("Idempotency-Key", () => {
 		await replay.waitForEnd();
 		expect(replay.events[0]).toMatchObject({ id: prompt.body.firstEventId, event: "agent_start" });
 		expect(replay.events.at(-1)?.event).toBe("agent_end");
-		expect(store.listRuns(id)).toHaveLength(1);
-		expect(store.listQueued(id)).toHaveLength(1);
-		expect(userMessages(store, id)).toBe(1);
+		expect(await store.listRuns(id)).toHaveLength(1);
+		expect(await store.listQueued(id)).toHaveLength(1);
+		expect(await userMessages(store, id)).toBe(1);
 	});
 });
 
@@ -406,9 +406,9 @@ describe("Idempotency-Key: the reconnect of a generic SSE client (fetch-event-so
 		expect(again.frames.some((f) => f.event === "agent_start")).toBe(false);
 		expect(again.frames.at(-1)?.event).toBe("agent_end");
 		// Every event of the run after the cursor, exactly once, in order: the log agrees.
-		const logged = store.readEvents(id, lastSeen).filter((e) => e.id <= (ids.at(-1) as number));
+		const logged = (await store.readEvents(id, lastSeen)).filter((e) => e.id <= (ids.at(-1) as number));
 		expect(ids).toEqual(logged.map((e) => e.id));
-		expect(store.listRuns(id)).toHaveLength(1);
+		expect(await store.listRuns(id)).toHaveLength(1);
 		expect(gate.calls).toBe(1);
 		expect(JSON.parse(again.frames.at(-1)?.data ?? "{}").messages.at(-1).content[0].text).toContain("while away");
 	});

@@ -43,7 +43,7 @@ describe("session lifecycle", () => {
 		expect(run.events.at(-1)!.event).toBe("agent_end");
 		expect(run.events.at(-1)!.data.messages.at(-1).stopReason).toBe("aborted");
 		expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(404);
-		expect(server.app.wheelhouse.sessions.store.getSession(id)).toBeUndefined();
+		expect(await server.app.wheelhouse.sessions.store.getSession(id)).toBeUndefined();
 	});
 
 	it("refuses sessions past the limit with 429 TOO_MANY_SESSIONS", async () => {

@@ -47,7 +47,7 @@ describe("session retention", () => {
 		expect(deleted).toBe(2);
 		for (const id of [idle, evicted]) {
 			expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(404);
-			expect(sessions.store.getSession(id)).toBeUndefined();
+			expect(await sessions.store.getSession(id)).toBeUndefined();
 		}
 		for (const id of [watched, used]) expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(200);
 	});

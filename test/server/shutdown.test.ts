@@ -125,8 +125,8 @@ describe("graceful shutdown (SIGTERM / SIGINT)", () => {
 		expect(existsSync(`${result.db}-wal`)).toBe(false);
 		const store = openSqliteStore({ path: result.db });
 		try {
-			expect(store.listRuns(result.sessionId).map((run) => run.status)).toEqual(["aborted"]);
-			expect(store.getSession(result.sessionId)?.status).toBe("idle");
+			expect((await store.listRuns(result.sessionId)).map((run) => run.status)).toEqual(["aborted"]);
+			expect((await store.getSession(result.sessionId))?.status).toBe("idle");
 		} finally {
 			store.close();
 		}

@@ -204,11 +204,11 @@ it("no acknowledged steering or follow-up message is lost or duplicated by SIGKI
 			const text = userText(message);
 			if (text !== undefined) seen.set(text, (seen.get(text) ?? 0) + 1);
 		};
-		const total = store.countMessages(sessionId) ?? 0;
+		const total = (await store.countMessages(sessionId)) ?? 0;
 		for (let offset = 0; offset < total; offset += 1000) {
-			for (const m of store.listMessages(sessionId, { offset, limit: 1000 })?.messages ?? []) note(m);
+			for (const m of (await store.listMessages(sessionId, { offset, limit: 1000 }))?.messages ?? []) note(m);
 		}
-		const queued = store.listQueued(sessionId);
+		const queued = await store.listQueued(sessionId);
 		for (const entry of queued) note(entry.message);
 
 		const lost = [...acked].filter((text) => !seen.has(text));

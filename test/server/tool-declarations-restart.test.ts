@@ -259,6 +259,9 @@ describe("client tools and approval policies are stored with the session", () =>
 		}
 		const state = (await s.request("GET", `/v1/sessions/${id}`)).body;
 		expect([state.clientTools, state.toolApprovals]).toEqual([[pickColor], { calculate: "always" }]);
-		expect(store?.getSession(id)).toMatchObject({ clientTools: [pickColor], toolApprovals: { calculate: "always" } });
+		expect(await store?.getSession(id)).toMatchObject({
+			clientTools: [pickColor],
+			toolApprovals: { calculate: "always" },
+		});
 	});
 });

@@ -28,7 +28,7 @@ export const approvalRoutes: FastifyPluginAsyncTypebox<{ interactions: ToolInter
 			},
 		},
 		async function postApproval(request) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const { toolCallId } = request.params;
 			const { approve, reason } = request.body;
 			const outcome = opts.interactions.resolveApproval(session, toolCallId, {

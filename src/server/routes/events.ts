@@ -34,7 +34,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function sessionEvents(request, reply) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const header = request.headers["last-event-id"];
 			let afterId: number | undefined;
 			if (typeof header === "string" && header.trim() !== "") afterId = parseEventId(header, "Last-Event-ID");

@@ -30,7 +30,7 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 			const ctx = app.wheelhouse;
 			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
 			try {
-				ctx.sessions.store.lastEventId("__readyz_probe__");
+				await ctx.sessions.store.getSession("__readyz_probe__");
 			} catch {
 				return reply.code(503).send({ status: "store_unavailable" });
 			}

@@ -115,8 +115,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function prompt(request, reply) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-			const keyed = beginKeyed(request, session, "prompt", request.body);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
+			const keyed = await beginKeyed(request, session, "prompt", request.body);
 			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 			try {
 				const sse = wantsSse(request);
@@ -148,9 +148,9 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function continueRun(request, reply) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			// continue takes no body: the operation alone is the request.
-			const keyed = beginKeyed(request, session, "continue", null);
+			const keyed = await beginKeyed(request, session, "continue", null);
 			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 			try {
 				const sse = wantsSse(request);
@@ -183,12 +183,12 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				},
 			},
 			async function queueMessage(request, reply) {
-				const session: LiveSession = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-				const keyed = beginKeyed(request, session, kind, request.body);
+				const session: LiveSession = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
+				const keyed = await beginKeyed(request, session, kind, request.body);
 				if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 				try {
 					const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
-					const { entry, queueLength, idle } = session.enqueue(kind, message, queuedRecord(keyed));
+					const { entry, queueLength, idle } = await session.enqueue(kind, message, queuedRecord(keyed));
 					return reply.code(202).send(queuedBody({ queue: kind, entryId: entry.id, queueLength, idle }));
 				} finally {
 					keyed?.release();
@@ -209,8 +209,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function clearQueue(request) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
-			const cleared = session.clearQueue(request.query.kind);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
+			const cleared = await session.clearQueue(request.query.kind);
 			return { cleared, ...session.queueCounts() };
 		},
 	);
@@ -226,7 +226,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function abortRun(request) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const runId = session.runId ?? null;
 			return { aborted: session.abort(), runId };
 		},

@@ -25,7 +25,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function createSession(request, reply) {
 			const body = request.body ?? {};
-			const session = app.wheelhouse.sessions.create(request.ownerId, {
+			const session = await app.wheelhouse.sessions.create(request.ownerId, {
 				...(body as Partial<SessionConfig>),
 				messages: body.messages as AgentMessage[] | undefined,
 			});
@@ -44,7 +44,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function listSessions(request) {
-			const page = app.wheelhouse.sessions.list(request.ownerId, request.query.cursor, request.query.limit ?? 50);
+			const page = await app.wheelhouse.sessions.list(request.ownerId, request.query.cursor, request.query.limit ?? 50);
 			return {
 				sessions: page.sessions.map((s) => ({
 					id: s.id,
@@ -72,7 +72,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			},
 		},
 		async function getSession(request) {
-			return app.wheelhouse.sessions.get(request.params.id, request.ownerId).view();
+			return (await app.wheelhouse.sessions.load(request.params.id, request.ownerId)).view();
 		},
 	);
 
@@ -90,8 +90,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function patchSession(request) {
 			const { sessions } = app.wheelhouse;
-			const session = sessions.get(request.params.id, request.ownerId);
-			sessions.update(session, request.body as Partial<SessionConfig>);
+			const session = await sessions.load(request.params.id, request.ownerId);
+			await sessions.update(session, request.body as Partial<SessionConfig>);
 			return session.view();
 		},
 	);
@@ -108,7 +108,7 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function deleteSession(request) {
 			const { sessions } = app.wheelhouse;
-			const session = sessions.get(request.params.id, request.ownerId);
+			const session = await sessions.load(request.params.id, request.ownerId);
 			await sessions.delete(session);
 			return { deleted: true, id: session.id };
 		},
@@ -127,10 +127,10 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function listMessages(request) {
 			const { sessions } = app.wheelhouse;
-			const session = sessions.get(request.params.id, request.ownerId);
+			const session = await sessions.load(request.params.id, request.ownerId);
 			const offset = request.query.offset ?? 0;
 			const limit = request.query.limit ?? 100;
-			const page = session.store.listMessages(session.id, { offset, limit }) ?? {
+			const page = (await session.store.listMessages(session.id, { offset, limit })) ?? {
 				messages: [],
 				offset,
 				total: 0,

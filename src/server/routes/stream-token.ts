@@ -33,7 +33,7 @@ export const streamTokenRoutes: FastifyPluginAsyncTypebox<{ tokens: StreamTokens
 			},
 		},
 		async function mintStreamToken(request) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const { token, expiresAt } = opts.tokens.mint(session.id, request.ownerId);
 			const path = `/v1/sessions/${encodeURIComponent(session.id)}/events`;
 			return { token, expiresAt, eventsUrl: `${path}?${STREAM_TOKEN_PARAM}=${encodeURIComponent(token)}` };

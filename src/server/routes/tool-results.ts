@@ -53,7 +53,7 @@ export const toolResultRoutes: FastifyPluginAsyncTypebox<{ interactions: ToolInt
 			},
 		},
 		async function postToolResult(request) {
-			const session = app.wheelhouse.sessions.get(request.params.id, request.ownerId);
+			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const { toolCallId } = request.params;
 			const outcome = opts.interactions.resolveToolResult(session, toolCallId, request.body);
 			if (outcome !== "resolved") answerRejected("result", toolCallId, outcome);

@@ -77,7 +77,7 @@ describe("PendingInteractions", () => {
 
 	it("persists to the session store and lists orphans after a restart", async () => {
 		const store = createMemoryStore();
-		store.createSession({
+		await store.createSession({
 			id: "s1",
 			ownerId: null,
 			createdAt: 1,
@@ -98,10 +98,10 @@ describe("PendingInteractions", () => {
 			args: { env: "prod" },
 			timeoutMs: 5000,
 		});
-		expect(store.listPending("s1")).toMatchObject([{ toolCallId: "c6", kind: "approval", createdAt: 1000 }]);
+		expect(await store.listPending("s1")).toMatchObject([{ toolCallId: "c6", kind: "approval", createdAt: 1000 }]);
 
 		// A new process: the waiter is gone, the record is listed as an orphan.
-		const after = new PendingInteractions("s1", { store });
+		const after = await PendingInteractions.load("s1", { store });
 		expect(after.list()).toEqual([
 			{
 				kind: "approval",
@@ -115,14 +115,14 @@ describe("PendingInteractions", () => {
 		]);
 		expect(after.resolve("approval", "c6", { approve: true })).toBe("finished");
 		expect(after.clearOrphaned()).toBe(1);
-		expect(store.listPending("s1")).toEqual([]);
+		expect(await store.listPending("s1")).toEqual([]);
 
 		// A settled wait removes its record.
 		before.resolve("approval", "c6", { approve: false });
-		const fresh = new PendingInteractions("s1", { store });
+		const fresh = await PendingInteractions.load("s1", { store });
 		const waiting = fresh.wait({ kind: "client_tool", toolCallId: "c7", toolName: "t", args: {}, timeoutMs: 60_000 });
 		fresh.resolve("client_tool", "c7", { content: "done" });
 		await waiting;
-		expect(store.listPending("s1", { includeResolved: true })).toEqual([]);
+		expect(await store.listPending("s1", { includeResolved: true })).toEqual([]);
 	});
 });

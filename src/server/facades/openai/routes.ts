@@ -115,11 +115,11 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	 * answer returned the calls from), or undefined when none waits for them. Throws
 	 * `VALIDATION_FAILED` when the run waits for more results than these.
 	 */
-	function waitingSession(
+	async function waitingSession(
 		results: ToolResultMessage[],
 		ownerId: string | null,
 		known?: LiveSession,
-	): LiveSession | undefined {
+	): Promise<LiveSession | undefined> {
 		let session: LiveSession;
 		if (known) session = known;
 		else {
@@ -127,7 +127,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const sessionId = ids.size === 1 ? [...ids][0] : undefined;
 			if (!sessionId) return undefined;
 			try {
-				session = sessions.get(sessionId, ownerId);
+				session = await sessions.load(sessionId, ownerId);
 			} catch {
 				return undefined;
 			}
@@ -266,11 +266,13 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const conversation = mapChatMessages(body.messages, model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
 			const waiting =
-				conversation.toolResults.length > 0 ? waitingSession(conversation.toolResults, request.ownerId) : undefined;
+				conversation.toolResults.length > 0
+					? await waitingSession(conversation.toolResults, request.ownerId)
+					: undefined;
 			const begun = waiting
 				? resumeWith(waiting, conversation.toolResults)
 				: runOf(
-						sessions.create(request.ownerId, {
+						await sessions.create(request.ownerId, {
 							model: body.model,
 							systemPrompt: conversation.systemPrompt,
 							messages: conversation.history,
@@ -315,10 +317,14 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	);
 
 	/** The session a response id names, if this key may see it. */
-	function sessionOfKnownResponse(responseId: string, ownerId: string | null, field: string): LiveSession {
+	async function sessionOfKnownResponse(
+		responseId: string,
+		ownerId: string | null,
+		field: string,
+	): Promise<LiveSession> {
 		const sessionId = sessionOfResponse(responseId);
 		try {
-			if (sessionId) return sessions.get(sessionId, ownerId);
+			if (sessionId) return await sessions.load(sessionId, ownerId);
 		} catch (err) {
 			if (!(err instanceof ApiError) || err.code !== "SESSION_NOT_FOUND") throw err;
 		}
@@ -362,10 +368,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const previous = body.previous_response_id ?? null;
 			let begun: Start;
 			if (previous) {
-				const session = sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
+				const session = await sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
 				const conversation = mapResponsesInput(body.input, undefined, model, callsOf(session));
 				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
-					if (!waitingSession(conversation.toolResults, request.ownerId, session)) {
+					if (!(await waitingSession(conversation.toolResults, request.ownerId, session))) {
 						throw apiError(
 							"TOOL_CALL_FINISHED",
 							`body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
@@ -375,7 +381,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				} else {
 					// A new turn of the same session: what the request changes applies from it.
 					if (!session.isBusy) {
-						sessions.update(session, {
+						await sessions.update(session, {
 							model: body.model,
 							...(body.tools !== undefined ? { clientTools: clientToolSpecs } : {}),
 							...(typeof body.instructions === "string" ? { systemPrompt: body.instructions } : {}),
@@ -390,7 +396,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			} else {
 				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, model);
 				begun = runOf(
-					sessions.create(request.ownerId, {
+					await sessions.create(request.ownerId, {
 						model: body.model,
 						systemPrompt: conversation.systemPrompt,
 						messages: conversation.history,
@@ -466,7 +472,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		},
 		async function getResponse(request) {
 			const { id } = request.params as { id: string };
-			sessionOfKnownResponse(id, request.ownerId, "id");
+			await sessionOfKnownResponse(id, request.ownerId, "id");
 			const entry = kept.get(id);
 			if (!entry)
 				throw apiError(
@@ -489,7 +495,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		},
 		async function cancelResponse(request) {
 			const { id } = request.params as { id: string };
-			sessionOfKnownResponse(id, request.ownerId, "id");
+			await sessionOfKnownResponse(id, request.ownerId, "id");
 			const entry = kept.get(id);
 			if (!entry) throw apiError("RESPONSE_NOT_FOUND", `No response "${id}" is kept by this server.`);
 			entry.cancel();
