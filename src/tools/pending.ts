@@ -89,11 +89,6 @@ export interface PendingPersistence {
 
 export interface PendingInteractionsOptions {
 	store?: PendingPersistence;
-	/**
-	 * What the store holds for the session (`listPending` with `includeResolved`), as
-	 * {@link PendingInteractions.load} reads it: a previous process's waits, listed as orphans.
-	 */
-	stored?: readonly StoredPending[];
 	now?: () => number;
 	/** Called after every change of the pending list (added, resolved, timed out, aborted). Must not throw. */
 	onChange?: (pending: PendingRequest[]) => void;
@@ -128,8 +123,9 @@ export class PendingInteractions {
 
 	/** The registry of a session, with what the store holds for it (a previous process's waits). */
 	static async load(sessionId: string, options: PendingInteractionsOptions = {}): Promise<PendingInteractions> {
-		const stored = (await options.store?.listPending(sessionId, { includeResolved: true })) ?? [];
-		return new PendingInteractions(sessionId, { ...options, stored });
+		const pending = new PendingInteractions(sessionId, options);
+		pending.adopt((await options.store?.listPending(sessionId, { includeResolved: true })) ?? []);
+		return pending;
 	}
 
 	constructor(
@@ -137,14 +133,24 @@ export class PendingInteractions {
 		private readonly options: PendingInteractionsOptions = {},
 	) {
 		this.now = options.now ?? Date.now;
-		for (const record of options.stored ?? []) {
+	}
+
+	/**
+	 * Takes in what the store holds for the session (`listPending` with `includeResolved`): a
+	 * previous process's unresolved waits become orphans, and the waits startup recovery ended
+	 * answer `interrupted`. Waits of this process are left as they are.
+	 */
+	adopt(stored: readonly StoredPending[]): void {
+		for (const record of stored) {
+			const key = keyOf(record.kind, record.toolCallId);
+			if (this.waiters.has(key)) continue;
 			if (record.resolution === INTERRUPTED_RESOLUTION) {
-				this.interrupted.add(keyOf(record.kind, record.toolCallId));
+				this.interrupted.add(key);
 				continue;
 			}
 			if (record.resolvedAt !== null) continue;
 			const payload = safeParse(record.payload);
-			this.orphans.set(keyOf(record.kind, record.toolCallId), {
+			this.orphans.set(key, {
 				kind: record.kind,
 				toolCallId: record.toolCallId,
 				toolName: typeof payload.toolName === "string" ? payload.toolName : "",

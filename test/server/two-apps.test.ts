@@ -34,7 +34,7 @@ function countSyncs(store: SqliteSessionStore): () => number {
 	const sync = store.sync.bind(store);
 	store.sync = () => {
 		calls++;
-		sync();
+		return sync();
 	};
 	return () => calls;
 }

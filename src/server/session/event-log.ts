@@ -4,9 +4,10 @@
  * needs (pages after a cursor, whether a cursor is still retained). Nothing else in the server
  * reads or writes a session's events in the store.
  *
- * Appends happen inside the Agent's listener, which is synchronous, so the order of ids is the
- * order of events, and a subscriber that reads the backlog and registers in the same tick misses
- * and duplicates nothing.
+ * Appends are synchronous (the store's working set assigns the id at once), so the order of ids is
+ * the order of events. Reads go to the store and are asynchronous: a reader that registered as a
+ * subscriber first, and switches to live events in the same tick as it finds its cursor at
+ * `lastEventId`, misses and duplicates nothing (see `stream.ts`).
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { SseEventName } from "../../client/wire.js";
@@ -80,13 +81,13 @@ export class SessionEventLog {
 	}
 
 	/** At most `limit` events after `afterId`, in id order, taking about `maxBytes` at most (one event at least). */
-	read(afterId: number, limit: number, maxBytes: number): StoredEvent[] {
+	read(afterId: number, limit: number, maxBytes: number): Promise<StoredEvent[]> {
 		return this.store.readEvents(this.sessionId, afterId, limit, maxBytes);
 	}
 
 	/** Whether every event after `afterId` is still in the log (none was trimmed). */
-	isRetained(afterId: number): boolean {
-		const oldest = this.store.oldestEventId(this.sessionId);
+	async isRetained(afterId: number): Promise<boolean> {
+		const oldest = await this.store.oldestEventId(this.sessionId);
 		return oldest !== undefined && afterId >= oldest - 1;
 	}
 }

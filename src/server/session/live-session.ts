@@ -11,8 +11,10 @@
  * message after the listener returns), and appended to the log, which assigns the next id and
  * hands the frame to every subscriber. What the event completes (a message at its `message_end`,
  * the run at its `agent_end`, a drained queued message at its `message_start`) is written to the
- * store first: no client sees a message or a run end that a crash could take back (the store's
- * sync runs before any SSE byte leaves).
+ * store first: no client sees a message or a run end that a crash could take back. Messages and
+ * run ends go to the store's working set, synchronously; the app's write passes await the store's
+ * barrier before any SSE byte leaves. Moving a drained message out of the stored queue is a
+ * durable write: the listener awaits it (the Agent awaits its listeners) before publishing.
  */
 import type { FastifyBaseLogger } from "fastify";
 import { Agent } from "../../agent/agent.js";
@@ -27,6 +29,7 @@ import type {
 } from "../../agent/types.js";
 import { streamSimple } from "../../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "../../ai/types.js";
+import { addUsage } from "../../ai/usage.js";
 import { encodeWireData, type ServerEvent } from "../../client/wire.js";
 import type {
 	IdempotencyRecord,
@@ -41,7 +44,7 @@ import { apiError } from "../errors.js";
 import type { RunSlots } from "../limits.js";
 import { SessionEventLog, type SessionSubscriber } from "./event-log.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
-import { type RunHandle, SessionRuns } from "./runs.js";
+import { type ActiveRun, type RunHandle, SessionRuns } from "./runs.js";
 import { StoredTranscript } from "./transcript.js";
 import { type SessionView, sessionView } from "./view.js";
 
@@ -76,6 +79,11 @@ export interface SessionExtension {
 	beforeCreate?(input: Record<string, unknown>): void;
 	/** A session was created from `input` (the `POST /v1/sessions` body). */
 	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
+	/**
+	 * The session was brought into memory (created, or loaded from the store), before any request
+	 * can reach it: read what the extension keeps in the store for it.
+	 */
+	load?(session: LiveSession): Promise<void>;
 	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError to reject it. */
 	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
 }
@@ -102,9 +110,8 @@ export class LiveSession {
 	readonly agent: Agent;
 	/** The session's event log: appends, fan-out, and the reads a resume needs. */
 	readonly events: SessionEventLog;
+	/** The stored record, kept as the store has it: replaced by config changes, moved by run starts and ends. */
 	private record: SessionRecord;
-	/** A run ended since `record` was read (see `current`). */
-	private recordStale = false;
 	private readonly queues: SessionQueues;
 	private readonly runs: SessionRuns;
 	private readonly transcript: StoredTranscript;
@@ -160,15 +167,26 @@ export class LiveSession {
 			isDeleted: () => this.deleted,
 			lastEventId: () => this.lastEventId,
 			abortAgent: () => this.agent.abort(),
-			runStored: (prompt) => this.transcript.storedWithRun(prompt),
+			runStored: (runId, prompt) => {
+				this.transcript.storedWithRun(prompt);
+				this.record = { ...this.record, status: "running", currentRunId: runId, interruptedAt: null };
+			},
 			runAbandoned: (prompt) => {
 				this.transcript.forgetRun(prompt);
 				if (prompt.length > 0) this.agent.state.messages = [...this.agent.state.messages, ...prompt];
 			},
-			// Re-read when next needed, not now: the run's end is committed with other sessions' at the
-			// store's next sync, and reading it here would commit it at once.
-			runEnded: () => {
-				this.recordStale = true;
+			// As the store records it (`SessionWriter.endRun`), without reading it back: the end is
+			// committed with other sessions' at the next barrier, and a read would commit it at once.
+			runEnded: (runId, end) => {
+				const usage = structuredClone(this.record.usage);
+				addUsage(usage, end.usage);
+				const current = this.record.currentRunId === runId;
+				this.record = {
+					...this.record,
+					usage,
+					lastActiveAt: Math.max(this.record.lastActiveAt, end.endedAt),
+					...(current ? { status: "idle" as const, currentRunId: null, interruptedAt: null } : {}),
+				};
 			},
 			touch: () => {
 				this.lastActiveAt = Date.now();
@@ -179,12 +197,7 @@ export class LiveSession {
 
 	/** The stored record (config, owner, status, usage of ended runs). */
 	get config(): SessionRecord {
-		return this.current;
-	}
-
-	/** The record, re-read from the store if a run ended since it was read. */
-	private get current(): SessionRecord {
-		return this.recordStale ? this.refreshRecord() : this.record;
+		return this.record;
 	}
 
 	/** The store this session persists to. */
@@ -305,40 +318,75 @@ export class LiveSession {
 		};
 	}
 
-	private onAgentEvent(event: AgentEvent): void {
+	/**
+	 * Stores what `event` completes, then publishes it. Synchronous unless storing is a durable write
+	 * (a drained queued message): then it returns the promise the Agent awaits before its next event.
+	 */
+	private onAgentEvent(event: AgentEvent): Promise<void> | undefined {
 		const run = this.runs.active;
 		try {
-			if (event.type === "message_start") this.noteDrained(event.message);
-			// What the event completes is stored before any subscriber gets the event (a stream that ends
-			// at agent_end writes at once, after the store's sync): no client sees a message or a run end
-			// that a crash could take back.
-			switch (event.type) {
-				case "message_end":
-					this.transcript.messageEnded(event.message);
-					if (run && event.message.role === "assistant") {
-						this.runs.noteAssistant(run, event.message as AssistantMessage);
-					}
-					break;
-				case "agent_end":
-					this.transcript.runEnded(this.agent.state.messages);
-					if (run) this.runs.end(run);
-					break;
+			const storing = this.storeCompleted(event, run);
+			if (storing) {
+				return storing.then(
+					() => this.publishEvent(event, run),
+					(err: unknown) => this.eventFailed(err, event),
+				);
 			}
+			this.publishEvent(event, run);
+		} catch (err) {
+			this.eventFailed(err, event);
+		}
+		return undefined;
+	}
+
+	/**
+	 * What the event completes is stored before any subscriber gets the event (a stream that ends at
+	 * agent_end writes at once, after the store's barrier): no client sees a message or a run end
+	 * that a crash could take back. A promise when that is a durable write to await.
+	 */
+	private storeCompleted(event: AgentEvent, run: ActiveRun | undefined): Promise<void> | undefined {
+		switch (event.type) {
+			case "message_start":
+				return this.noteDrained(event.message);
+			case "message_end": {
+				const stored = this.transcript.messageEnded(event.message);
+				if (run && event.message.role === "assistant") {
+					this.runs.noteAssistant(run, event.message as AssistantMessage);
+				}
+				return stored;
+			}
+			case "agent_end":
+				this.transcript.runEnded(this.agent.state.messages);
+				if (run) this.runs.end(run);
+				return undefined;
+		}
+		return undefined;
+	}
+
+	/** Logs the event and hands it to the extensions. */
+	private publishEvent(event: AgentEvent, run: ActiveRun | undefined): void {
+		try {
 			const id = this.events.append(event.type, encodeWireData(event), this.currentRunSeq);
 			if (run && id !== undefined) run.resolveFirst(id);
 			for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
 		} catch (err) {
-			// Never let persistence or fan-out trouble break the run: the Agent awaits this listener.
-			this.deps.logger.error({ err, sessionId: this.id, event: event.type }, "failed to record an agent event");
+			this.eventFailed(err, event);
 		}
 	}
 
-	/** A queued message the loop just started is moved from the stored queue into the stored transcript, then announced. */
-	private noteDrained(message: AgentMessage): void {
+	/** Never let persistence or fan-out trouble break the run: the Agent awaits this listener. */
+	private eventFailed(err: unknown, event: AgentEvent): void {
+		this.deps.logger.error({ err, sessionId: this.id, event: event.type }, "failed to record an agent event");
+	}
+
+	/**
+	 * A queued message the loop just started is moved from the stored queue into the stored
+	 * transcript (durably), then announced; undefined for any other message.
+	 */
+	private noteDrained(message: AgentMessage): Promise<void> | undefined {
 		const entry = this.queues.takeDrained(message);
-		if (!entry) return;
-		this.transcript.storeDrained(message, entry.id);
-		this.queues.publishDrained(entry);
+		if (!entry) return undefined;
+		return this.transcript.storeDrained(message, entry.id).then(() => this.queues.publishDrained(entry));
 	}
 
 	// --- queues -------------------------------------------------------------------------------
@@ -353,22 +401,22 @@ export class LiveSession {
 	}
 
 	/**
-	 * Queues a steering or follow-up message: into the store (durable before this returns) and the
-	 * Agent's queue. Throws `QUEUE_FULL` past the limit. `withKey` builds, from what the caller will
-	 * answer, the idempotency record the store keeps in the message's own commit.
+	 * Queues a steering or follow-up message: into the store (durable when this resolves) and the
+	 * Agent's queue. Rejects with `QUEUE_FULL` past the limit. `withKey` builds, from what the caller
+	 * will answer, the idempotency record the store keeps in the message's own commit.
 	 */
-	enqueue(
+	async enqueue(
 		kind: QueueKind,
 		message: AgentMessage,
 		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
-	): { entry: QueueEntry; queueLength: number; idle: boolean } {
-		const queued = this.queues.enqueue(kind, message, !this.runs.isBusy, withKey);
+	): Promise<{ entry: QueueEntry; queueLength: number; idle: boolean }> {
+		const queued = await this.queues.enqueue(kind, message, !this.runs.isBusy, withKey);
 		this.lastActiveAt = Date.now();
 		return queued;
 	}
 
-	/** Clears one queue or both (Agent and store). Returns how many messages were removed. */
-	clearQueue(kind?: QueueKind): number {
+	/** Clears one queue or both (Agent and store). Resolves to how many messages were removed. */
+	clearQueue(kind?: QueueKind): Promise<number> {
 		return this.queues.clear(kind);
 	}
 
@@ -386,11 +434,11 @@ export class LiveSession {
 	): Promise<{ kind: "started"; run: RunHandle } | ({ kind: "queued" } & QueuedAnswer)> {
 		if (this.runs.isBusy && (ifBusy === "steer" || ifBusy === "followUp")) {
 			if (messages.length !== 1) throw apiError("VALIDATION_FAILED", "Queue exactly one message at a time.");
-			const { entry, queueLength, idle } = this.enqueue(ifBusy, messages[0], withKey);
+			const { entry, queueLength, idle } = await this.enqueue(ifBusy, messages[0], withKey);
 			return { kind: "queued", queue: ifBusy, queueLength, idle, entryId: entry.id };
 		}
 		await this.runs.claim(ifBusy === "interrupt" ? "interrupt" : "reject");
-		return { kind: "started", run: this.runs.launch(() => this.agent.prompt(messages), attach, messages) };
+		return { kind: "started", run: await this.runs.launch(() => this.agent.prompt(messages), attach, messages) };
 	}
 
 	/**
@@ -412,7 +460,7 @@ export class LiveSession {
 			);
 		}
 		await this.runs.claim("reject");
-		return this.runs.launch(() => this.agent.continue(), attach);
+		return await this.runs.launch(() => this.agent.continue(), attach);
 	}
 
 	/** Aborts the active run (it still ends with `agent_end`). Returns whether a run was active. */
@@ -437,11 +485,11 @@ export class LiveSession {
 
 	// --- config -------------------------------------------------------------------------------
 
-	/** Applies a config patch (validated by the caller): the store first, then the live Agent. */
-	applyConfig(patch: Partial<SessionConfig>): SessionRecord {
-		const updated = this.deps.store.updateSession(this.id, patch, Date.now());
+	/** Applies a config patch (validated by the caller): the store first (durably), then the live Agent. */
+	async applyConfig(patch: Partial<SessionConfig>): Promise<SessionRecord> {
+		const updated = await this.deps.store.updateSession(this.id, patch, Date.now());
 		if (!updated) throw apiError("SESSION_NOT_FOUND", `Session ${this.id} no longer exists.`);
-		this.record = updated;
+		this.record = updated; // a durable write of the session: the run writes queued before it are in it
 		if (patch.model) {
 			const model = this.deps.resolveModel(patch.model);
 			if (model) this.agent.state.model = model;
@@ -455,19 +503,11 @@ export class LiveSession {
 		return updated;
 	}
 
-	/** Re-reads the record from the store (after runs end). */
-	refreshRecord(): SessionRecord {
-		this.recordStale = false;
-		const updated = this.deps.store.getSession(this.id);
-		if (updated) this.record = updated;
-		return this.record;
-	}
-
 	// --- state --------------------------------------------------------------------------------
 
 	/** Session state as `GET /v1/sessions/:id` returns it. */
 	view(): SessionView {
-		const record = this.current;
+		const record = this.record;
 		const extra: Record<string, unknown> = {};
 		for (const ext of this.deps.extensions()) {
 			try {

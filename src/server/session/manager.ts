@@ -3,13 +3,14 @@
  * {@link LiveSession}s, and shuts them down gracefully.
  *
  * The store is the source of truth; a `LiveSession` is the in-memory Agent around a stored
- * session. Any request for a session that is not in memory loads it from the store (transcript
- * and queued messages), so sessions survive restarts and eviction.
+ * session, and the sessions in memory are in the store's working set (their hot-path writes are
+ * synchronous). Any request for a session that is not in memory loads it from the store
+ * (transcript and queued messages, asynchronously), so sessions survive restarts and eviction.
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../../agent/types.js";
 import type { Model } from "../../ai/types.js";
-import type { SessionConfig, SessionPage, SessionStore } from "../../store/types.js";
+import type { SessionConfig, SessionPage, SessionRecord, SessionStore } from "../../store/types.js";
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../../tools/selection.js";
 import { apiError } from "../errors.js";
 import { newSessionId } from "../ids.js";
@@ -60,6 +61,10 @@ async function settleWithin(promise: Promise<unknown>, ms: number): Promise<"set
 
 export class SessionManager {
 	private readonly live = new Map<string, LiveSession>();
+	/** Sessions being read from the store into memory, by id (see `loadOnce`). */
+	private readonly loading = new Map<string, Promise<LiveSession>>();
+	/** `create` calls waiting for the store. */
+	private creating = 0;
 	private readonly toolsByName = new Map<string, AgentTool<any>>();
 	private readonly extensionList: SessionExtension[] = [];
 	private shuttingDown = false;
@@ -143,10 +148,11 @@ export class SessionManager {
 
 	// --- lifecycle of sessions ------------------------------------------------------------------
 
-	create(ownerId: string | null, input: NewSessionInput): LiveSession {
+	async create(ownerId: string | null, input: NewSessionInput): Promise<LiveSession> {
 		if (this.shuttingDown) throw apiError("SHUTTING_DOWN", "The server is shutting down.");
-		if (this.live.size >= this.options.maxSessions) this.evictIdle(0);
-		if (this.live.size >= this.options.maxSessions) {
+		// Sessions being created count: the limit holds while their store writes are awaited.
+		if (this.live.size + this.creating >= this.options.maxSessions) this.evictIdle(0);
+		if (this.live.size + this.creating >= this.options.maxSessions) {
 			throw apiError(
 				"TOO_MANY_SESSIONS",
 				`The server holds its maximum of ${this.options.maxSessions} active sessions; delete some or retry later.`,
@@ -168,20 +174,30 @@ export class SessionManager {
 		this.checkTools(config.tools);
 		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
-		const record = this.options.store.createSession(
-			{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
-			messages,
-		);
-		const session = this.instantiate(record.id, messages);
-		for (const ext of this.extensionList) ext.onCreate?.(session, input);
-		return session;
+		this.creating++;
+		try {
+			const record = await this.options.store.createSession(
+				{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
+				messages,
+			);
+			const session = await this.instantiate(record, messages);
+			for (const ext of this.extensionList) ext.onCreate?.(session, input);
+			return session;
+		} finally {
+			this.creating--;
+		}
 	}
 
-	private instantiate(id: string, messages?: AgentMessage[]): LiveSession {
+	/**
+	 * Brings a stored session into memory: into the store's working set (its writes go through it),
+	 * its transcript and queue read, its extensions' state loaded. `messages` is the transcript when
+	 * the caller has it (a session just created).
+	 */
+	private async instantiate(record: SessionRecord, messages?: AgentMessage[]): Promise<LiveSession> {
 		const store = this.options.store;
-		const record = store.getSession(id);
-		if (!record) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
-		const transcript = messages ?? this.loadTranscript(id);
+		const id = record.id;
+		if (!(await store.openSession(id))) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		const transcript = messages ?? (await this.loadTranscript(id));
 		if (record.status === "interrupted") {
 			// Startup recovery records the results of a tool batch a restart cut short; a session
 			// interrupted under an older version may still lack them, and the transcript could not
@@ -192,7 +208,7 @@ export class SessionManager {
 				transcript.push(...missing);
 			}
 		}
-		const session = new LiveSession(record, transcript, store.listQueued(id), {
+		const session = new LiveSession(record, transcript, await store.listQueued(id), {
 			store,
 			logger: this.options.logger,
 			resolveModel: (spec) => this.options.resolveModel(spec),
@@ -204,14 +220,21 @@ export class SessionManager {
 			runSlots: this.options.runSlots,
 			isShuttingDown: () => this.shuttingDown,
 		});
+		for (const ext of this.extensionList) {
+			try {
+				await ext.load?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name, sessionId: id }, "extension load() failed");
+			}
+		}
 		this.live.set(id, session);
 		return session;
 	}
 
-	private loadTranscript(id: string): AgentMessage[] {
+	private async loadTranscript(id: string): Promise<AgentMessage[]> {
 		const messages: AgentMessage[] = [];
 		for (let offset = 0; ; ) {
-			const page = this.options.store.listMessages(id, { offset, limit: MAX_PAGE });
+			const page = await this.options.store.listMessages(id, { offset, limit: MAX_PAGE });
 			if (!page) break;
 			messages.push(...page.messages);
 			offset += page.messages.length;
@@ -221,34 +244,71 @@ export class SessionManager {
 	}
 
 	/**
-	 * The session if it exists and `ownerId` may see it (auth off: `ownerId` null sees all);
-	 * loads it from the store when it is not in memory. Throws `SESSION_NOT_FOUND` otherwise
-	 * (also for another key's session: its existence is not revealed).
+	 * The session if it is in memory and `ownerId` may see it (auth off: `ownerId` null sees all).
+	 * Throws `SESSION_NOT_FOUND` otherwise. Requests use {@link load}, which also reads a session
+	 * that is not in memory from the store.
 	 */
 	get(id: string, ownerId: string | null): LiveSession {
+		const session = this.live.get(id);
+		if (!session || (ownerId !== null && session.ownerId !== ownerId)) {
+			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
+		}
+		return this.touch(session);
+	}
+
+	/**
+	 * The session if it exists and `ownerId` may see it (auth off: `ownerId` null sees all);
+	 * loads it from the store when it is not in memory (two requests for one session load it once).
+	 * Rejects with `SESSION_NOT_FOUND` otherwise (also for another key's session: its existence is
+	 * not revealed).
+	 */
+	async load(id: string, ownerId: string | null): Promise<LiveSession> {
 		let session = this.live.get(id);
 		if (!session) {
-			const record = this.options.store.getSession(id);
-			if (record && (ownerId === null || record.ownerId === ownerId)) {
-				if (!this.options.resolveModel(record.model)) {
-					// The model was removed from the catalog since: fall back so the session stays usable.
-					this.options.logger.warn({ sessionId: id, model: record.model }, "stored model unknown; using the default");
-					this.options.store.updateSession(id, { model: this.options.defaultModel }, Date.now());
-				}
-				session = this.instantiate(id);
-			}
+			const record = await this.options.store.getSession(id);
+			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);
 		}
 		if (!session || (ownerId !== null && session.ownerId !== ownerId)) {
 			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
 		}
+		return this.touch(session);
+	}
+
+	/** Loads a stored session into memory, once however many requests ask for it at the same time. */
+	private loadOnce(record: SessionRecord): Promise<LiveSession> {
+		const live = this.live.get(record.id);
+		if (live) return Promise.resolve(live);
+		let loading = this.loading.get(record.id);
+		if (!loading) {
+			loading = this.loadStored(record).finally(() => this.loading.delete(record.id));
+			this.loading.set(record.id, loading);
+		}
+		return loading;
+	}
+
+	private async loadStored(record: SessionRecord): Promise<LiveSession> {
+		if (!this.options.resolveModel(record.model)) {
+			// The model was removed from the catalog since: fall back so the session stays usable.
+			this.options.logger.warn(
+				{ sessionId: record.id, model: record.model },
+				"stored model unknown; using the default",
+			);
+			record =
+				(await this.options.store.updateSession(record.id, { model: this.options.defaultModel }, Date.now())) ?? record;
+		}
+		return this.instantiate(record);
+	}
+
+	/** A request reached the session: it was active now (drives eviction and, in the store, deletion). */
+	private touch(session: LiveSession): LiveSession {
 		session.lastActiveAt = Date.now();
-		this.options.store.touchSession(id, session.lastActiveAt); // buffered: cheap per request; drives deletion
+		this.options.store.touchSession(session.id, session.lastActiveAt); // buffered: cheap per request
 		return session;
 	}
 
-	list(ownerId: string | null, cursor: string | undefined, limit: number): SessionPage {
+	async list(ownerId: string | null, cursor: string | undefined, limit: number): Promise<SessionPage> {
 		try {
-			return this.options.store.listSessions({ ...(ownerId === null ? {} : { ownerId }), cursor, limit });
+			return await this.options.store.listSessions({ ...(ownerId === null ? {} : { ownerId }), cursor, limit });
 		} catch (err) {
 			if (cursor !== undefined) throw apiError("VALIDATION_FAILED", `query.cursor is not a cursor this server issued.`);
 			throw err;
@@ -260,11 +320,11 @@ export class SessionManager {
 	 * and thinking level apply from the next model call, `toolApprovals` from the next tool call,
 	 * the rest (`tools`, `clientTools`, modes) from the next run at the latest.
 	 */
-	update(session: LiveSession, patch: Partial<SessionConfig>): void {
+	async update(session: LiveSession, patch: Partial<SessionConfig>): Promise<void> {
 		if (patch.model !== undefined) this.checkModel(patch.model);
 		if (patch.tools !== undefined) this.checkTools(patch.tools);
 		for (const ext of this.extensionList) ext.beforeUpdate?.(session, patch);
-		session.applyConfig(patch);
+		await session.applyConfig(patch);
 		if (patch.clientTools !== undefined) session.refreshTools();
 	}
 
@@ -279,7 +339,7 @@ export class SessionManager {
 			}
 		}
 		this.live.delete(session.id);
-		this.options.store.deleteSession(session.id);
+		await this.options.store.deleteSession(session.id);
 	}
 
 	private retentionTick(): void {
@@ -302,10 +362,11 @@ export class SessionManager {
 		}
 		if (this.shuttingDown) return 0;
 		let deleted = 0;
-		for (const id of this.options.store.listIdleSessions(cutoff)) {
+		for (const id of await this.options.store.listIdleSessions(cutoff)) {
 			const session = this.live.get(id);
 			if (!session) {
-				if (this.options.store.deleteSession(id)) deleted++;
+				if (this.loading.has(id)) continue; // a request is bringing it into memory: it is active
+				if (await this.options.store.deleteSession(id)) deleted++;
 				continue;
 			}
 			if (session.isBusy || session.subscriberCount > 0 || session.lastActiveAt >= cutoff) continue;
@@ -350,6 +411,6 @@ export class SessionManager {
 		// Every session in memory now: one loaded during the drain (a request on a connection that
 		// was already open) may have subscribers too.
 		for (const session of this.live.values()) session.closeSubscribers("server shutting down");
-		this.options.store.flush();
+		await this.options.store.flush();
 	}
 }

@@ -13,6 +13,10 @@
  * message object ({@link SessionQueues.takeDrained}); the session then moves it from the store's
  * queue into its transcript in one write, so a crash at any moment leaves it in exactly one of the
  * two, and a `queue_update` with `action: "drained"` precedes its `message_start` on the stream.
+ *
+ * Queueing and clearing wait for the store (durable writes), one at a time per session: each
+ * sees the mirror as the one before it left it, so the copies stay the same and the counts a
+ * request is answered are its own.
  */
 import type { Agent } from "../../agent/agent.js";
 import type { AgentMessage } from "../../agent/types.js";
@@ -54,6 +58,8 @@ export interface SessionQueuesOptions {
 
 export class SessionQueues {
 	private entries: QueueEntry[] = [];
+	/** The last queue change in progress: the next one starts after it. */
+	private changing: Promise<unknown> = Promise.resolve();
 
 	/** Takes the queue loaded from the store into the mirror and the Agent's queues. */
 	constructor(
@@ -89,17 +95,33 @@ export class SessionQueues {
 			.map((e) => ({ id: e.id, message: e.message, createdAt: e.createdAt }));
 	}
 
+	/** Runs `change` after the changes before it (each sees the mirror they left). */
+	private serially<T>(change: () => Promise<T>): Promise<T> {
+		const next = this.changing.then(change, change);
+		this.changing = next.catch(() => undefined);
+		return next;
+	}
+
 	/**
-	 * Queues a steering or follow-up message: into the store (durable before this returns), the
-	 * mirror and the Agent's queue. Throws `QUEUE_FULL` past the limit. `withKey` builds, from what
-	 * the caller will answer, the idempotency record the store keeps in the message's own commit.
+	 * Queues a steering or follow-up message: into the store (durable when this resolves), the
+	 * mirror and the Agent's queue. Rejects with `QUEUE_FULL` past the limit. `withKey` builds, from
+	 * what the caller will answer, the idempotency record the store keeps in the message's own commit.
 	 */
 	enqueue(
 		kind: QueueKind,
 		message: AgentMessage,
 		idle: boolean,
 		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
-	): { entry: QueueEntry; queueLength: number; idle: boolean } {
+	): Promise<{ entry: QueueEntry; queueLength: number; idle: boolean }> {
+		return this.serially(() => this.store(kind, message, idle, withKey));
+	}
+
+	private async store(
+		kind: QueueKind,
+		message: AgentMessage,
+		idle: boolean,
+		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+	): Promise<{ entry: QueueEntry; queueLength: number; idle: boolean }> {
 		const { sessionId, maxQueuedMessages } = this.options;
 		if (this.entries.length >= maxQueuedMessages) {
 			throw apiError(
@@ -109,7 +131,7 @@ export class SessionQueues {
 		}
 		const before = this.counts();
 		const queueLength = (kind === "steer" ? before.steeringCount : before.followUpCount) + 1;
-		const stored = this.options.store.enqueue(
+		const stored = await this.options.store.enqueue(
 			sessionId,
 			kind,
 			message,
@@ -125,16 +147,21 @@ export class SessionQueues {
 		return { entry, queueLength, idle };
 	}
 
-	/** Clears one queue or both (Agent, mirror and store). Returns how many messages were removed. */
-	clear(kind?: QueueKind): number {
-		const matches = (e: QueueEntry) => kind === undefined || e.kind === kind;
-		const removed = this.entries.filter(matches);
-		if (kind === undefined || kind === "steer") this.options.agent.clearSteeringQueue();
-		if (kind === undefined || kind === "followUp") this.options.agent.clearFollowUpQueue();
-		this.entries = this.entries.filter((e) => !matches(e));
-		this.options.store.clearQueue(this.options.sessionId, kind);
-		if (removed.length > 0) this.publish("cleared", kind ?? "all", removed);
-		return removed.length;
+	/**
+	 * Clears one queue or both (Agent, mirror and store; the store's rows durably before the
+	 * `queue_update` is published). Resolves to how many messages were removed.
+	 */
+	clear(kind?: QueueKind): Promise<number> {
+		return this.serially(async () => {
+			const matches = (e: QueueEntry) => kind === undefined || e.kind === kind;
+			const removed = this.entries.filter(matches);
+			if (kind === undefined || kind === "steer") this.options.agent.clearSteeringQueue();
+			if (kind === undefined || kind === "followUp") this.options.agent.clearFollowUpQueue();
+			this.entries = this.entries.filter((e) => !matches(e));
+			await this.options.store.clearQueue(this.options.sessionId, kind);
+			if (removed.length > 0) this.publish("cleared", kind ?? "all", removed);
+			return removed.length;
+		});
 	}
 
 	/**

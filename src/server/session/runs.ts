@@ -6,13 +6,14 @@
  * At most one run at a time (`busy`). `ifBusy: "interrupt"` aborts the active run and hands the
  * session over to the waiting prompt when the aborted run has settled, so no other request can
  * slip in between. The per-key run slot is taken with the claim and given back with the release,
- * never at a hand-off (the waiting prompt keeps it).
+ * never at a hand-off (the waiting prompt keeps it). Claiming here is this process's; the store's
+ * `startRun` is the durable claim, and a session the store says is running elsewhere is busy.
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
 import type { AssistantMessage, Usage } from "../../ai/types.js";
 import { addUsage, zeroUsage } from "../../ai/usage.js";
-import type { SessionStore } from "../../store/types.js";
+import type { RunEnd, SessionStore } from "../../store/types.js";
 import { apiError } from "../errors.js";
 import { newRunId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
@@ -50,11 +51,11 @@ export interface RunHost {
 	/** Aborts the Agent's run. */
 	abortAgent(): void;
 	/** The run's start was stored, with `prompt`; the run is active from now on. */
-	runStored(prompt: AgentMessage[]): void;
+	runStored(runId: string, prompt: AgentMessage[]): void;
 	/** A run whose start stored `prompt` failed before it started: the Agent must get the prompt too. */
 	runAbandoned(prompt: AgentMessage[]): void;
-	/** A run's end was stored (the session's record changed). */
-	runEnded(): void;
+	/** A run's end was stored (the session's record changed as `end` says). */
+	runEnded(runId: string, end: RunEnd): void;
 	/** Something happened: the session was active now. */
 	touch(): void;
 }
@@ -127,9 +128,14 @@ export class SessionRuns {
 	 * Starts a run with `start` once the session is claimed. `prompt` (the messages `start` prompts
 	 * with) is stored with the run's start, in one write, committed by the store's sync before the
 	 * response that accepts it. `attach` runs after the run exists and before its first event, so a
-	 * per-run stream sees `agent_start`.
+	 * per-run stream sees `agent_start`. Rejects with `AGENT_BUSY` when the store's claim fails
+	 * because a run of the session is active elsewhere.
 	 */
-	launch(start: () => Promise<void>, attach?: (run: RunHandle) => void, prompt: AgentMessage[] = []): RunHandle {
+	async launch(
+		start: () => Promise<void>,
+		attach?: (run: RunHandle) => void,
+		prompt: AgentMessage[] = [],
+	): Promise<RunHandle> {
 		let resolveFirst!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
 			resolveFirst = resolve;
@@ -157,8 +163,11 @@ export class SessionRuns {
 		// that fails) must give the session back: otherwise it stays busy with no run to end it.
 		let recorded = false;
 		try {
-			recorded = this.host.store.startRun(sessionId, run.id, Date.now(), prompt);
-			if (recorded && prompt.length > 0) this.host.runStored(prompt);
+			recorded = await this.host.store.startRun(sessionId, run.id, Date.now(), prompt);
+			if (recorded) this.host.runStored(run.id, prompt);
+			else if ((await this.host.store.getSession(sessionId))?.status === "running") {
+				throw apiError("AGENT_BUSY", `Session ${sessionId} is running elsewhere; retry once its run ended.`);
+			}
 			this.activeRun = run;
 			this.host.touch();
 			attach?.(run);
@@ -223,13 +232,13 @@ export class SessionRuns {
 				: last?.stopReason === "error"
 					? "error"
 					: "completed";
-		this.host.store.endRun(this.host.sessionId, run.id, {
+		const end: RunEnd = {
 			status,
 			endedAt: Date.now(),
 			usage: run.usage,
 			...(failure || last?.errorMessage ? { errorMessage: failure ?? last?.errorMessage } : {}),
-		});
-		this.host.runEnded();
+		};
+		if (this.host.store.endRun(this.host.sessionId, run.id, end)) this.host.runEnded(run.id, end);
 	}
 
 	/** Aborts the active run (it still ends with `agent_end`). Returns whether a run was active. */

@@ -8,9 +8,10 @@
  * page at a time, each page sized in bytes to fit half the budget (less what the socket still
  * holds), the next one only once the socket took the last, so a resume of a long log never sits
  * in memory at once. A replayer whose socket stops draining is dropped by the connection's stall
- * rule with `stream_dropped` and resumes from the last id it was sent. The switch from replay to
- * live happens in the same tick as the read that reached the end of the log, so no event is lost
- * or sent twice.
+ * rule with `stream_dropped` and resumes from the last id it was sent. Reads are asynchronous; the
+ * switch from replay to live happens in the same tick as the check that the cursor reached the
+ * log's last id (the subscriber is registered before the first read and ignores what it gets
+ * until then), so no event is lost or sent twice.
  */
 import type { FastifyReply } from "fastify";
 import type { StoredEvent } from "../../store/types.js";
@@ -33,7 +34,7 @@ export function replayPageBytes(settings: StreamSettings, sse: SseConnection): n
 	return Math.max(1, Math.floor(settings.maxBufferBytes / 2) - sse.bufferedBytes);
 }
 
-/** What a replay calls, each synchronously in the tick of the read it follows. */
+/** What a replay calls, each synchronously in the tick the read it follows resolved in. */
 interface ReplayTarget {
 	/** An event of the log after the cursor, in id order: `next` sends it and goes on, `stop` ends the replay. */
 	event(event: StoredEvent): "next" | "stop";
@@ -58,20 +59,29 @@ async function replayLog(
 	for (;;) {
 		await sse.whenWritable();
 		if (sse.isClosed) return;
-		const events = log.read(cursor, REPLAY_PAGE_EVENTS, replayPageBytes(settings, sse));
-		if (events.length > 0 && events[0].id > cursor + 1 && !log.isRetained(cursor)) {
-			target.trimmed();
+		// An empty page means the end only if nothing was appended while it was read (the ids after the
+		// last retained event may be ones a crash lost: the cursor never reaches `lastEventId` then).
+		const lastBefore = log.lastEventId;
+		const events = await log.read(cursor, REPLAY_PAGE_EVENTS, replayPageBytes(settings, sse));
+		if (sse.isClosed) return;
+		if (events.length > 0 && events[0].id > cursor + 1 && !(await log.isRetained(cursor))) {
+			if (!sse.isClosed) target.trimmed();
 			return;
 		}
 		for (const event of events) {
 			if (target.event(event) === "stop") return;
 			cursor = event.id;
 		}
-		if (events.length === 0 || cursor >= log.lastEventId) {
-			target.caughtUp(); // same tick as the read that reached the end: nothing in between
+		if (cursor >= log.lastEventId || (events.length === 0 && log.lastEventId === lastBefore)) {
+			target.caughtUp(); // same tick as the check: nothing in between
 			return;
 		}
 	}
+}
+
+/** A replay the store failed (e.g. closed by a shutdown) ends its stream instead of failing the process. */
+function endOnFailure(sse: SseConnection, replay: Promise<void>): void {
+	replay.catch(() => sse.end(formatComment("closing: the event log could not be read")));
 }
 
 const sendStored = (sse: SseConnection, event: StoredEvent) =>
@@ -119,23 +129,30 @@ export function streamSessionEvents(
 		sendSnapshot(false);
 		return;
 	}
-	if (afterId > last || (afterId < last && !log.isRetained(afterId))) {
+	if (afterId > last) {
 		sendSnapshot(true);
 		return;
 	}
 	cursor = afterId;
-	void replayLog(session, sse, settings, cursor, {
-		event(event) {
-			sendStored(sse, event);
-			cursor = event.id;
-			return "next";
-		},
-		caughtUp() {
-			live = true;
-		},
-		// The log was trimmed past us while we replayed (a very slow reader): start over.
-		trimmed: () => sendSnapshot(true),
-	});
+	const resume = async () => {
+		if (afterId < last && !(await log.isRetained(afterId))) {
+			if (!sse.isClosed) sendSnapshot(true);
+			return;
+		}
+		await replayLog(session, sse, settings, cursor, {
+			event(event) {
+				sendStored(sse, event);
+				cursor = event.id;
+				return "next";
+			},
+			caughtUp() {
+				live = true;
+			},
+			// The log was trimmed past us while we replayed (a very slow reader): start over.
+			trimmed: () => sendSnapshot(true),
+		});
+	};
+	endOnFailure(sse, resume());
 }
 
 /**
@@ -222,7 +239,7 @@ export function resumeRunStream(
 		return;
 	}
 
-	/** Same tick as the read that reached the end of the log: live, or over. */
+	/** Same tick as the check that the replay reached the end of the log: live, or over. */
 	const goLive = () => {
 		live = session.activeRunHandle(run.runId);
 		if (!live) {
@@ -235,7 +252,7 @@ export function resumeRunStream(
 		});
 	};
 
-	void replayLog(session, sse, settings, cursor, {
+	const replay = replayLog(session, sse, settings, cursor, {
 		event(event) {
 			if (event.type === "agent_start" && event.id > run.firstEventId) {
 				finish(); // the next run: this one ended without its agent_end
@@ -258,4 +275,5 @@ export function resumeRunStream(
 			goLive();
 		},
 	});
+	endOnFailure(sse, replay);
 }

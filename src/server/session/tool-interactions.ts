@@ -108,6 +108,8 @@ interface SessionEntry {
 	builtFrom: ClientToolSpec[] | undefined;
 	clientTools: ClientAgentTool[];
 	hook: BeforeToolCallHook;
+	/** What the store holds for the session (a previous process's waits) was taken in. */
+	adopted: boolean;
 }
 
 const publicRequest = (r: PendingRequest) => ({
@@ -174,6 +176,14 @@ export class ToolInteractions implements SessionExtension {
 		return entry.clientTools;
 	}
 
+	/** A session loaded into memory: the waits a previous process left in the store are taken in, once. */
+	async load(session: LiveSession): Promise<void> {
+		const entry = this.entry(session);
+		if (entry.adopted) return;
+		entry.adopted = true;
+		entry.pending.adopt(await this.options.store.listPending(session.id, { includeResolved: true }));
+	}
+
 	beforeToolCall: NonNullable<SessionExtension["beforeToolCall"]> = (session, context, signal) =>
 		this.entry(session).hook(context, signal);
 
@@ -209,6 +219,7 @@ export class ToolInteractions implements SessionExtension {
 			pending,
 			builtFrom: undefined,
 			clientTools: [],
+			adopted: false,
 			hook: createApprovalHook({
 				pending,
 				timeoutMs: this.options.approvalTimeoutMs,

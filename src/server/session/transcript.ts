@@ -5,6 +5,10 @@
  * a drained queued message (at its `message_start`, moved out of the stored queue in the same
  * write). At the run's end, anything the Agent holds that no `message_end` announced (a run
  * failure's message) is appended, so the stored transcript and the Agent's stay the same.
+ *
+ * Messages are appended through the store's working set (durable at the next barrier, which the
+ * server awaits before anything that shows them leaves the process); moving a drained message is a
+ * durable write, awaited before its `message_start` is published.
  */
 import type { AgentMessage } from "../../agent/types.js";
 import type { SessionStore } from "../../store/types.js";
@@ -40,15 +44,18 @@ export class StoredTranscript {
 	 * Stores a drained queued message now, not at its `message_end`: no client sees it drained
 	 * before it is in the stored transcript. Should this write fail, its `message_end` tries again.
 	 */
-	storeDrained(message: AgentMessage, entryId: number): void {
+	async storeDrained(message: AgentMessage, entryId: number): Promise<void> {
 		this.drainedIds.set(message, entryId);
-		this.persist(message);
+		await this.persist(message);
 		this.storedEarly.add(message);
 	}
 
-	/** A message is complete: stores it unless it was stored earlier. */
-	messageEnded(message: AgentMessage): void {
-		if (!this.storedEarly.delete(message)) this.persist(message);
+	/**
+	 * A message is complete: stores it unless it was stored earlier. A promise only when that is the
+	 * retry of a drained message's move (a durable write to await).
+	 */
+	messageEnded(message: AgentMessage): Promise<void> | undefined {
+		return this.storedEarly.delete(message) ? undefined : this.persist(message);
 	}
 
 	/** The run ended: stores what the Agent holds (`messages`) and no `message_end` announced. */
@@ -61,14 +68,20 @@ export class StoredTranscript {
 		}
 	}
 
-	/** Stores a completed message; a drained queued message leaves the stored queue in the same write. */
-	private persist(message: AgentMessage): void {
+	/**
+	 * Stores a completed message; a drained queued message leaves the stored queue in the same write
+	 * (the promise of that durable write; undefined for an append to the working set).
+	 */
+	private persist(message: AgentMessage): Promise<void> | undefined {
 		const entryId = this.drainedIds.get(message);
-		const length =
-			entryId === undefined
-				? this.store.appendMessages(this.sessionId, [message])
-				: this.store.drainQueued(this.sessionId, [entryId], [message]);
-		this.drainedIds.delete(message);
-		if (length !== undefined) this.persistedCount = length;
+		if (entryId === undefined) {
+			const length = this.store.appendMessages(this.sessionId, [message]);
+			if (length !== undefined) this.persistedCount = length;
+			return undefined;
+		}
+		return this.store.drainQueued(this.sessionId, [entryId], [message]).then((length) => {
+			this.drainedIds.delete(message);
+			if (length !== undefined) this.persistedCount = length;
+		});
 	}
 }

@@ -96,6 +96,9 @@ export class SseConnection implements PassWriter {
 	/** The id of the last frame written to the socket (the drop notice tells the client to resume from it). */
 	lastSentId: number | undefined;
 	private pendingLastId: number | undefined;
+	/** Set by {@link cut}: how much of `pending` the next write takes, and the id of its last frame. */
+	private cutAt: number | undefined;
+	private cutLastId: number | undefined;
 
 	constructor(
 		private readonly res: ServerResponse,
@@ -202,25 +205,39 @@ export class SseConnection implements PassWriter {
 		}
 	}
 
+	/** Marks what is pending now as what the next write takes (the barriers about to run cover it). */
+	cut(): void {
+		this.cutAt = this.pending.length;
+		this.cutLastId = this.pendingLastId;
+	}
+
 	/**
-	 * Writes what is pending in one `write()` (with the response head the first time), or ends the
-	 * response if `end()` was called. Called by the write passes, which have run the write barriers.
-	 * Returns true for a write of a stream in flow (not its head, not its end): what the passes time.
+	 * Writes what is pending — up to the cut, if one was made — in one `write()` (with the response
+	 * head the first time), or ends the response if `end()` was called and nothing queued after the
+	 * cut remains. Called by the write passes, which have run the write barriers. Frames queued after
+	 * the cut go to the next pass. Returns true for a write of a stream in flow (not its head, not its
+	 * end): what the passes time.
 	 */
 	writePending(): boolean {
 		this.scheduled = false;
+		const upTo = this.cutAt ?? this.pending.length;
+		const lastId = this.cutAt === undefined ? this.pendingLastId : this.cutLastId;
+		this.cutAt = undefined;
 		if (this.closed || this.ending) return false;
-		if (this.endRequested) {
+		if (this.endRequested && upTo === this.pending.length) {
 			const rest = this.pending;
-			this.lastSentId = this.pendingLastId;
+			this.lastSentId = lastId;
 			this.pending = "";
 			this.finish(rest, "ended");
 			return false;
 		}
-		if (this.pending === "") return false;
-		const chunk = this.pending;
-		this.pending = "";
-		this.lastSentId = this.pendingLastId;
+		if (upTo === 0) {
+			if (this.pending !== "") this.queueForPass();
+			return false;
+		}
+		const chunk = upTo === this.pending.length ? this.pending : this.pending.slice(0, upTo);
+		this.pending = upTo === this.pending.length ? "" : this.pending.slice(upTo);
+		this.lastSentId = lastId;
 		// Corked around the write, so the syscall happens here rather than in a nextTick (which is
 		// what node:http does on its own): a write pass then knows how long its writes took.
 		const socket = this.res.socket;
@@ -232,6 +249,8 @@ export class SseConnection implements PassWriter {
 		if (!ok) {
 			this.waitingForDrain = true;
 			if (this.options.stallMs > 0) this.stallTimer = setTimeout(this.onStall, this.options.stallMs).unref();
+		} else if (this.pending !== "" || this.endRequested) {
+			this.queueForPass(); // what came after the cut
 		} else if (this.drainWaiters.length > 0) this.wakeWaiters();
 		return flowing;
 	}
@@ -282,8 +301,7 @@ export class SseConnection implements PassWriter {
 		if (this.waitingForDrain) {
 			// A reader that stopped reading may never drain: end now, after the barriers; the linger
 			// timer then bounds how long the socket is kept.
-			this.passes.runBarriers();
-			this.writePending();
+			this.passes.afterBarriers(this, () => this.writePending());
 			return;
 		}
 		this.queueForPass(); // the pass ends it

@@ -14,11 +14,15 @@
  * of one per event, and the added latency stays below MAX_GAP_MS (bench/sse/results.md compares
  * the spacings).
  *
- * A pass first runs the barriers (the store's `sync()`: a commit when writes wait for one). While
- * they have work waiting and frames keep coming, passes are up to COMMIT_GAP_MS apart, so that
- * under load many sessions' run starts, completed messages and run ends share one commit instead
- * of one pass each. Once no frame has been queued for QUIET_MS the pass runs: a quiet server (or
- * the last stream of a burst) still commits and writes at once.
+ * A pass first awaits the barriers (the store's `sync()`: a commit when writes wait for one). The
+ * barrier covers the writes made before it is called, so the pass first *cuts* each connection's
+ * frames: what was queued up to then is written once the barrier resolves, and frames queued while
+ * it is awaited (the writes they depend on may be newer than the commit) wait for the next pass.
+ * When no barrier has anything to wait for, the pass writes at once, with no cut. While barriers
+ * have work waiting and frames keep coming, passes are up to COMMIT_GAP_MS apart, so that under
+ * load many sessions' run starts, completed messages and run ends share one commit instead of one
+ * pass each. Once no frame has been queued for QUIET_MS the pass runs: a quiet server (or the last
+ * stream of a burst) still commits and writes at once.
  */
 
 const MIN_GAP_MS = 1;
@@ -31,17 +35,22 @@ const PASS_AVERAGING = 0.25;
 
 /** What runs before any frame is handed to a socket (see {@link WritePasses.addBarrier}). */
 export interface WriteBarrier {
-	/** Makes what the frames depend on durable (the store's `sync()`). */
-	run(): void;
+	/**
+	 * Makes what the frames queued before the call depend on durable (the store's `sync()`).
+	 * Contract: never rejects (a failed commit is the store's to report).
+	 */
+	run(): Promise<void>;
 	/** True while `run` has work to do (a commit waits). */
 	readonly pending: boolean;
 }
 
 /** A connection as the passes see it. */
 export interface PassWriter {
+	/** Marks the frames queued so far: the next `writePending` writes those only. */
+	cut(): void;
 	/**
-	 * Hands what is pending to the socket (the barriers have run). Returns true for a write of a
-	 * stream in flow (not its head, not its end): what the passes time.
+	 * Hands what is pending (up to the cut, if one was made) to the socket: the barriers have run.
+	 * Returns true for a write of a stream in flow (not its head, not its end): what the passes time.
 	 */
 	writePending(): boolean;
 }
@@ -75,9 +84,23 @@ export class WritePasses {
 		return () => this.barriers.delete(barrier);
 	}
 
-	/** Runs every barrier now (a connection that ends outside a pass). */
-	runBarriers(): void {
-		for (const barrier of this.barriers) barrier.run();
+	/**
+	 * Calls `write` once the barriers cover what `writer` queued so far: at once when none has work
+	 * waiting, else after cutting its frames and awaiting them (a connection that ends outside a pass).
+	 */
+	afterBarriers(writer: PassWriter, write: () => void): void {
+		if (!this.barriersPending()) {
+			write();
+			return;
+		}
+		writer.cut();
+		void this.runBarriers().then(write);
+	}
+
+	/** Runs every barrier; resolves when all have. */
+	private runBarriers(): Promise<unknown> {
+		if (this.barriers.size === 1) for (const barrier of this.barriers) return barrier.run();
+		return Promise.all([...this.barriers].map((barrier) => barrier.run()));
 	}
 
 	/** A connection queued a frame. */
@@ -135,8 +158,17 @@ export class WritePasses {
 		// Connections queued by a write's side effects (a close handler) go to the next pass.
 		const batch = [...this.waiting];
 		this.waiting.clear();
-		if (this.barriersPending()) this.lastCommitAt = start;
-		this.runBarriers(); // once for the whole pass
+		if (!this.barriersPending()) {
+			this.write(batch, start);
+			return;
+		}
+		this.lastCommitAt = start;
+		for (const writer of batch) writer.cut();
+		void this.runBarriers().then(() => this.write(batch, start)); // once for the whole pass
+	}
+
+	/** Writes `batch` (the barriers have run) and sets the spacing of the next pass. */
+	private write(batch: PassWriter[], start: number): void {
 		// Only the writes of streams in flow count: a stream's head and its end are one-offs that
 		// would otherwise hold the next frames of every stream.
 		let took = 0;
