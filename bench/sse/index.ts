@@ -2,6 +2,7 @@
  * bench/sse: Wheelhouse's SSE fan-out against a raw node:http SSE writer, in one run.
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
+ *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -23,10 +24,14 @@
  * Also: server CPU per event (steadier than events/s on a loaded machine), fairness at a real
  * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
  * (`pipeline-floor.ts`).
+ *
+ * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
+ * `git archive` into a temporary folder that shares this checkout's node_modules) against this
+ * tree's, for each store, in interleaved pairs as above; only those pairs run.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,6 +54,16 @@ const STORE_PAIRS = Number(process.env.BENCH_SSE_STORE_PAIRS ?? (process.argv.in
 const METRICS_PAIRS = Number(process.env.BENCH_SSE_METRICS_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
 /** `--metrics-only`: run only the metrics off/on pairs. */
 const METRICS_ONLY = process.argv.includes("--metrics-only");
+/** `--compare <ref>`: run only the pairs of that commit's server against this tree's. */
+const COMPARE_REF = process.argv.includes("--compare")
+	? process.argv[process.argv.indexOf("--compare") + 1]
+	: undefined;
+/** Interleaved before/after pairs per store and job for `--compare` (BENCH_SSE_COMPARE_PAIRS; 6 with --quick). */
+const COMPARE_PAIRS = Number(
+	process.env.BENCH_SSE_COMPARE_PAIRS ?? (process.argv.includes("--quick") ? 6 : STORE_PAIRS),
+);
+/** The checkout this file is in. */
+const REPO = path.resolve(here, "..", "..");
 const SIZES = [200, 2_000, 10_000];
 const LONG = 10_000;
 const SHORT = 200;
@@ -58,8 +73,9 @@ const SHORT = 200;
 /** BENCH_SSE_CPU_PROF=<dir>: write a V8 CPU profile of each server child there (for finding hot spots). */
 const CPU_PROF = process.env.BENCH_SSE_CPU_PROF;
 
-function forkTs(file: string, profile = false): ChildProcess {
-	return fork(path.join(here, file), [], {
+/** Forks `file` of bench/sse, from the checkout at `root` (this one by default). */
+function forkTs(file: string, profile = false, root = REPO): ChildProcess {
+	return fork(path.join(root, "bench", "sse", file), [], {
 		execArgv: ["--import", "tsx", ...(profile && CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF}`] : [])],
 		stdio: ["ignore", "inherit", "inherit", "ipc"],
 	});
@@ -71,8 +87,9 @@ class ServerChild {
 		readonly url: string,
 	) {}
 
-	static async start(start: ServerStart): Promise<ServerChild> {
-		const child = forkTs("server-process.ts", true);
+	/** Starts the server of the checkout at `root` (this one by default). */
+	static async start(start: ServerStart, root?: string): Promise<ServerChild> {
+		const child = forkTs("server-process.ts", true, root);
 		child.send(start);
 		const [reply] = (await once(child, "message")) as [ServerReply];
 		if (reply.type !== "ready") throw new Error(`server child failed: ${JSON.stringify(reply)}`);
@@ -315,8 +332,9 @@ async function benchPairs(
 	variantStart: ServerStart,
 	pairs: number,
 	jobs: (url: string) => Promise<ClientJob>,
+	baseRoot?: string,
 ): Promise<Pairs> {
-	const base = await ServerChild.start(baseStart);
+	const base = await ServerChild.start(baseStart, baseRoot);
 	const variant = await ServerChild.start(variantStart);
 	try {
 		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
@@ -531,8 +549,67 @@ async function mainMetricsOnly(): Promise<void> {
 	}
 }
 
+/** The checkout of `ref` in a temporary folder, with this checkout's node_modules; returns its path. */
+function checkoutOf(ref: string, into: string): string {
+	const root = path.join(into, "base");
+	mkdirSync(root);
+	execFileSync("sh", ["-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, REPO, ref, root]);
+	symlinkSync(path.join(REPO, "node_modules"), path.join(root, "node_modules"));
+	return root;
+}
+
+/** `--compare <ref>`: that commit's server against this tree's, per store, with the goal (≥ 0.95x). */
+async function mainCompare(ref: string): Promise<void> {
+	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-compare-"));
+	const commit = execFileSync("git", ["-C", REPO, "rev-parse", "--short", ref], { encoding: "utf8" }).trim();
+	const head = execFileSync("git", ["-C", REPO, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+	try {
+		const baseRoot = checkoutOf(ref, dir);
+		console.log(
+			`bench/sse --compare ${ref} (${commit}, before) against this tree (HEAD ${head} and its changes, after) — ` +
+				`node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions`,
+		);
+		const results: [string, { concurrent: Pairs; single: Pairs }][] = [];
+		for (const store of ["memory", "sqlite"] as const) {
+			const start = (name: string): ServerStart => ({
+				kind: "wheelhouse",
+				store,
+				dbPath: path.join(dir, `${store}-${name}.db`),
+			});
+			const pairs = {
+				concurrent: await benchPairs(start("before"), start("after"), COMPARE_PAIRS, concurrentJob, baseRoot),
+				single: await benchPairs(start("before-1"), start("after-1"), COMPARE_PAIRS, singleJob, baseRoot),
+			};
+			results.push([store, pairs]);
+			printPairs(
+				`${store === "memory" ? "Memory" : "SQLite"} store, after vs before`,
+				["before", "after"],
+				COMPARE_PAIRS,
+				pairs,
+			);
+		}
+		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)}`);
+		console.log("\nGoals (median pair):");
+		for (const [store, pairs] of results) {
+			for (const [job, p] of [
+				[`${SESSIONS} sessions`, pairs.concurrent],
+				["one stream", pairs.single],
+			] as const) {
+				const events = med(p.eventsRatio) >= 0.95;
+				const cpu = med(p.cpuRatio) >= 0.95;
+				console.log(`  ${events ? "met    " : "NOT met"}  ${store}, ${job}: events/s after ≥ 0.95x before`);
+				console.log(`  ${cpu ? "met    " : "NOT met"}  ${store}, ${job}: server CPU per event after ≤ before / 0.95`);
+			}
+		}
+	} finally {
+		clientChild?.kill();
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+
 export async function main(): Promise<void> {
 	if (METRICS_ONLY) return mainMetricsOnly();
+	if (COMPARE_REF) return mainCompare(COMPARE_REF);
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
 	try {
 		console.log(
