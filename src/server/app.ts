@@ -30,6 +30,8 @@ import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
 import { openaiFacade } from "./facades/openai/routes.js";
+import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
+import { ProxyStreams } from "./facades/pi-proxy/streams.js";
 import { installRequestLimit, RunSlots } from "./limits.js";
 import type { SessionExtension } from "./live-session.js";
 import { ServerMetrics } from "./metrics.js";
@@ -195,6 +197,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 
 	const metrics =
 		config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
+	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);
+	const runSlots =
+		config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined;
 	const sessions = new SessionManager({
 		store,
 		logger: app.log,
@@ -202,14 +207,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		modelProblem: (spec) => catalog.problem(spec),
 		defaultModel: catalog.defaultModel,
 		tools,
-		getApiKey: (provider) => config.providerKeys[provider] ?? getEnvApiKey(provider, env),
+		getApiKey,
 		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		maxSessions: config.maxSessions,
 		maxQueuedMessages: config.maxQueuedMessages,
 		sessionTtlMs: config.sessionTtlMs,
 		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
-		runSlots:
-			config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined,
+		runSlots,
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
@@ -266,6 +270,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
+	const proxyStreams = new ProxyStreams();
+	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots });
 	if (config.playground === "on") {
 		const dir = options.playgroundDir ?? defaultPlaygroundDir();
 		if (dir) await app.register(playgroundRoutes, { dir });
@@ -302,8 +308,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		// request does not reach this process on a kept-alive connection either.
 		if (app.server.listening) app.server.close();
 		connections.drain();
-		// 4. Runs finish within the grace period or are aborted; every stream ends.
-		await sessions.shutdown(config.shutdownGraceMs);
+		// 4. Runs and pi proxy calls finish within the grace period or are aborted; every stream ends.
+		await Promise.all([sessions.shutdown(config.shutdownGraceMs), proxyStreams.drain(config.shutdownGraceMs)]);
 		// 5. A reader that does not take its last bytes, or a request still on its way in, holds the
 		// close this long at most.
 		forceClose = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_FLUSH_MS);

@@ -58,6 +58,11 @@ export const ERRORS = {
 		description:
 			"No response with this id is known for this API key (`/openai/v1/responses/:id`: the server keeps the latest responses in memory; `previous_response_id` works as long as the session exists).",
 	},
+	ENDPOINT_OFF: {
+		status: 404,
+		description:
+			"The endpoint exists but this server's configuration turns it off; `message` names the setting (`POST /api/stream`: `WHEELHOUSE_PI_PROXY`).",
+	},
 	METHOD_NOT_ALLOWED: {
 		status: 405,
 		description: "The path exists but not with this method; the `Allow` header lists the methods it has.",

@@ -118,6 +118,11 @@ export interface SseConnectionOptions {
 	onClose?: (reason: SseCloseReason) => void;
 	/** The app's SSE counters (metrics), bumped per frame and per write; absent when metrics are off. */
 	stats?: SseStats;
+	/**
+	 * The last frame a dropped subscriber gets. Default: a `stream_dropped` event telling it where to
+	 * resume; a stream that cannot be resumed ends in its own protocol's failure event instead.
+	 */
+	dropNotice?: () => string;
 }
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
@@ -450,6 +455,10 @@ export class SseConnection {
 	private drop(): void {
 		if (this.isClosed) return;
 		this.pending = "";
+		if (this.options.dropNotice) {
+			this.finish(`${formatComment("dropped: slow consumer")}${this.options.dropNotice()}`, "overflow");
+			return;
+		}
 		const notice = JSON.stringify({
 			type: "stream_dropped",
 			reason: "slow_consumer",
