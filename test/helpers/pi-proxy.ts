@@ -26,9 +26,14 @@ function agentWith(setup: AgentSetup, streamFn: (...args: any[]) => any): Agent 
 	});
 }
 
-/** pi's Agent whose model calls go through `streamProxy` to `proxyUrl` with `authToken`. */
-export function proxyAgent(proxyUrl: string, authToken: string, setup: AgentSetup): Agent {
-	return agentWith(setup, (model, context, options) => streamProxy(model, context, { ...options, proxyUrl, authToken }));
+/**
+ * pi's Agent whose model calls go through `streamProxy` to `proxyUrl` with `authToken`; `extra`
+ * adds stream options (e.g. `headers`).
+ */
+export function proxyAgent(proxyUrl: string, authToken: string, setup: AgentSetup, extra: object = {}): Agent {
+	return agentWith(setup, (model, context, options) =>
+		streamProxy(model, context, { ...options, ...extra, proxyUrl, authToken }),
+	);
 }
 
 /** pi's Agent calling `stream` (a model's stream function) directly, in the same process. */
