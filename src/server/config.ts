@@ -235,7 +235,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "int",
 		default: "0",
 		description:
-			"Runs one API key may have running at once (all runs together when auth is off); one more is 429 `TOO_MANY_RUNS`. 0 = no limit.",
+			"Runs one API key may have running at once (all runs together when auth is off; a pi `streamProxy` call counts as one); one more is 429 `TOO_MANY_RUNS`. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_METRICS",

@@ -56,8 +56,9 @@ export const addTool: AgentTool<any> = {
 		properties: { a: { type: "number" }, b: { type: "number" } },
 		required: ["a", "b"],
 	} as any,
-	async execute(_id, params: { a: number; b: number }) {
-		return { content: [{ type: "text", text: String(params.a + params.b) }], details: undefined };
+	async execute(_id, params) {
+		const { a, b } = params as { a: number; b: number };
+		return { content: [{ type: "text", text: String(a + b) }], details: undefined };
 	},
 };
 

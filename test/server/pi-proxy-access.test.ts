@@ -93,7 +93,10 @@ describe("POST /api/stream: access", () => {
 				'body.context.messages[0].content[0].type must be "text" or "image"',
 			],
 			[
-				{ ...body(), context: { messages: [{ role: "assistant", content: [{ type: "toolCall", id: "c", name: "n" }] }] } },
+				{
+					...body(),
+					context: { messages: [{ role: "assistant", content: [{ type: "toolCall", id: "c", name: "n" }] }] },
+				},
 				"body.context.messages[0].content[0].arguments must be an object",
 			],
 			[

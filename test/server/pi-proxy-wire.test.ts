@@ -10,7 +10,7 @@ import { fauxThinking, fauxToolCall, registerFauxProvider, type ScriptedTurn } f
 import { registerApiProvider } from "../../src/ai/registry.js";
 import { createAssistantMessage } from "../../src/ai/stream.js";
 import type { AssistantMessage, Model } from "../../src/ai/types.js";
-import { postProxy, type ProxyWire, proxyAgent, userMessage } from "../helpers/pi-proxy.js";
+import { type ProxyWire, postProxy, proxyAgent, userMessage } from "../helpers/pi-proxy.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 const KEY = "pi-proxy-key-3";
