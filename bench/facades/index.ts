@@ -3,17 +3,19 @@
  * native `/v1` SSE stream, in one run: tokens/s, events/s, bytes per token and server CPU per token.
  *
  *   npx tsx bench/facades/index.ts [--quick]
- *     BENCH_FACADES_REPEATS (default 5, 2 with --quick), BENCH_FACADES_TOKENS (one stream, default 2000),
+ *     BENCH_FACADES_REPEATS (pairs per facade, default 7, 2 with --quick), BENCH_FACADES_TOKENS (one stream, default 2000),
  *     BENCH_FACADES_STREAMS (concurrent streams, default 100) of BENCH_FACADES_SHORT tokens (default 200)
  *
  * Every facade is a driver in drivers/ (see driver.ts); adding one is adding a file there. Three
  * processes on loopback, as in bench/sse (whose server and client processes this reuses): this
  * orchestrator, one real server (buildApp, memory store, the stand-in `faux/echo` at 0 ms, which
  * repeats the prompt one word per delta, `WHEELHOUSE_PI_PROXY=on`), and the measuring client, which
- * counts events and deltas in the bytes without parsing. Each repeat runs every driver, in an order
- * that rotates from repeat to repeat, so load drift does not land on one facade; each figure is the
- * median over the repeats. Setup requests (the native stream's session) are not timed; the OpenAI
- * facades create their session inside the timed request, as their clients would.
+ * counts events and deltas in the bytes without parsing. Each facade is measured in pairs with the
+ * native stream, back to back in alternating order, and its "vs native" figures are the median of
+ * the per-pair ratios, so that load drift on a shared machine cancels out instead of landing on one
+ * facade; the absolute figures are medians over all runs. Bytes per token do not depend on load.
+ * Setup requests (the native stream's session) are not timed; the OpenAI facades create their
+ * session inside the timed request, as their clients would.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -28,7 +30,7 @@ import type { FacadeDriver } from "./driver.js";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const sseDir = path.join(here, "../sse");
 const QUICK = process.argv.includes("--quick");
-const REPEATS = Number(process.env.BENCH_FACADES_REPEATS ?? (QUICK ? 2 : 5));
+const REPEATS = Number(process.env.BENCH_FACADES_REPEATS ?? (QUICK ? 2 : 7));
 const LONG = Number(process.env.BENCH_FACADES_TOKENS ?? 2000);
 const STREAMS = Number(process.env.BENCH_FACADES_STREAMS ?? 100);
 const SHORT = Number(process.env.BENCH_FACADES_SHORT ?? 200);
@@ -145,22 +147,41 @@ const fmt = (n: number, digits = 0) =>
 const pct = (n: number) => `${(n * 100).toFixed(1)}%`;
 const times = (n: number) => `${n.toFixed(2)}x`;
 
-function table(title: string, drivers: FacadeDriver[], figures: Figures[]): string {
-	const base = figures[0]!;
+/** One facade's results: every run of it, and its ratios to the native run it was paired with. */
+interface Results {
+	runs: Figures[];
+	/** Per pair: the facade's figure divided by the native stream's. */
+	ratios: Figures[];
+}
+
+function ratio(facade: Figures, native: Figures): Figures {
+	return {
+		tokensPerSec: facade.tokensPerSec / native.tokensPerSec,
+		eventsPerSec: facade.eventsPerSec / native.eventsPerSec,
+		eventsPerToken: facade.eventsPerToken / native.eventsPerToken,
+		bytesPerToken: facade.bytesPerToken / native.bytesPerToken,
+		cpuUsPerToken: facade.cpuUsPerToken / native.cpuUsPerToken,
+		deltaRatio: facade.deltaRatio / native.deltaRatio,
+	};
+}
+
+function table(title: string, drivers: FacadeDriver[], results: Results[]): string {
 	const rows = drivers.map((driver, i) => {
-		const f = figures[i]!;
+		const f = medians(results[i]!.runs);
+		const r = driver.baseline ? ratio(f, f) : medians(results[i]!.ratios);
+		const all = Math.min(...results[i]!.runs.map((run) => run.deltaRatio));
 		return [
 			driver.name,
 			fmt(f.tokensPerSec),
-			pct(f.tokensPerSec / base.tokensPerSec),
+			pct(r.tokensPerSec),
 			fmt(f.eventsPerSec),
-			pct(f.eventsPerSec / base.eventsPerSec),
+			pct(r.eventsPerSec),
 			fmt(f.eventsPerToken, 2),
 			fmt(f.bytesPerToken, 1),
-			times(f.bytesPerToken / base.bytesPerToken),
+			times(r.bytesPerToken),
 			fmt(f.cpuUsPerToken, 2),
-			times(f.cpuUsPerToken / base.cpuUsPerToken),
-			f.deltaRatio === 1 ? "yes" : `NO (${f.deltaRatio.toFixed(3)})`,
+			times(r.cpuUsPerToken),
+			all === 1 ? "yes" : `NO (${all.toFixed(3)})`,
 		];
 	});
 	const head = [
@@ -191,23 +212,36 @@ async function main(): Promise<void> {
 	// Warm-up: every path once, so the first measured facade does not pay the JIT for all.
 	for (const driver of drivers) await measure(url, driver, 4, SHORT);
 
-	const one: Figures[][] = drivers.map(() => []);
-	const many: Figures[][] = drivers.map(() => []);
+	const scenarios = [
+		{ title: `One stream of ${fmt(LONG)} tokens`, count: 1, tokens: LONG },
+		{ title: `${STREAMS} concurrent streams of ${fmt(SHORT)} tokens`, count: STREAMS, tokens: SHORT },
+	];
+	const others = drivers.slice(1);
+	const results = scenarios.map(() => drivers.map((): Results => ({ runs: [], ratios: [] })));
 	for (let repeat = 0; repeat < REPEATS; repeat++) {
-		for (let k = 0; k < drivers.length; k++) {
-			const i = (k + repeat) % drivers.length;
-			one[i]!.push(await measure(url, drivers[i]!, 1, LONG));
-			many[i]!.push(await measure(url, drivers[i]!, STREAMS, SHORT));
+		for (let k = 0; k < others.length; k++) {
+			const i = 1 + ((k + repeat) % others.length);
+			for (const [s, scenario] of scenarios.entries()) {
+				// One pair: the facade and the native stream back to back, which one first alternating.
+				const nativeFirst = (repeat + k) % 2 === 0;
+				const first = await measure(url, nativeFirst ? drivers[0]! : drivers[i]!, scenario.count, scenario.tokens);
+				const second = await measure(url, nativeFirst ? drivers[i]! : drivers[0]!, scenario.count, scenario.tokens);
+				const [native, facade] = nativeFirst ? [first, second] : [second, first];
+				results[s]![0]!.runs.push(native);
+				results[s]![i]!.runs.push(facade);
+				results[s]![i]!.ratios.push(ratio(facade, native));
+			}
 		}
 	}
 
 	console.log(
-		`bench/facades — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeats (median), faux/echo at 0 ms`,
+		`bench/facades — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} pairs per facade with the native stream, faux/echo at 0 ms`,
 	);
-	console.log();
-	console.log(table(`One stream of ${fmt(LONG)} tokens`, drivers, one.map(medians)));
-	console.log();
-	console.log(table(`${STREAMS} concurrent streams of ${fmt(SHORT)} tokens`, drivers, many.map(medians)));
+	console.log("(absolute figures: median of all runs; vs native: median of the per-pair ratios)");
+	for (const [s, scenario] of scenarios.entries()) {
+		console.log();
+		console.log(table(scenario.title, drivers, results[s]!));
+	}
 	console.log();
 	console.log(`load average at the end: ${loadavg()[0]!.toFixed(1)}`);
 }
