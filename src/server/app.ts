@@ -33,7 +33,6 @@ import { openaiFacade } from "./facades/openai/routes.js";
 import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
 import { ProxyStreams } from "./facades/pi-proxy/streams.js";
 import { installRequestLimit, RunSlots } from "./limits.js";
-import type { SessionExtension } from "./live-session.js";
 import { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
@@ -48,8 +47,9 @@ import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { streamTokenRoutes } from "./routes/stream-token.js";
 import { MAX_ID_LENGTH } from "./schemas.js";
-import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./sessions.js";
-import { beforeSseWrites } from "./sse.js";
+import type { SessionExtension } from "./session/live-session.js";
+import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./session/manager.js";
+import { WritePasses } from "./sse/write-passes.js";
 import { registerTools } from "./tools-plugin.js";
 import { installValidation } from "./validation.js";
 
@@ -218,11 +218,14 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (metrics) sessions.addExtension(metrics.extension);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
+	// This app's SSE write scheduler: its timers and its barrier (this store's sync) are its own.
+	const passes = new WritePasses();
 	const context: ServerContext = {
 		config,
 		sessions,
 		catalog,
 		stream: {
+			passes,
 			heartbeatMs: config.heartbeatMs,
 			retryMs: config.sseRetryMs,
 			maxBufferBytes: config.sseBufferBytes,
@@ -283,7 +286,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const connections = trackConnections(app.server);
 	// Run starts, messages and run ends are durable at the store's next sync: sync before anything leaves.
 	const sync = () => store.sync();
-	const removeSseHook = beforeSseWrites({
+	const removeSseHook = passes.addBarrier({
 		run: sync,
 		get pending() {
 			return store.syncPending;

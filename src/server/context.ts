@@ -9,8 +9,8 @@ import type { ImageContent, UserMessage } from "../ai/types.js";
 import type { ServerConfig } from "./config.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { MessageInput } from "./schemas.js";
-import type { StreamSettings } from "./session-stream.js";
-import type { SessionManager } from "./sessions.js";
+import type { SessionManager } from "./session/manager.js";
+import type { StreamSettings } from "./sse/open.js";
 
 export interface ServerContext {
 	config: ServerConfig;

@@ -22,7 +22,8 @@ import { createHash } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { IdempotencyRecord, SessionStore } from "../store/types.js";
 import { apiError } from "./errors.js";
-import type { LiveSession, RunHandle } from "./live-session.js";
+import type { LiveSession } from "./session/live-session.js";
+import type { RunHandle } from "./session/runs.js";
 
 /** How long a key is honoured after its first request. */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;

@@ -22,8 +22,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AgentEvent } from "../agent/types.js";
 import type { AssistantMessage } from "../ai/types.js";
-import type { LiveSession, SessionExtension } from "./live-session.js";
-import { type SseStats, sseBytesWritten } from "./sse.js";
+import type { LiveSession, SessionExtension } from "./session/live-session.js";
+import { type SseStats, sseBytesWritten } from "./sse/connection.js";
 
 /** Distinct values one label may take before further ones are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;

@@ -8,7 +8,7 @@
  */
 import { type TSchema, Type } from "@sinclair/typebox";
 import { ERROR_CODES } from "./errors.js";
-import { CreateSessionToolFields, SessionToolStateFields } from "./tool-interactions.js";
+import { CreateSessionToolFields, SessionToolStateFields } from "./session/tool-interactions.js";
 
 const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
 	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });

@@ -22,7 +22,7 @@ import { ConfigError, type ServerConfig } from "./config.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { toolResultRoutes } from "./routes/tool-results.js";
 import { responses, SessionParams, SessionView } from "./schemas.js";
-import { type ToolDeclarations, ToolDeclarationsBody, ToolInteractions } from "./tool-interactions.js";
+import { type ToolDeclarations, ToolDeclarationsBody, ToolInteractions } from "./session/tool-interactions.js";
 
 export interface ToolsPluginOptions {
 	env?: NodeJS.ProcessEnv;

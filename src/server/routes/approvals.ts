@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { responses } from "../schemas.js";
-import type { ToolInteractions } from "../tool-interactions.js";
+import type { ToolInteractions } from "../session/tool-interactions.js";
 import { answerRejected, InteractionAccepted, ToolCallParams } from "./tool-results.js";
 
 export const ApprovalBody = Type.Object(

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { apiError } from "../errors.js";
 import { EventsQuery, responses, SessionParams, SseResponse } from "../schemas.js";
-import { streamSessionEvents } from "../session-stream.js";
+import { streamSessionEvents } from "../session/stream.js";
 
 /** Parses a resume cursor: a non-negative integer, else 400 `INVALID_EVENT_ID`. */
 export function parseEventId(raw: string, source: string): number {

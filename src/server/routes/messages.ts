@@ -3,8 +3,6 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../ai/types.js";
 import { toUserMessage } from "../context.js";
 import { IdempotencyKeys, type IdempotentOutcome, type KeyedRequest, parseIdempotencyKey } from "../idempotency.js";
-import type { LiveSession, QueuedAnswer, RunHandle } from "../live-session.js";
-import { resumeRunStream } from "../run-resume.js";
 import {
 	AbortResult,
 	ClearQueueQuery,
@@ -18,7 +16,10 @@ import {
 	SessionParams,
 	SseResponse,
 } from "../schemas.js";
-import { runStreamAttacher } from "../session-stream.js";
+import type { LiveSession } from "../session/live-session.js";
+import type { QueuedAnswer } from "../session/queues.js";
+import type { RunHandle } from "../session/runs.js";
+import { resumeRunStream, runStreamAttacher } from "../session/stream.js";
 import { parseEventId } from "./events.js";
 
 function wantsSse(request: FastifyRequest): boolean {

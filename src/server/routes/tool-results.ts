@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import { ClientToolResultBodySchema } from "../../tools/index.js";
 import { apiError } from "../errors.js";
 import { responses } from "../schemas.js";
-import type { ToolInteractions } from "../tool-interactions.js";
+import type { ToolInteractions } from "../session/tool-interactions.js";
 
 export const ToolCallParams = Type.Object({
 	id: Type.String({ minLength: 1, maxLength: 200 }),

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { ToolCall, Usage } from "../../../ai/types.js";
-import { formatFrame } from "../../sse.js";
+import { formatFrame } from "../../sse/frames.js";
 import type { SegmentEnd, ServerToolCall } from "./run-segment.js";
 
 export type ResponseStatus = "in_progress" | "completed" | "failed" | "cancelled" | "incomplete";

@@ -4,7 +4,7 @@
  * how the stretch ended.
  *
  * A stretch ends at the run's `agent_end`, or as soon as the model called client tools and every
- * one of them waits for its result (the client tool mechanism of tool-interactions.ts): the run
+ * one of them waits for its result (the client tool mechanism of session/tool-interactions.ts): the run
  * then stays open, and the client's next request, carrying the tool results, resolves those
  * waits and drives the next stretch of the same run. Server tools run inside the stretch and
  * stay hidden; the text of every assistant message of the stretch reaches the client.
@@ -15,8 +15,9 @@
 import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, StopReason, ToolCall, Usage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
-import type { LiveSession, RunHandle } from "../../live-session.js";
-import type { ToolInteractions } from "../../tool-interactions.js";
+import type { LiveSession } from "../../session/live-session.js";
+import type { RunHandle } from "../../session/runs.js";
+import type { ToolInteractions } from "../../session/tool-interactions.js";
 
 /** How a stretch ended. `tool_calls`: the model called client tools, whose results the run waits for. */
 export type SegmentEnd =

@@ -26,7 +26,7 @@ import type { ServerConfig } from "../../config.js";
 import { apiError } from "../../errors.js";
 import type { RunSlots } from "../../limits.js";
 import { specOf } from "../../model-catalog.js";
-import { openSse } from "../../session-stream.js";
+import { openSse } from "../../sse/open.js";
 import { checkContext } from "./context-check.js";
 import { ProxyEncoder } from "./encoding.js";
 import { PiProxyError, PiStreamBody, ProxyEventStream } from "./schemas.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatComment, formatFrame } from "../../src/server/sse.js";
+import { formatComment, formatFrame } from "../../../src/server/sse/frames.js";
 
 describe("SSE frames", () => {
 	it("writes id, event and data, ending with a blank line", () => {

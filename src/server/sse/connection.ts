@@ -1,10 +1,7 @@
 /**
- * Server-Sent Events writing: frame encoding by the rules, and one {@link SseConnection} per
- * subscriber with batching, heartbeats, bounded buffering and idempotent cleanup.
- *
- * Frame rules (WHATWG HTML, "Server-sent events"): every line of `data` becomes its own `data:`
- * line (split on CRLF, CR and LF); `id` and `event` must not contain CR or LF (a caller passing
- * one is a bug, so it throws); a comment line starts with `:`.
+ * One open SSE response ({@link SseConnection}): batching through the app's write passes,
+ * heartbeats, bounded buffering, the drop of a subscriber that does not keep up, and idempotent
+ * cleanup; and the app's SSE counters ({@link SseStats}).
  *
  * Backpressure: while the socket has not drained its last write, new frames wait here. A
  * subscriber is dropped when the bytes it has not taken — frames waiting here plus what the socket
@@ -20,64 +17,9 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { SseEventName } from "../client/wire.js";
-
-const LINE_BREAK = /\r\n|\r|\n/;
-
-function assertField(name: string, value: string): void {
-	if (value.includes("\n") || value.includes("\r")) {
-		throw new TypeError(
-			`SSE ${name} must not contain CR or LF (got ${JSON.stringify(value)}); strip line breaks first`,
-		);
-	}
-}
-
-/** One SSE frame, ending with the blank line that dispatches it. */
-export function formatFrame(frame: { id?: string | number; event?: string; data: string; retry?: number }): string {
-	let out = "";
-	if (frame.id !== undefined) {
-		const id = String(frame.id);
-		assertField("id", id);
-		out += `id: ${id}\n`;
-	}
-	if (frame.event !== undefined) {
-		assertField("event", frame.event);
-		out += `event: ${frame.event}\n`;
-	}
-	if (frame.retry !== undefined) out += `retry: ${Math.max(0, Math.floor(frame.retry))}\n`;
-	// JSON never contains raw line breaks, so the common case is a single line.
-	if (frame.data.includes("\n") || frame.data.includes("\r")) {
-		for (const line of frame.data.split(LINE_BREAK)) out += `data: ${line}\n`;
-	} else {
-		out += `data: ${frame.data}\n`;
-	}
-	return `${out}\n`;
-}
-
-/** Event names already checked by {@link formatEventFrame} (a handful: the event types). */
-const checkedEvents = new Set<string>();
-
-/**
- * {@link formatFrame} for the hot path: an event with an integer id and a `data` that is one line
- * of JSON (JSON.stringify output never contains a raw CR or LF). Same bytes as `formatFrame`.
- */
-export function formatEventFrame(id: number, event: string, data: string): string {
-	if (!checkedEvents.has(event)) {
-		assertField("event", event);
-		if (checkedEvents.size < 1024) checkedEvents.add(event);
-	}
-	if (!Number.isSafeInteger(id) || data.includes("\n") || data.includes("\r")) return formatFrame({ id, event, data });
-	return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
-}
-
-/** A comment frame (ignored by clients; keeps proxies from closing an idle stream). */
-export function formatComment(text: string): string {
-	return text
-		.split(LINE_BREAK)
-		.map((line) => `: ${line}\n`)
-		.join("")
-		.concat("\n");
-}
+import type { SseEventName } from "../../client/wire.js";
+import { formatComment, formatFrame } from "./frames.js";
+import { type PassWriter, WritePasses } from "./write-passes.js";
 
 /**
  * What the SSE connections of one app count, read when /metrics is scraped. Plain numbers on
@@ -119,6 +61,11 @@ export interface SseConnectionOptions {
 	/** The app's SSE counters (metrics), bumped per frame and per write; absent when metrics are off. */
 	stats?: SseStats;
 	/**
+	 * The app's write scheduler (with its store's durability barrier). Absent: the connection gets
+	 * a scheduler of its own, with no barrier (a connection used outside an app).
+	 */
+	passes?: WritePasses;
+	/**
 	 * The last frame a dropped subscriber gets. Default: a `stream_dropped` event telling it where to
 	 * resume; a stream that cannot be resumed ends in its own protocol's failure event instead.
 	 */
@@ -127,147 +74,6 @@ export interface SseConnectionOptions {
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
 
-/**
- * Write scheduling, shared by every connection of the process. Per-write cost (a syscall that also
- * wakes the reader), not JSON, is what limits SSE throughput: a write costs as much as producing
- * a few dozen events. So writes go out in *passes*: one pass writes every connection that has
- * frames waiting, one `write()` each. A connection whose frames arrive after a quiet spell is
- * written at the end of the current event-loop turn (no added latency); while events keep coming,
- * passes are spaced so that writing takes at most about a tenth of the time: the gap after a
- * pass is WRITE_SPACING times the passes' duration (a moving average of the writes of streams in
- * flow), at least MIN_GAP_MS and at most MAX_GAP_MS.
- * One stream then gets a write per millisecond; a hundred busy streams (a pass of ~100 writes at
- * ~7 µs each) get one write each per ~7 ms instead of one per event, and the added latency stays
- * below MAX_GAP_MS. (bench/sse, 100 sessions: server CPU per event 7.2–7.9 µs with a tenth, against
- * 8.1–11.1 µs with a quarter.)
- *
- * A pass first runs the pre-write hooks (the store's `sync()`: a commit when writes wait for one).
- * While they have work waiting and frames keep coming, passes are up to COMMIT_GAP_MS apart, so
- * that under load many sessions' run starts, completed messages and run ends share one commit
- * instead of one pass each (bench/sse, 100 sessions, SQLite: ~30 runs per commit instead of ~1).
- * Once no frame has been queued for QUIET_MS the pass runs: a quiet server (or the last stream of
- * a burst) still commits and writes at once.
- */
-const MIN_GAP_MS = 1;
-const MAX_GAP_MS = 16;
-const WRITE_SPACING = 9;
-const COMMIT_GAP_MS = 8;
-const QUIET_MS = 1;
-/** Weight of the latest pass in the moving average of pass durations. */
-const PASS_AVERAGING = 0.25;
-
-/** Frames queued on any connection so far (the write passes tell a busy server from a quiet one by it). */
-let framesQueued = 0;
-
-class WritePasses {
-	private readonly waiting = new Set<SseConnection>();
-	private scheduled = false;
-	private lastPassAt = Number.NEGATIVE_INFINITY;
-	private lastCommitAt = Number.NEGATIVE_INFINITY;
-	private gapMs = MIN_GAP_MS;
-	/** Moving average of the passes' durations (ms). */
-	private passMs = 0;
-	/** `framesQueued` when the scheduled pass last looked. */
-	private framesSeen = 0;
-
-	constructor() {
-		this.run = this.run.bind(this);
-	}
-
-	/** Queues `connection` for the next pass (scheduling one if needed). */
-	add(connection: SseConnection): void {
-		this.waiting.add(connection);
-		if (this.scheduled) return;
-		this.scheduled = true;
-		this.schedule(performance.now());
-	}
-
-	/** While a commit waits: milliseconds until the commit spacing is over (0: not waiting). */
-	private commitWait(now: number): number {
-		return hooksPending() ? this.lastCommitAt + COMMIT_GAP_MS - now : 0;
-	}
-
-	/**
-	 * Runs the pass when the write spacing is over; while a commit waits, and as long as frames keep
-	 * coming, up to the commit spacing (looking again every QUIET_MS).
-	 */
-	private schedule(now: number): void {
-		const writeWait = this.lastPassAt + this.gapMs - now;
-		if (writeWait > 0) {
-			setTimeout(this.run, writeWait);
-			return;
-		}
-		const commitWait = this.commitWait(now);
-		if (commitWait > 0) this.lookAgain(commitWait);
-		else setImmediate(this.run);
-	}
-
-	/** Notes the frames queued so far and runs the pass again in QUIET_MS (or when the commit spacing is over). */
-	private lookAgain(commitWait: number): void {
-		this.framesSeen = framesQueued;
-		setTimeout(this.run, Math.min(commitWait, QUIET_MS));
-	}
-
-	private run(): void {
-		const start = performance.now();
-		const commitWait = this.commitWait(start);
-		if (commitWait > 0 && framesQueued !== this.framesSeen) {
-			this.lookAgain(commitWait);
-			return;
-		}
-		this.scheduled = false;
-		// Connections queued by a write's side effects (a close handler) go to the next pass.
-		const batch = [...this.waiting];
-		this.waiting.clear();
-		if (hooksPending()) this.lastCommitAt = start;
-		runBeforeWriteHooks(); // once for the whole pass
-		// Only the writes of streams in flow count: a stream's head and its end are one-offs (~0.7 ms for
-		// a head and the first frames) that would otherwise hold the next frames of every stream.
-		let took = 0;
-		for (const connection of batch) {
-			const t0 = performance.now();
-			if (connection.writePending()) took += performance.now() - t0;
-		}
-		this.lastPassAt = start;
-		// Averaged, so one slow pass (a garbage collection) does not hold an interactive session's next
-		// frames for up to MAX_GAP_MS; sustained load converges to the rule.
-		this.passMs += (took - this.passMs) * PASS_AVERAGING;
-		this.gapMs = Math.min(MAX_GAP_MS, Math.max(MIN_GAP_MS, this.passMs * (1 + WRITE_SPACING)));
-	}
-}
-
-const passes = new WritePasses();
-
-/** What runs before any frame is handed to a socket (see {@link beforeSseWrites}). */
-export interface WriteBarrier {
-	/** Makes what the frames depend on durable (the store's `sync()`). */
-	run(): void;
-	/** True while `run` has work to do (a commit waits). */
-	readonly pending: boolean;
-}
-
-const barriers = new Set<WriteBarrier>();
-
-/**
- * Registers `barrier` to run before frames are written to any SSE socket of the process (the
- * response head of a stream included): the server registers its store's `sync()`, so the writes
- * an event depends on (its run's start, its message, its run's end) are committed before any
- * client can see it. Returns the function that removes it.
- */
-export function beforeSseWrites(barrier: WriteBarrier): () => void {
-	barriers.add(barrier);
-	return () => barriers.delete(barrier);
-}
-
-function runBeforeWriteHooks(): void {
-	for (const barrier of barriers) barrier.run();
-}
-
-function hooksPending(): boolean {
-	for (const barrier of barriers) if (barrier.pending) return true;
-	return false;
-}
-
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
 const LINGER_MS = 5_000;
 
@@ -275,7 +81,8 @@ const LINGER_MS = 5_000;
  * One open SSE response. Frames passed to {@link send} in the same event-loop turn go out in one
  * `write()` (per-write cost, not JSON, is what limits SSE throughput).
  */
-export class SseConnection {
+export class SseConnection implements PassWriter {
+	private readonly passes: WritePasses;
 	/** Frames not yet handed to the socket, concatenated. */
 	private pending = "";
 	private scheduled = false;
@@ -299,6 +106,7 @@ export class SseConnection {
 		private readonly res: ServerResponse,
 		private readonly options: SseConnectionOptions,
 	) {
+		this.passes = options.passes ?? new WritePasses();
 		this.onResClose = this.onResClose.bind(this);
 		this.onDrain = this.onDrain.bind(this);
 		this.onStall = this.onStall.bind(this);
@@ -306,7 +114,7 @@ export class SseConnection {
 
 	/**
 	 * Opens the stream: the status line, headers and `retry:` go out with the first write pass,
-	 * after the pre-write hooks (so the response to a prompt is never sent before its run is
+	 * after the write barriers (so the response to a prompt is never sent before its run is
 	 * durable). Starts heartbeats.
 	 */
 	open(): void {
@@ -386,7 +194,7 @@ export class SseConnection {
 
 	private sendRaw(chunk: string): void {
 		if (this.isClosed) return;
-		framesQueued++;
+		this.passes.noteFrame();
 		this.pending += chunk;
 		// Frames pile up here only while the socket has not drained its last write: that backlog, with
 		// what the socket holds unflushed, is what a slow reader costs, so that is what the limit bounds.
@@ -401,7 +209,7 @@ export class SseConnection {
 
 	/**
 	 * Writes what is pending in one `write()` (with the response head the first time), or ends the
-	 * response if `end()` was called. Called by the write passes, which have run the pre-write hooks.
+	 * response if `end()` was called. Called by the write passes, which have run the write barriers.
 	 * Returns true for a write of a stream in flow (not its head, not its end): what the passes time.
 	 */
 	writePending(): boolean {
@@ -437,7 +245,7 @@ export class SseConnection {
 		this.waitingForDrain = false;
 		clearTimeout(this.stallTimer);
 		this.stallTimer = undefined;
-		// The next write pass (after the pre-write hooks) sends the rest.
+		// The next write pass (after the write barriers) sends the rest.
 		if (this.pending !== "" || this.endRequested) this.queueForPass();
 		else this.wakeWaiters();
 	}
@@ -472,7 +280,7 @@ export class SseConnection {
 	}
 
 	/**
-	 * Sends what is pending plus `finalChunk` with the next write pass (after the pre-write hooks,
+	 * Sends what is pending plus `finalChunk` with the next write pass (after the write barriers,
 	 * like every frame), then ends the response and cleans up. Idempotent.
 	 */
 	end(finalChunk = ""): void {
@@ -481,9 +289,9 @@ export class SseConnection {
 		this.stopTimers();
 		this.pending += finalChunk;
 		if (this.waitingForDrain) {
-			// A reader that stopped reading may never drain: end now, after the hooks; the linger
+			// A reader that stopped reading may never drain: end now, after the barriers; the linger
 			// timer then bounds how long the socket is kept.
-			runBeforeWriteHooks();
+			this.passes.runBarriers();
 			this.writePending();
 			return;
 		}
@@ -494,7 +302,7 @@ export class SseConnection {
 	private queueForPass(): void {
 		if (this.scheduled) return;
 		this.scheduled = true;
-		passes.add(this);
+		this.passes.add(this);
 	}
 
 	private finish(chunk: string, reason: SseCloseReason): void {

@@ -1,5 +1,5 @@
 /**
- * Client-side tools and human approval for sessions (issue 6): the session extension that gives
+ * Client-side tools and human approval for sessions: the session extension that gives
  * each session its declared client tools, its approval hook and its pending interactions, and
  * the operations the `tool-results` and `approvals` routes call.
  *
@@ -18,8 +18,8 @@
  * from the session's record, so they survive eviction and restarts.
  */
 import { Type } from "@sinclair/typebox";
-import type { AgentEvent } from "../agent/types.js";
-import type { SessionStore } from "../store/types.js";
+import type { AgentEvent } from "../../agent/types.js";
+import type { SessionStore } from "../../store/types.js";
 import {
 	type ApprovalDecision,
 	ApprovalPolicyEnum,
@@ -36,8 +36,8 @@ import {
 	type ResolveOutcome,
 	type ServerTools,
 	validateClientToolSpecs,
-} from "../tools/index.js";
-import { apiError } from "./errors.js";
+} from "../../tools/index.js";
+import { apiError } from "../errors.js";
 import type { LiveSession, SessionExtension } from "./live-session.js";
 
 /** Fields of `POST /v1/sessions` for client-side tools and per-session approval policies. */

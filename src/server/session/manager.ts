@@ -7,16 +7,16 @@
  * and queued messages), so sessions survive restarts and eviction.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { AgentMessage, AgentTool } from "../agent/types.js";
-import type { Model } from "../ai/types.js";
-import type { SessionConfig, SessionPage, SessionStore } from "../store/types.js";
-import { ALL_TOOLS, isToolPattern, selectorProblem } from "../tools/selection.js";
-import { apiError } from "./errors.js";
-import { newSessionId } from "./ids.js";
-import type { RunSlots } from "./limits.js";
+import type { AgentMessage, AgentTool } from "../../agent/types.js";
+import type { Model } from "../../ai/types.js";
+import type { SessionConfig, SessionPage, SessionStore } from "../../store/types.js";
+import { ALL_TOOLS, isToolPattern, selectorProblem } from "../../tools/selection.js";
+import { apiError } from "../errors.js";
+import { newSessionId } from "../ids.js";
+import type { RunSlots } from "../limits.js";
+import type { ModelProblem } from "../model-catalog.js";
+import { interruptedToolResults } from "../recovery.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
-import type { ModelProblem } from "./model-catalog.js";
-import { interruptedToolResults } from "./recovery.js";
 
 export interface SessionManagerOptions {
 	store: SessionStore;

@@ -7,7 +7,7 @@ import { once } from "node:events";
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { type SseCloseReason, SseConnection } from "../../src/server/sse.js";
+import { type SseCloseReason, SseConnection } from "../../../src/server/sse/connection.js";
 
 let server: Server | undefined;
 const sockets: Socket[] = [];

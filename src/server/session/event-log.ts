@@ -1,0 +1,92 @@
+/**
+ * The event log of one session, its one owner: appends (the store assigns the next id), frames
+ * each event once, fans the frame out to the session's subscribers, and serves the reads a resume
+ * needs (pages after a cursor, whether a cursor is still retained). Nothing else in the server
+ * reads or writes a session's events in the store.
+ *
+ * Appends happen inside the Agent's listener, which is synchronous, so the order of ids is the
+ * order of events, and a subscriber that reads the backlog and registers in the same tick misses
+ * and duplicates nothing.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { SseEventName } from "../../client/wire.js";
+import type { SessionStore, StoredEvent } from "../../store/types.js";
+import { formatEventFrame } from "../sse/frames.js";
+
+/** Receives every event of a session, in id order, as a prebuilt SSE frame. */
+export interface SessionSubscriber {
+	/** `runSeq` is the sequence number of the run the event belongs to (0 outside any run). */
+	deliver(id: number, type: string, frame: string, runSeq: number): void;
+	/** The session is going away (deleted, evicted, shutdown): end the stream. */
+	close(reason: string): void;
+}
+
+export class SessionEventLog {
+	private readonly subscribers = new Set<SessionSubscriber>();
+
+	constructor(
+		private readonly store: SessionStore,
+		readonly sessionId: string,
+		private readonly logger: FastifyBaseLogger,
+	) {}
+
+	/** The id of the last event logged (0: none yet). */
+	get lastEventId(): number {
+		return this.store.lastEventId(this.sessionId) ?? 0;
+	}
+
+	get subscriberCount(): number {
+		return this.subscribers.size;
+	}
+
+	/**
+	 * Appends an event and delivers it to every subscriber as one prebuilt frame. `data` is the
+	 * serialised JSON payload; `runSeq` the run it belongs to. Returns the id (undefined when the
+	 * session is gone from the store). A subscriber that throws is dropped.
+	 */
+	append(type: SseEventName, data: string, runSeq: number): number | undefined {
+		const id = this.store.appendEvent(this.sessionId, type, data);
+		if (id === undefined) return undefined;
+		const frame = formatEventFrame(id, type, data);
+		for (const subscriber of this.subscribers) {
+			try {
+				subscriber.deliver(id, type, frame, runSeq);
+			} catch (err) {
+				this.logger.error({ err, sessionId: this.sessionId }, "subscriber failed; dropping it");
+				this.subscribers.delete(subscriber);
+			}
+		}
+		return id;
+	}
+
+	/** Adds a subscriber; it receives every event appended from now on. Returns the unsubscribe function. */
+	subscribe(subscriber: SessionSubscriber): () => void {
+		this.subscribers.add(subscriber);
+		return () => {
+			this.subscribers.delete(subscriber);
+		};
+	}
+
+	/** Tells every subscriber the session is going away, and forgets them. */
+	closeSubscribers(reason: string): void {
+		for (const subscriber of [...this.subscribers]) {
+			try {
+				subscriber.close(reason);
+			} catch {
+				// closing is best effort
+			}
+		}
+		this.subscribers.clear();
+	}
+
+	/** At most `limit` events after `afterId`, in id order, taking about `maxBytes` at most (one event at least). */
+	read(afterId: number, limit: number, maxBytes: number): StoredEvent[] {
+		return this.store.readEvents(this.sessionId, afterId, limit, maxBytes);
+	}
+
+	/** Whether every event after `afterId` is still in the log (none was trimmed). */
+	isRetained(afterId: number): boolean {
+		const oldest = this.store.oldestEventId(this.sessionId);
+		return oldest !== undefined && afterId >= oldest - 1;
+	}
+}

@@ -1,0 +1,506 @@
+/**
+ * One live session: its `Agent` and the wiring around it — the Agent's listener that stores what
+ * an event completes and then publishes the event, the tool hooks of the session's extensions,
+ * config changes applied to the running Agent — over the parts that each keep one job: the event
+ * log (`event-log.ts`), the runs (`runs.ts`), the queues (`queues.ts`), the stored transcript
+ * (`transcript.ts`) and the view (`view.ts`).
+ *
+ * ## Persist, then publish
+ *
+ * Every AgentEvent is serialised once, inside the Agent listener (the agent mutates its partial
+ * message after the listener returns), and appended to the log, which assigns the next id and
+ * hands the frame to every subscriber. What the event completes (a message at its `message_end`,
+ * the run at its `agent_end`, a drained queued message at its `message_start`) is written to the
+ * store first: no client sees a message or a run end that a crash could take back (the store's
+ * sync runs before any SSE byte leaves).
+ */
+import type { FastifyBaseLogger } from "fastify";
+import { Agent } from "../../agent/agent.js";
+import type {
+	AfterToolCallContext,
+	AfterToolCallResult,
+	AgentEvent,
+	AgentMessage,
+	AgentTool,
+	BeforeToolCallContext,
+	BeforeToolCallResult,
+} from "../../agent/types.js";
+import { streamSimple } from "../../ai/stream.js";
+import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "../../ai/types.js";
+import { encodeWireData, type ServerEvent } from "../../client/wire.js";
+import type {
+	IdempotencyRecord,
+	QueuedMessage,
+	QueueKind,
+	SessionConfig,
+	SessionRecord,
+	SessionStore,
+} from "../../store/types.js";
+import { selectTools } from "../../tools/selection.js";
+import { apiError } from "../errors.js";
+import type { RunSlots } from "../limits.js";
+import { SessionEventLog, type SessionSubscriber } from "./event-log.js";
+import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
+import { type RunHandle, SessionRuns } from "./runs.js";
+import { StoredTranscript } from "./transcript.js";
+import { type SessionView, sessionView } from "./view.js";
+
+/**
+ * Hooks that extend every session (client-side tools, approvals, ...). All optional.
+ * Contract: hooks must not throw (a throw in `beforeToolCall` / `afterToolCall` becomes an error
+ * tool result, as in the Agent; a throw elsewhere is logged and ignored).
+ */
+export interface SessionExtension {
+	name: string;
+	/** Extra tools of one session (e.g. client-side tools it declared). Called when tools are (re)resolved. */
+	tools?(session: LiveSession): AgentTool<any>[];
+	/** Runs in registration order before each tool call; the first `{ block: true }` wins. */
+	beforeToolCall?(
+		session: LiveSession,
+		context: BeforeToolCallContext,
+		signal?: AbortSignal,
+	): Promise<BeforeToolCallResult | undefined>;
+	/** Runs in registration order after each tool call; later overrides win field by field. */
+	afterToolCall?(
+		session: LiveSession,
+		context: AfterToolCallContext,
+		signal?: AbortSignal,
+	): Promise<AfterToolCallResult | undefined>;
+	/** Extra fields of the session state (`GET /v1/sessions/:id` and `session_snapshot`). */
+	state?(session: LiveSession): Record<string, unknown>;
+	/** Called for every AgentEvent after it was logged. */
+	onEvent?(session: LiveSession, event: AgentEvent): void;
+	/** The session was deleted. */
+	onDelete?(session: LiveSession): void;
+	/** Validates the `POST /v1/sessions` body before the session is created; throw an ApiError to reject it. */
+	beforeCreate?(input: Record<string, unknown>): void;
+	/** A session was created from `input` (the `POST /v1/sessions` body). */
+	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
+	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError to reject it. */
+	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
+}
+
+/** What a session needs from its manager. */
+export interface LiveSessionDeps {
+	store: SessionStore;
+	logger: FastifyBaseLogger;
+	resolveModel(spec: string): Model<any> | undefined;
+	/** Tools of the server by name. */
+	serverTools(): Map<string, AgentTool<any>>;
+	extensions(): readonly SessionExtension[];
+	getApiKey(provider: string): string | undefined;
+	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
+	providerIdleTimeoutMs?: number;
+	maxQueuedMessages: number;
+	isShuttingDown(): boolean;
+	/** The per-key limit of concurrent runs; absent: none. */
+	runSlots?: RunSlots;
+}
+
+export class LiveSession {
+	readonly id: string;
+	readonly agent: Agent;
+	/** The session's event log: appends, fan-out, and the reads a resume needs. */
+	readonly events: SessionEventLog;
+	private record: SessionRecord;
+	/** A run ended since `record` was read (see `current`). */
+	private recordStale = false;
+	private readonly queues: SessionQueues;
+	private readonly runs: SessionRuns;
+	private readonly transcript: StoredTranscript;
+	private deleted = false;
+	lastActiveAt = Date.now();
+
+	constructor(
+		record: SessionRecord,
+		messages: AgentMessage[],
+		queued: QueuedMessage[],
+		private readonly deps: LiveSessionDeps,
+	) {
+		this.id = record.id;
+		this.record = record;
+		this.events = new SessionEventLog(deps.store, record.id, deps.logger);
+		this.transcript = new StoredTranscript(deps.store, record.id, messages.length);
+		const model = deps.resolveModel(record.model);
+		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
+		this.agent = new Agent({
+			initialState: {
+				systemPrompt: record.systemPrompt,
+				model,
+				thinkingLevel: record.thinkingLevel,
+				messages,
+			},
+			steeringMode: record.steeringMode,
+			followUpMode: record.followUpMode,
+			toolExecution: record.toolExecution,
+			sessionId: record.id,
+			getApiKey: (provider) => deps.getApiKey(provider),
+			streamFn: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
+			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
+			afterToolCall: (context, signal) => this.runAfterToolCall(context, signal),
+		});
+		this.agent.state.tools = this.resolveTools();
+		this.queues = new SessionQueues(
+			{
+				sessionId: record.id,
+				store: deps.store,
+				agent: this.agent,
+				maxQueuedMessages: deps.maxQueuedMessages,
+				publish: (payload) => this.publish("queue_update", payload),
+			},
+			queued,
+		);
+		this.runs = new SessionRuns({
+			sessionId: record.id,
+			store: deps.store,
+			logger: deps.logger,
+			runSlots: deps.runSlots,
+			ownerId: () => this.ownerId,
+			isShuttingDown: () => deps.isShuttingDown(),
+			isDeleted: () => this.deleted,
+			lastEventId: () => this.lastEventId,
+			abortAgent: () => this.agent.abort(),
+			runStored: (prompt) => this.transcript.storedWithRun(prompt),
+			runAbandoned: (prompt) => {
+				this.transcript.forgetRun(prompt);
+				if (prompt.length > 0) this.agent.state.messages = [...this.agent.state.messages, ...prompt];
+			},
+			// Re-read when next needed, not now: the run's end is committed with other sessions' at the
+			// store's next sync, and reading it here would commit it at once.
+			runEnded: () => {
+				this.recordStale = true;
+			},
+			touch: () => {
+				this.lastActiveAt = Date.now();
+			},
+		});
+		this.agent.subscribe((event) => this.onAgentEvent(event));
+	}
+
+	/** The stored record (config, owner, status, usage of ended runs). */
+	get config(): SessionRecord {
+		return this.current;
+	}
+
+	/** The record, re-read from the store if a run ended since it was read. */
+	private get current(): SessionRecord {
+		return this.recordStale ? this.refreshRecord() : this.record;
+	}
+
+	/** The store this session persists to. */
+	get store(): SessionStore {
+		return this.deps.store;
+	}
+
+	get ownerId(): string | null {
+		return this.record.ownerId;
+	}
+
+	get isBusy(): boolean {
+		return this.runs.isBusy;
+	}
+
+	get subscriberCount(): number {
+		return this.events.subscriberCount;
+	}
+
+	get lastEventId(): number {
+		return this.events.lastEventId;
+	}
+
+	/**
+	 * The Agent fixes model, system prompt and reasoning level when a run starts; a PATCH must
+	 * apply from the next model call, so each call reads them from the live state instead.
+	 */
+	private streamWithCurrentConfig(model: Model<any>, context: Context, options?: SimpleStreamOptions) {
+		const state = this.agent.state;
+		const current = state.model;
+		const apiKey =
+			current.provider === model.provider ? options?.apiKey : (this.deps.getApiKey(current.provider) ?? undefined);
+		return streamSimple(
+			current,
+			{ ...context, systemPrompt: state.systemPrompt },
+			{
+				...options,
+				apiKey,
+				reasoning: state.thinkingLevel === "off" ? undefined : state.thinkingLevel,
+				// The model's own idle timeout beats the server-wide one.
+				timeoutMs: options?.timeoutMs ?? current.idleTimeoutMs ?? this.deps.providerIdleTimeoutMs,
+			},
+		);
+	}
+
+	// --- tools & hooks ----------------------------------------------------------------------
+
+	/**
+	 * The session's tools: the server tools its `tools` selectors match (exact names and `prefix*`
+	 * patterns, matched now, so tools registered since creation count) plus every extension's tools.
+	 */
+	resolveTools(): AgentTool<any>[] {
+		const server = this.deps.serverTools();
+		const tools: AgentTool<any>[] = [];
+		for (const name of selectTools(this.record.tools, server.keys())) tools.push(server.get(name) as AgentTool<any>);
+		for (const ext of this.deps.extensions()) {
+			try {
+				if (ext.tools) tools.push(...ext.tools(this));
+			} catch (err) {
+				this.deps.logger.error({ err, extension: ext.name, sessionId: this.id }, "extension tools() failed");
+			}
+		}
+		return tools;
+	}
+
+	/** Re-reads the tool list (after a PATCH, or when an extension's tools for this session changed); applies from the next run. */
+	refreshTools(): void {
+		this.agent.state.tools = this.resolveTools();
+	}
+
+	private async runBeforeToolCall(
+		context: BeforeToolCallContext,
+		signal?: AbortSignal,
+	): Promise<BeforeToolCallResult | undefined> {
+		for (const ext of this.deps.extensions()) {
+			if (!ext.beforeToolCall) continue;
+			const result = await ext.beforeToolCall(this, context, signal);
+			if (result?.block) return result;
+		}
+		return undefined;
+	}
+
+	private async runAfterToolCall(
+		context: AfterToolCallContext,
+		signal?: AbortSignal,
+	): Promise<AfterToolCallResult | undefined> {
+		let merged: AfterToolCallResult | undefined;
+		for (const ext of this.deps.extensions()) {
+			if (!ext.afterToolCall) continue;
+			const result = await ext.afterToolCall(this, context, signal);
+			if (result) merged = { ...merged, ...result };
+		}
+		return merged;
+	}
+
+	// --- events -------------------------------------------------------------------------------
+
+	/** The sequence number of the active run, 0 when idle. */
+	get currentRunSeq(): number {
+		return this.runs.currentSeq;
+	}
+
+	/**
+	 * Publishes a server-level event (a name that is not an AgentEvent type, e.g.
+	 * `approval_requested`) on the session's stream with the next id. `payload.type` is set to `type`.
+	 */
+	publish(type: ServerEvent["type"], payload: Record<string, unknown>): number | undefined {
+		return this.events.append(type, JSON.stringify({ ...payload, type }), this.currentRunSeq);
+	}
+
+	/** Adds a subscriber; it receives every event appended from now on. Returns the unsubscribe function. */
+	subscribe(subscriber: SessionSubscriber): () => void {
+		const unsubscribe = this.events.subscribe(subscriber);
+		this.lastActiveAt = Date.now();
+		return () => {
+			unsubscribe();
+			this.lastActiveAt = Date.now();
+		};
+	}
+
+	private onAgentEvent(event: AgentEvent): void {
+		const run = this.runs.active;
+		try {
+			if (event.type === "message_start") this.noteDrained(event.message);
+			// What the event completes is stored before any subscriber gets the event (a stream that ends
+			// at agent_end writes at once, after the store's sync): no client sees a message or a run end
+			// that a crash could take back.
+			switch (event.type) {
+				case "message_end":
+					this.transcript.messageEnded(event.message);
+					if (run && event.message.role === "assistant") {
+						this.runs.noteAssistant(run, event.message as AssistantMessage);
+					}
+					break;
+				case "agent_end":
+					this.transcript.runEnded(this.agent.state.messages);
+					if (run) this.runs.end(run);
+					break;
+			}
+			const id = this.events.append(event.type, encodeWireData(event), this.currentRunSeq);
+			if (run && id !== undefined) run.resolveFirst(id);
+			for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
+		} catch (err) {
+			// Never let persistence or fan-out trouble break the run: the Agent awaits this listener.
+			this.deps.logger.error({ err, sessionId: this.id, event: event.type }, "failed to record an agent event");
+		}
+	}
+
+	/** A queued message the loop just started is moved from the stored queue into the stored transcript, then announced. */
+	private noteDrained(message: AgentMessage): void {
+		const entry = this.queues.takeDrained(message);
+		if (!entry) return;
+		this.transcript.storeDrained(message, entry.id);
+		this.queues.publishDrained(entry);
+	}
+
+	// --- queues -------------------------------------------------------------------------------
+
+	/** Queued messages in order. */
+	get queued(): readonly QueueEntry[] {
+		return this.queues.queued;
+	}
+
+	queueCounts(): { steeringCount: number; followUpCount: number } {
+		return this.queues.counts();
+	}
+
+	/**
+	 * Queues a steering or follow-up message: into the store (durable before this returns) and the
+	 * Agent's queue. Throws `QUEUE_FULL` past the limit. `withKey` builds, from what the caller will
+	 * answer, the idempotency record the store keeps in the message's own commit.
+	 */
+	enqueue(
+		kind: QueueKind,
+		message: AgentMessage,
+		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+	): { entry: QueueEntry; queueLength: number; idle: boolean } {
+		const queued = this.queues.enqueue(kind, message, !this.runs.isBusy, withKey);
+		this.lastActiveAt = Date.now();
+		return queued;
+	}
+
+	/** Clears one queue or both (Agent and store). Returns how many messages were removed. */
+	clearQueue(kind?: QueueKind): number {
+		return this.queues.clear(kind);
+	}
+
+	// --- runs ---------------------------------------------------------------------------------
+
+	/**
+	 * Starts a prompt. `ifBusy` decides what happens while a run is active: `reject` (409),
+	 * `interrupt` (abort it, start when it settled), or queue the message as `steer` / `followUp`.
+	 */
+	async prompt(
+		messages: AgentMessage[],
+		ifBusy: "reject" | "steer" | "followUp" | "interrupt",
+		attach?: (run: RunHandle) => void,
+		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+	): Promise<{ kind: "started"; run: RunHandle } | ({ kind: "queued" } & QueuedAnswer)> {
+		if (this.runs.isBusy && (ifBusy === "steer" || ifBusy === "followUp")) {
+			if (messages.length !== 1) throw apiError("VALIDATION_FAILED", "Queue exactly one message at a time.");
+			const { entry, queueLength, idle } = this.enqueue(ifBusy, messages[0], withKey);
+			return { kind: "queued", queue: ifBusy, queueLength, idle, entryId: entry.id };
+		}
+		await this.runs.claim(ifBusy === "interrupt" ? "interrupt" : "reject");
+		return { kind: "started", run: this.runs.launch(() => this.agent.prompt(messages), attach, messages) };
+	}
+
+	/**
+	 * Continues from the transcript, by the reference's rules: 409 while running; 422 on an empty
+	 * transcript; after an assistant message only when steering or follow-up messages are queued.
+	 */
+	async continue(attach?: (run: RunHandle) => void): Promise<RunHandle> {
+		if (this.runs.isBusy)
+			throw apiError("AGENT_BUSY", `Session ${this.id} is running; continue only applies to an idle session.`);
+		const messages = this.agent.state.messages;
+		const last = messages[messages.length - 1];
+		if (!last) {
+			throw apiError("NOTHING_TO_CONTINUE", `Session ${this.id} has no messages to continue from; send a prompt.`);
+		}
+		if ((last as { role?: string }).role === "assistant" && this.queues.length === 0) {
+			throw apiError(
+				"CANNOT_CONTINUE_FROM_ASSISTANT",
+				`The last message of session ${this.id} is the assistant's and nothing is queued; send a prompt (or queue a steering/follow-up message) instead.`,
+			);
+		}
+		await this.runs.claim("reject");
+		return this.runs.launch(() => this.agent.continue(), attach);
+	}
+
+	/** Aborts the active run (it still ends with `agent_end`). Returns whether a run was active. */
+	abort(): boolean {
+		return this.runs.abort();
+	}
+
+	/** Resolves when no run is active (including a waiting interrupt's run). */
+	waitForIdle(): Promise<void> {
+		return this.runs.waitForIdle();
+	}
+
+	/** The active run's id, if any. */
+	get runId(): string | undefined {
+		return this.runs.active?.id;
+	}
+
+	/** The handle of run `runId` while it is the active run; undefined once it is over (or if it never was). */
+	activeRunHandle(runId: string): RunHandle | undefined {
+		return this.runs.activeHandle(runId);
+	}
+
+	// --- config -------------------------------------------------------------------------------
+
+	/** Applies a config patch (validated by the caller): the store first, then the live Agent. */
+	applyConfig(patch: Partial<SessionConfig>): SessionRecord {
+		const updated = this.deps.store.updateSession(this.id, patch, Date.now());
+		if (!updated) throw apiError("SESSION_NOT_FOUND", `Session ${this.id} no longer exists.`);
+		this.record = updated;
+		if (patch.model) {
+			const model = this.deps.resolveModel(patch.model);
+			if (model) this.agent.state.model = model;
+		}
+		if (patch.systemPrompt !== undefined) this.agent.state.systemPrompt = patch.systemPrompt;
+		if (patch.thinkingLevel) this.agent.state.thinkingLevel = patch.thinkingLevel;
+		if (patch.steeringMode) this.agent.steeringMode = patch.steeringMode;
+		if (patch.followUpMode) this.agent.followUpMode = patch.followUpMode;
+		if (patch.toolExecution) this.agent.toolExecution = patch.toolExecution;
+		if (patch.tools) this.refreshTools();
+		return updated;
+	}
+
+	/** Re-reads the record from the store (after runs end). */
+	refreshRecord(): SessionRecord {
+		this.recordStale = false;
+		const updated = this.deps.store.getSession(this.id);
+		if (updated) this.record = updated;
+		return this.record;
+	}
+
+	// --- state --------------------------------------------------------------------------------
+
+	/** Session state as `GET /v1/sessions/:id` returns it. */
+	view(): SessionView {
+		const record = this.current;
+		const extra: Record<string, unknown> = {};
+		for (const ext of this.deps.extensions()) {
+			try {
+				Object.assign(extra, ext.state?.(this));
+			} catch (err) {
+				this.deps.logger.error({ err, extension: ext.name }, "extension state() failed");
+			}
+		}
+		return sessionView({
+			record,
+			agent: this.agent.state,
+			busy: this.runs.isBusy,
+			activeRun: this.runs.active,
+			queues: this.queues,
+			lastEventId: this.lastEventId,
+			extra,
+		});
+	}
+
+	/** The in-flight partial message, if one is streaming. */
+	get streamingMessage(): AgentMessage | undefined {
+		return this.agent.state.streamingMessage;
+	}
+
+	/** Marks the session deleted: aborts its run, closes its streams. The caller deletes it from the store. */
+	async destroy(reason: string, waitMs: number): Promise<void> {
+		this.deleted = true;
+		this.abort();
+		await Promise.race([this.waitForIdle(), new Promise((resolve) => setTimeout(resolve, waitMs).unref())]);
+		this.closeSubscribers(reason);
+	}
+
+	closeSubscribers(reason: string): void {
+		this.events.closeSubscribers(reason);
+	}
+}

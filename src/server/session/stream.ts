@@ -1,0 +1,261 @@
+/**
+ * Binds SSE responses to sessions: the live `/events` stream (snapshot or replay, then live), the
+ * stream of one run (`POST /prompt` / `/continue` with `Accept: text/event-stream`), and the
+ * stream of a run already started, for a repeated request (the same `Idempotency-Key`).
+ *
+ * Both resumes share one replay loop ({@link replayLog}), paced by the socket and held to the
+ * subscriber's buffer budget like live events: the backlog is read from the session's event log a
+ * page at a time, each page sized in bytes to fit half the budget (less what the socket still
+ * holds), the next one only once the socket took the last, so a resume of a long log never sits
+ * in memory at once. A replayer whose socket stops draining is dropped by the connection's stall
+ * rule with `stream_dropped` and resumes from the last id it was sent. The switch from replay to
+ * live happens in the same tick as the read that reached the end of the log, so no event is lost
+ * or sent twice.
+ */
+import type { FastifyReply } from "fastify";
+import type { StoredEvent } from "../../store/types.js";
+import type { SseConnection } from "../sse/connection.js";
+import { formatComment, formatEventFrame } from "../sse/frames.js";
+import { openSse, type StreamSettings } from "../sse/open.js";
+import type { LiveSession } from "./live-session.js";
+import type { RunHandle } from "./runs.js";
+import { snapshotFrame } from "./view.js";
+
+/** Most events in a replay page; pages are sized by bytes first, this only bounds tiny events. */
+export const REPLAY_PAGE_EVENTS = 1000;
+
+/**
+ * The bytes the next replay page may take: half the budget, less what the connection still holds.
+ * Half, because the frames that follow a page (heartbeats, live events after the switch) must not
+ * push a subscriber that keeps up over its budget.
+ */
+export function replayPageBytes(settings: StreamSettings, sse: SseConnection): number {
+	return Math.max(1, Math.floor(settings.maxBufferBytes / 2) - sse.bufferedBytes);
+}
+
+/** What a replay calls, each synchronously in the tick of the read it follows. */
+interface ReplayTarget {
+	/** An event of the log after the cursor, in id order: `next` sends it and goes on, `stop` ends the replay. */
+	event(event: StoredEvent): "next" | "stop";
+	/** The replay reached the end of the log (nothing may come between this and going live). */
+	caughtUp(): void;
+	/** The log no longer holds the events after the cursor (trimmed past a slow replay). */
+	trimmed(): void;
+}
+
+/**
+ * Replays the session's log after `cursor` to `sse`, a page at a time as the socket drains (see
+ * the file's comment). Returns when the replay is over; the outcome was told to `target`.
+ */
+async function replayLog(
+	session: LiveSession,
+	sse: SseConnection,
+	settings: StreamSettings,
+	cursor: number,
+	target: ReplayTarget,
+): Promise<void> {
+	const log = session.events;
+	for (;;) {
+		await sse.whenWritable();
+		if (sse.isClosed) return;
+		const events = log.read(cursor, REPLAY_PAGE_EVENTS, replayPageBytes(settings, sse));
+		if (events.length > 0 && events[0].id > cursor + 1 && !log.isRetained(cursor)) {
+			target.trimmed();
+			return;
+		}
+		for (const event of events) {
+			if (target.event(event) === "stop") return;
+			cursor = event.id;
+		}
+		if (events.length === 0 || cursor >= log.lastEventId) {
+			target.caughtUp(); // same tick as the read that reached the end: nothing in between
+			return;
+		}
+	}
+}
+
+const sendStored = (sse: SseConnection, event: StoredEvent) =>
+	sse.send(formatEventFrame(event.id, event.type, event.data), event.id);
+
+/**
+ * Streams the session's events to `reply`: after `afterId` when given (replay, then live;
+ * a reset snapshot when that id is no longer retained), else a snapshot, then live.
+ */
+export function streamSessionEvents(
+	session: LiveSession,
+	reply: FastifyReply,
+	afterId: number | undefined,
+	settings: StreamSettings,
+): void {
+	let unsubscribe: (() => void) | undefined;
+	const sse = openSse(reply, settings, () => unsubscribe?.());
+	let cursor = 0;
+	let live = false;
+
+	const sendSnapshot = (reset: boolean) => {
+		const snap = snapshotFrame(session, reset);
+		cursor = snap.id;
+		sse.send(snap.frame, snap.id);
+		live = true;
+	};
+
+	unsubscribe = session.subscribe({
+		deliver(id, _type, frame) {
+			if (!live || id <= cursor) return;
+			cursor = id;
+			sse.send(frame, id);
+		},
+		close(reason) {
+			sse.end(formatComment(`closing: ${reason}`));
+		},
+	});
+	if (sse.isClosed) {
+		unsubscribe();
+		return;
+	}
+	const log = session.events;
+	const last = log.lastEventId;
+	if (afterId === undefined) {
+		sendSnapshot(false);
+		return;
+	}
+	if (afterId > last || (afterId < last && !log.isRetained(afterId))) {
+		sendSnapshot(true);
+		return;
+	}
+	cursor = afterId;
+	void replayLog(session, sse, settings, cursor, {
+		event(event) {
+			sendStored(sse, event);
+			cursor = event.id;
+			return "next";
+		},
+		caughtUp() {
+			live = true;
+		},
+		// The log was trimmed past us while we replayed (a very slow reader): start over.
+		trimmed: () => sendSnapshot(true),
+	});
+}
+
+/**
+ * Streams one run to `reply`: every event from its `agent_start` to its `agent_end`, then ends.
+ * Returns the `attach` callback for `LiveSession.prompt` / `continue`.
+ */
+export function runStreamAttacher(
+	session: LiveSession,
+	reply: FastifyReply,
+	settings: StreamSettings,
+): (run: RunHandle) => void {
+	return (run) => {
+		let unsubscribe: (() => void) | undefined;
+		const sse = openSse(reply, settings, () => unsubscribe?.());
+		unsubscribe = session.subscribe({
+			deliver(id, type, frame, runSeq) {
+				if (runSeq !== run.seq) return;
+				sse.send(frame, id);
+				if (type === "agent_end") {
+					sse.end();
+					unsubscribe?.();
+				}
+			},
+			close(reason) {
+				sse.end(formatComment(`closing: ${reason}`));
+			},
+		});
+		// A run that ends without agent_end (it failed to start) must not leave the stream open.
+		void run.done.then(() => {
+			if (!sse.isClosed) sse.end(formatComment("run ended"));
+			unsubscribe?.();
+		});
+	};
+}
+
+/** The run to re-attach to: its id and the id of its first event. */
+export interface RunPosition {
+	runId: string;
+	firstEventId: number;
+}
+
+/**
+ * Streams run `run` of `session` to `reply` after `afterId` (the client's `Last-Event-ID`; the
+ * run's beginning when absent or before it), then ends the response: the run's events after the
+ * cursor from the log, then live until the run's `agent_end`. A run that is over is replayed and
+ * the stream ends.
+ *
+ * The run's events are those from its first event (`firstEventId`, its `agent_start`) to its
+ * `agent_end`. A run that never logged its `agent_end` (the process died) ends where the next run
+ * begins (the next `agent_start`) or at the end of the log.
+ */
+export function resumeRunStream(
+	session: LiveSession,
+	reply: FastifyReply,
+	run: RunPosition,
+	afterId: number | undefined,
+	settings: StreamSettings,
+): void {
+	let unsubscribe: (() => void) | undefined;
+	const sse = openSse(reply, settings, () => unsubscribe?.());
+	const floor = run.firstEventId - 1;
+	let cursor = Math.min(Math.max(afterId ?? floor, floor), session.lastEventId);
+	/** Set once the replay reached the end of the log while the run was still active. */
+	let live: RunHandle | undefined;
+
+	const finish = (chunk?: string) => {
+		sse.end(chunk);
+		unsubscribe?.();
+	};
+
+	unsubscribe = session.subscribe({
+		deliver(id, type, frame, runSeq) {
+			if (!live || runSeq !== live.seq || id <= cursor) return;
+			cursor = id;
+			sse.send(frame, id);
+			if (type === "agent_end") finish();
+		},
+		close(reason) {
+			sse.end(formatComment(`closing: ${reason}`));
+		},
+	});
+	if (sse.isClosed) {
+		unsubscribe();
+		return;
+	}
+
+	/** Same tick as the read that reached the end of the log: live, or over. */
+	const goLive = () => {
+		live = session.activeRunHandle(run.runId);
+		if (!live) {
+			finish();
+			return;
+		}
+		// A run that settles without its agent_end (it failed to start) must not leave the stream open.
+		void live.done.then(() => {
+			if (!sse.isClosed) finish(formatComment("run ended"));
+		});
+	};
+
+	void replayLog(session, sse, settings, cursor, {
+		event(event) {
+			if (event.type === "agent_start" && event.id > run.firstEventId) {
+				finish(); // the next run: this one ended without its agent_end
+				return "stop";
+			}
+			sendStored(sse, event);
+			cursor = event.id;
+			if (event.type === "agent_end") {
+				finish();
+				return "stop";
+			}
+			return "next";
+		},
+		caughtUp: goLive,
+		trimmed() {
+			// The log no longer holds the run's events after the cursor: say so as /events does.
+			const snap = snapshotFrame(session, true);
+			sse.send(snap.frame, snap.id);
+			cursor = snap.id;
+			goLive();
+		},
+	});
+}

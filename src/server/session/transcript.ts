@@ -1,0 +1,74 @@
+/**
+ * Which messages of a session's Agent transcript are in the store, and storing the rest exactly
+ * once. A message is stored when it is complete (`message_end`), except two kinds stored earlier,
+ * whose `message_end` then stores nothing: a run's prompt (with the run's start, in one write) and
+ * a drained queued message (at its `message_start`, moved out of the stored queue in the same
+ * write). At the run's end, anything the Agent holds that no `message_end` announced (a run
+ * failure's message) is appended, so the stored transcript and the Agent's stay the same.
+ */
+import type { AgentMessage } from "../../agent/types.js";
+import type { SessionStore } from "../../store/types.js";
+
+export class StoredTranscript {
+	/** Transcript length in the store (messages appended so far). */
+	private persistedCount: number;
+	/** Messages stored before their `message_end`, which then stores nothing. */
+	private readonly storedEarly = new Set<AgentMessage>();
+	/** Drained queued messages not yet moved into the stored transcript, with their queue entry ids. */
+	private readonly drainedIds = new Map<AgentMessage, number>();
+
+	constructor(
+		private readonly store: SessionStore,
+		private readonly sessionId: string,
+		storedLength: number,
+	) {
+		this.persistedCount = storedLength;
+	}
+
+	/** The run's start stored `prompt` with it. */
+	storedWithRun(prompt: AgentMessage[]): void {
+		this.persistedCount += prompt.length;
+		for (const message of prompt) this.storedEarly.add(message);
+	}
+
+	/** A run whose start stored `prompt` never started: its `message_end`s will not come. */
+	forgetRun(prompt: AgentMessage[]): void {
+		for (const message of prompt) this.storedEarly.delete(message);
+	}
+
+	/**
+	 * Stores a drained queued message now, not at its `message_end`: no client sees it drained
+	 * before it is in the stored transcript. Should this write fail, its `message_end` tries again.
+	 */
+	storeDrained(message: AgentMessage, entryId: number): void {
+		this.drainedIds.set(message, entryId);
+		this.persist(message);
+		this.storedEarly.add(message);
+	}
+
+	/** A message is complete: stores it unless it was stored earlier. */
+	messageEnded(message: AgentMessage): void {
+		if (!this.storedEarly.delete(message)) this.persist(message);
+	}
+
+	/** The run ended: stores what the Agent holds (`messages`) and no `message_end` announced. */
+	runEnded(messages: AgentMessage[]): void {
+		this.storedEarly.clear();
+		this.drainedIds.clear();
+		if (messages.length > this.persistedCount) {
+			const length = this.store.appendMessages(this.sessionId, messages.slice(this.persistedCount));
+			if (length !== undefined) this.persistedCount = length;
+		}
+	}
+
+	/** Stores a completed message; a drained queued message leaves the stored queue in the same write. */
+	private persist(message: AgentMessage): void {
+		const entryId = this.drainedIds.get(message);
+		const length =
+			entryId === undefined
+				? this.store.appendMessages(this.sessionId, [message])
+				: this.store.drainQueued(this.sessionId, [entryId], [message]);
+		this.drainedIds.delete(message);
+		if (length !== undefined) this.persistedCount = length;
+	}
+}

@@ -1,0 +1,58 @@
+/**
+ * Server-Sent Events frame encoding, by the rules of WHATWG HTML ("Server-sent events"): every
+ * line of `data` becomes its own `data:` line (split on CRLF, CR and LF); `id` and `event` must
+ * not contain CR or LF (a caller passing one is a bug, so it throws); a comment line starts with `:`.
+ */
+
+const LINE_BREAK = /\r\n|\r|\n/;
+
+function assertField(name: string, value: string): void {
+	if (value.includes("\n") || value.includes("\r")) {
+		throw new TypeError(
+			`SSE ${name} must not contain CR or LF (got ${JSON.stringify(value)}); strip line breaks first`,
+		);
+	}
+}
+
+/** One SSE frame, ending with the blank line that dispatches it. */
+export function formatFrame(frame: { id?: string | number; event?: string; data: string; retry?: number }): string {
+	let out = "";
+	if (frame.id !== undefined) {
+		const id = String(frame.id);
+		assertField("id", id);
+		out += `id: ${id}\n`;
+	}
+	if (frame.event !== undefined) {
+		assertField("event", frame.event);
+		out += `event: ${frame.event}\n`;
+	}
+	if (frame.retry !== undefined) out += `retry: ${Math.max(0, Math.floor(frame.retry))}\n`;
+	// JSON never contains raw line breaks, so the common case is a single line.
+	if (frame.data.includes("\n") || frame.data.includes("\r")) {
+		for (const line of frame.data.split(LINE_BREAK)) out += `data: ${line}\n`;
+	} else {
+		out += `data: ${frame.data}\n`;
+	}
+	return `${out}\n`;
+}
+
+/**
+ * {@link formatFrame} for the hot path: an event with an integer id and a `data` that is one line
+ * of JSON (JSON.stringify output never contains a raw CR or LF). Same bytes as `formatFrame`.
+ * The event name is checked every time: it is a short string, and a cache of checked names would
+ * be state shared by every app of the process.
+ */
+export function formatEventFrame(id: number, event: string, data: string): string {
+	assertField("event", event);
+	if (!Number.isSafeInteger(id) || data.includes("\n") || data.includes("\r")) return formatFrame({ id, event, data });
+	return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
+}
+
+/** A comment frame (ignored by clients; keeps proxies from closing an idle stream). */
+export function formatComment(text: string): string {
+	return text
+		.split(LINE_BREAK)
+		.map((line) => `: ${line}\n`)
+		.join("")
+		.concat("\n");
+}

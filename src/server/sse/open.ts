@@ -1,0 +1,60 @@
+/**
+ * Opens an SSE response on a Fastify reply with the app's stream settings: hijacks the reply,
+ * keeps the headers hooks set (CORS, the request id) and wires the connection to the app's write
+ * passes and counters.
+ */
+import type { FastifyReply } from "fastify";
+import { SseConnection, type SseStats } from "./connection.js";
+import type { WritePasses } from "./write-passes.js";
+
+/** The SSE settings of one app (`app.wheelhouse.stream`). */
+export interface StreamSettings {
+	heartbeatMs: number;
+	retryMs: number;
+	maxBufferBytes: number;
+	/** How long a subscriber's socket may go without draining before it is dropped (0: never). */
+	stallMs: number;
+	/** The app's SSE counters (metrics); absent when metrics are off. */
+	stats?: SseStats;
+	/** The app's write scheduler, with its store's durability barrier. */
+	passes: WritePasses;
+}
+
+/**
+ * Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS).
+ * `dropNotice`: the last frame of a subscriber dropped for not keeping up (default `stream_dropped`).
+ */
+export function openSse(
+	reply: FastifyReply,
+	settings: StreamSettings,
+	onClose?: () => void,
+	dropNotice?: () => string,
+): SseConnection {
+	const log = reply.request.log;
+	reply.hijack();
+	const headers = { ...reply.getHeaders(), "x-request-id": String(reply.request.id) } as Record<
+		string,
+		string | string[] | number | undefined
+	>;
+	const sse = new SseConnection(reply.raw, {
+		heartbeatMs: settings.heartbeatMs,
+		retryMs: settings.retryMs,
+		maxBufferBytes: settings.maxBufferBytes,
+		stallMs: settings.stallMs,
+		stats: settings.stats,
+		passes: settings.passes,
+		headers,
+		dropNotice,
+		onClose(reason) {
+			if (reason === "overflow") {
+				log.info({ lastEventId: sse.lastSentId ?? null }, "SSE subscriber dropped: it did not keep up (it can resume)");
+			}
+			onClose?.();
+		},
+	});
+	sse.open();
+	// HEAD (Fastify's automatic HEAD route runs the GET handler): the GET's status and headers,
+	// then the end; node sends no body for HEAD, and a stream that never ends would never answer.
+	if (reply.request.method === "HEAD") sse.end();
+	return sse;
+}
