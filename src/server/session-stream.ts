@@ -29,8 +29,16 @@ export interface StreamSettings {
 /** Most events in a replay page; pages are sized by bytes first, this only bounds tiny events. */
 export const REPLAY_PAGE_EVENTS = 1000;
 
-/** Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS). */
-export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?: () => void): SseConnection {
+/**
+ * Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS).
+ * `dropFrame`: the last frame of a subscriber dropped for not keeping up (default `stream_dropped`).
+ */
+export function openSse(
+	reply: FastifyReply,
+	settings: StreamSettings,
+	onClose?: () => void,
+	dropFrame?: (lastEventId: number | undefined) => string,
+): SseConnection {
 	const log = reply.request.log;
 	reply.hijack();
 	const headers = { ...reply.getHeaders(), "x-request-id": String(reply.request.id) } as Record<
@@ -44,6 +52,7 @@ export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?:
 		stallMs: settings.stallMs,
 		stats: settings.stats,
 		headers,
+		dropFrame,
 		onClose(reason) {
 			if (reason === "overflow") {
 				log.info({ lastEventId: sse.lastSentId ?? null }, "SSE subscriber dropped: it did not keep up (it can resume)");
