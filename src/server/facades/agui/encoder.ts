@@ -232,7 +232,7 @@ export class AguiEncoder {
 	private closeBlock(index: number): void {
 		const message = this.message;
 		const block = message?.blocks.get(index);
-		if (!message || !block || !block.announced || block.closed) return;
+		if (!message || !block?.announced || block.closed) return;
 		block.closed = true;
 		if (block.kind === "text") {
 			if (message.textOpen) this.emit({ type: "TEXT_MESSAGE_END", messageId: message.id });
