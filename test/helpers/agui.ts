@@ -79,7 +79,7 @@ export class ReconnectingAgent extends HttpAgent {
 		super(config);
 	}
 
-	protected connect(input: RunAgentInput) {
+	protected override connect(input: RunAgentInput) {
 		const url = `${this.baseUrl}/agui/v1/threads/${encodeURIComponent(input.threadId)}/events`;
 		return transformHttpEventStream(
 			runHttpRequest(() => this.fetch(url, { headers: this.headers, signal: this.abortController.signal })),

@@ -132,16 +132,18 @@ describe("AG-UI runs with HttpAgent", () => {
 		);
 		// Two turns: the call, then the answer from its result.
 		expect(types.filter((type) => type === "STEP_STARTED")).toHaveLength(2);
-		expect(events.filter((e) => e.type === "STEP_STARTED").map((e) => (e as unknown as { stepName: string }).stepName)).toEqual([
-			"turn 1",
-			"turn 2",
-		]);
+		expect(
+			events.filter((e) => e.type === "STEP_STARTED").map((e) => (e as unknown as { stepName: string }).stepName),
+		).toEqual(["turn 1", "turn 2"]);
 		const opened = events.find((e) => e.type === "TOOL_CALL_START") as unknown as {
 			toolCallId: string;
 			toolCallName: string;
 		};
 		expect(opened.toolCallName).toBe("calculate");
-		const result = events.find((e) => e.type === "TOOL_CALL_RESULT") as unknown as { toolCallId: string; content: string };
+		const result = events.find((e) => e.type === "TOOL_CALL_RESULT") as unknown as {
+			toolCallId: string;
+			content: string;
+		};
 		expect(result).toMatchObject({ toolCallId: opened.toolCallId, content: "42" });
 		const call = agent.messages.find((m) => m.role === "assistant" && m.toolCalls) as {
 			toolCalls: { id: string; function: { name: string; arguments: string } }[];
@@ -179,9 +181,7 @@ describe("AG-UI runs with HttpAgent", () => {
 
 	it("a provider error ends the run with RUN_ERROR (MODEL_ERROR), after what streamed was closed", async () => {
 		await start();
-		faux.setResponses([
-			{ content: "partial answer", stopReason: "error", errorMessage: "upstream exploded" },
-		]);
+		faux.setResponses([{ content: "partial answer", stopReason: "error", errorMessage: "upstream exploded" }]);
 		const { agent } = client();
 		agent.addMessage({ id: "u1", role: "user", content: "hi" });
 		const errors: unknown[] = [];

@@ -76,6 +76,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 			};
 			reply.raw.on("close", onClose);
 			if (begun.resumed) encoder.openTurn();
+			await begun.prepare?.();
 			const release = threads.instruct(session, runInstructions(input.context ?? [], input.state));
 			let run: RunHandle | undefined;
 			try {

@@ -49,6 +49,8 @@ export interface Begun {
 	session: LiveSession;
 	/** Starts the run, or hands the results to the run that waits for them. Throws on refusal. */
 	start(): Promise<RunHandle | undefined>;
+	/** What must happen before the stretch is read (the waiting run the request abandons ends first). */
+	prepare?(): Promise<void>;
 	/** True when the run was under way (its turn is open). */
 	resumed: boolean;
 	/** The messages the client sent itself, which the stream does not echo. */
@@ -64,18 +66,16 @@ export interface RunStartDeps {
 	threads: Threads;
 }
 
-/** Tool call ids of a transcript with their tool names, and the ids that have a result. */
-function callsOf(messages: readonly AgentMessage[]): { calls: Map<string, string>; answered: Set<string> } {
+/** Tool call ids of a transcript with their tool names. */
+function callsOf(messages: readonly AgentMessage[]): Map<string, string> {
 	const calls = new Map<string, string>();
-	const answered = new Set<string>();
-	for (const message of messages as readonly { role?: string; content?: unknown; toolCallId?: string }[]) {
-		if (message.role === "toolResult" && message.toolCallId) answered.add(message.toolCallId);
+	for (const message of messages as readonly { role?: string; content?: unknown }[]) {
 		if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
 		for (const block of message.content as { type: string; id?: string; name?: string }[]) {
 			if (block.type === "toolCall" && block.id && block.name) calls.set(block.id, block.name);
 		}
 	}
-	return { calls, answered };
+	return calls;
 }
 
 export function createRunStart(deps: RunStartDeps): (ownerId: string | null, input: RunInput) => Begun {
@@ -87,16 +87,25 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 		return catalog.resolve(spec) as Model<any>;
 	}
 
-	function prompting(session: LiveSession, tail: Tail["prompt"], ifBusy: "reject" | "interrupt"): Begun {
+	/** A new run; `abandon`: the waiting run is aborted first (its end is not part of the new stretch). */
+	function prompting(session: LiveSession, tail: Tail["prompt"], abandon = false): Begun {
 		const messages = tail.map((entry) => entry.message);
 		return {
 			session,
+			...(abandon
+				? {
+						async prepare() {
+							session.abort();
+							await session.waitForIdle();
+						},
+					}
+				: {}),
 			resumed: false,
 			sentByClient: new Set(messages),
 			sentIds: tail.map((entry) => entry.id),
 			async start() {
 				if (messages.length === 0) return session.continue();
-				const result = await session.prompt(messages, ifBusy);
+				const result = await session.prompt(messages, "reject");
 				return result.kind === "started" ? result.run : undefined;
 			},
 		};
@@ -175,18 +184,17 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 		if (!session) {
 			throw apiError("THREAD_NOT_FOUND", `body.threadId: no session "${input.threadId}" exists for this API key.`);
 		}
-		return prompting(session, tail.prompt, "reject");
+		return prompting(session, tail.prompt);
 	}
 
 	return function begin(ownerId, input) {
 		const session = threads.find(ownerId, input.threadId);
 		if (!session) return createThread(ownerId, input);
-		const { calls, answered } = callsOf(session.agent.state.messages);
+		const calls = callsOf(session.agent.state.messages);
 		const tail = tailOf(input.messages, calls);
 		const prompt = tail.prompt.filter((entry) => !threads.holds(session, entry.id));
-		const results = tail.toolResults
-			.filter((entry) => !answered.has(entry.message.toolCallId) && !threads.holds(session, entry.id))
-			.map((entry) => entry.message);
+		// Results the session holds are ours (server tools); a client's result for a call that has one came too late.
+		const results = tail.toolResults.filter((entry) => !threads.holds(session, entry.id)).map((entry) => entry.message);
 		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
 
 		if (results.length > 0) {
@@ -216,7 +224,7 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 				);
 			}
 			applyChanges(session, input);
-			return prompting(session, prompt, "interrupt");
+			return prompting(session, prompt, true);
 		}
 		if (session.isBusy) {
 			throw apiError(
@@ -225,6 +233,6 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			);
 		}
 		applyChanges(session, input);
-		return prompting(session, prompt, "reject");
+		return prompting(session, prompt);
 	};
 }
