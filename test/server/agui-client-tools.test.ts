@@ -33,7 +33,8 @@ const pickColor = {
 };
 
 async function start(config: Record<string, unknown> = {}): Promise<TestAgent> {
-	server = await startServer({ config: { apiKeys: [KEY], ...config } });
+	// A run left waiting for a client tool is aborted at close after the grace period: keep it short.
+	server = await startServer({ config: { apiKeys: [KEY], shutdownGraceMs: 50, ...config } });
 	const made = aguiAgent(server, KEY);
 	clients.push(made);
 	return made;

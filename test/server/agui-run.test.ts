@@ -6,7 +6,7 @@
  */
 import type { BaseEvent } from "@ag-ui/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fauxThinking, fauxToolCall, registerFauxProvider } from "../../src/ai/providers/faux.js";
+import { fauxThinking, registerFauxProvider } from "../../src/ai/providers/faux.js";
 import { aguiAgent, checkFraming, quietConsole, runOnce, type TestAgent, typesOf } from "../helpers/agui.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
