@@ -76,16 +76,22 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 			};
 			reply.raw.on("close", onClose);
 			if (begun.resumed) encoder.openTurn();
-			await begun.prepare?.();
-			const release = threads.instruct(session, runInstructions(input.context ?? [], input.state));
 			let run: RunHandle | undefined;
+			let release = () => {};
 			try {
+				await begun.prepare?.();
+				release = threads.instruct(session, runInstructions(input.context ?? [], input.state));
 				const { end, usage } = await streamStretch(
 					{ session, interactions, encoder, signal: abort.signal },
 					async () => {
 						run = await begun.start();
 						threads.rememberSent(session, begun.sentIds);
-						threads.keepState(session, input.state);
+						try {
+							threads.keepState(session, input.state);
+						} catch (err) {
+							// The run started: a state that could not be kept does not stop it.
+							request.log.warn({ err, sessionId: session.id }, "could not keep the AG-UI thread's state");
+						}
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort(), droppedFrame("the run was aborted."));
 						const runId = run?.id ?? null;
 						sse.send(
