@@ -29,6 +29,7 @@ import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
+import { aguiFacade } from "./facades/agui/routes.js";
 import { openaiFacade } from "./facades/openai/routes.js";
 import { installRequestLimit, RunSlots } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
@@ -269,6 +270,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
+	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
 	if (config.playground === "on") {
 		const dir = options.playgroundDir ?? defaultPlaygroundDir();
 		if (dir) await app.register(playgroundRoutes, { dir });

@@ -58,6 +58,11 @@ export const ERRORS = {
 		description:
 			"No response with this id is known for this API key (`/openai/v1/responses/:id`: the server keeps the latest responses in memory; `previous_response_id` works as long as the session exists).",
 	},
+	THREAD_NOT_FOUND: {
+		status: 404,
+		description:
+			"No AG-UI thread with this id exists for this API key (`/agui/v1/threads/:threadId/events`: no run was posted for it, or its session was deleted; `RunAgentInput.threadId`: a session id, `ses_...`, that does not exist).",
+	},
 	METHOD_NOT_ALLOWED: {
 		status: 405,
 		description: "The path exists but not with this method; the `Allow` header lists the methods it has.",
@@ -124,7 +129,7 @@ export const ERRORS = {
 	MODEL_ERROR: {
 		status: 502,
 		description:
-			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's.",
+			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's. In an AG-UI stream: the `code` of its `RUN_ERROR`.",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

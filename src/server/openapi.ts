@@ -26,6 +26,11 @@ export const OPENAPI_TAGS = [
 		description:
 			"OpenAI-compatible Chat Completions and Responses over sessions (`baseURL` …/openai/v1); errors in OpenAI's shape.",
 	},
+	{
+		name: "agui",
+		description:
+			"AG-UI (`HttpAgent` `url` …/agui/v1/run): a thread is a session; runs as AG-UI events, and a catch-up stream per thread.",
+	},
 	{ name: "health", description: "Liveness, readiness and this document." },
 ] as const;
 

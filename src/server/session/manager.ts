@@ -143,7 +143,11 @@ export class SessionManager {
 
 	// --- lifecycle of sessions ------------------------------------------------------------------
 
-	create(ownerId: string | null, input: NewSessionInput): LiveSession {
+	/**
+	 * Creates a session. `id` is for callers that derive a session's id from a name of their own
+	 * (an AG-UI thread); the store refuses an id that exists.
+	 */
+	create(ownerId: string | null, input: NewSessionInput, id: string = newSessionId()): LiveSession {
 		if (this.shuttingDown) throw apiError("SHUTTING_DOWN", "The server is shutting down.");
 		if (this.live.size >= this.options.maxSessions) this.evictIdle(0);
 		if (this.live.size >= this.options.maxSessions) {
@@ -168,10 +172,7 @@ export class SessionManager {
 		this.checkTools(config.tools);
 		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
-		const record = this.options.store.createSession(
-			{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
-			messages,
-		);
+		const record = this.options.store.createSession({ ...config, id, ownerId, createdAt: Date.now() }, messages);
 		const session = this.instantiate(record.id, messages);
 		for (const ext of this.extensionList) ext.onCreate?.(session, input);
 		return session;
