@@ -134,6 +134,34 @@ describe("a context-overflow error", () => {
 		expect(state.compaction.status).toBe("idle");
 	});
 
+	it("after a threshold compaction in the same call: compacts again, folding that summary in", async () => {
+		server = await startServer({ models: [model.faux.getModel()] });
+		const s = server;
+		const id = (
+			await s.request("POST", "/v1/sessions", {
+				body: { model: model.spec, compaction: { reserveTokens: 1000, keepRecentTokens: 150 } },
+			})
+		).body.id as string;
+		model.script(
+			{ content: text400("A1"), usage: usage(2950) },
+			{ content: "S1", usage: usage(100) },
+			{ content: [], stopReason: "error", errorMessage: ANTHROPIC_OVERFLOW },
+			{ content: "S2", usage: usage(100) },
+			{ content: "answered", usage: usage(300) },
+		);
+		await promptAndWait(s, id, text400("U1"));
+		await promptAndWait(s, id, text400("U2"));
+		expect(model.requests).toHaveLength(5);
+		expect(textOf(model.requests[3]!.messages[0])).toContain(
+			`<previous-summary>\nS1\n</previous-summary>\n\n<conversation>\n[Assistant]: ${text400("A1")}\n</conversation>`,
+		);
+		const stored = await transcript(s, id);
+		expect(stored.map((m) => m.role)).toEqual(["user", "assistant", "user", "compaction", "compaction", "assistant"]);
+		expect(stored[3]).toMatchObject({ reason: "threshold", summary: "S1", firstKeptIndex: 1 });
+		expect(stored[4]).toMatchObject({ reason: "overflow", summary: "S2", firstKeptIndex: 2 });
+		expect(model.requests[4]!.messages).toEqual([summaryUser("S2"), stored[2]]);
+	});
+
 	it("is not one when it is a rate limit: no compaction", async () => {
 		const { s, id } = await sessionWithHistory();
 		model.script({

@@ -39,7 +39,7 @@ export interface SessionCompactionOptions {
 
 /** What one compaction came to. */
 export type CompactionResult =
-	| { kind: "compacted"; message: CompactionMessage; messageIndex: number; view: AgentMessage[] }
+	| { kind: "compacted"; message: CompactionMessage; messageIndex: number; view: ContextView }
 	| { kind: "nothing" }
 	| { kind: "failed"; errorMessage: string; aborted: boolean };
 
@@ -122,7 +122,10 @@ export class SessionCompaction {
 				keepTokens: settings.keepTokens,
 				signal,
 			});
-			if (result.kind === "compacted") return result.view;
+			if (result.kind === "compacted") {
+				this.currentView = result.view;
+				return result.view.messages;
+			}
 			if (result.kind === "failed") this.thresholdFailed = true;
 			return view.messages;
 		} catch (err) {
@@ -167,7 +170,7 @@ export class SessionCompaction {
 			keepTokens: Math.min(this.settings().keepTokens, Math.floor(tokensBefore / 2)),
 			signal,
 		});
-		return result.kind === "compacted" ? result.view : undefined;
+		return result.kind === "compacted" ? result.view.messages : undefined;
 	}
 
 	private viewOf(messages: AgentMessage[]): ContextView {
@@ -177,7 +180,7 @@ export class SessionCompaction {
 			{ sessionId: this.session.id },
 			"the latest compaction is not in the context; sending it whole",
 		);
-		return { messages, trustFrom: 0, context: messages, start: 0 };
+		return { messages, trustFrom: 0, context: messages };
 	}
 
 	// --- compacting -----------------------------------------------------------------------------
@@ -264,7 +267,12 @@ export class SessionCompaction {
 			messageIndex,
 		};
 		this.session.publish("compaction_end", end);
-		return { kind: "compacted", message, messageIndex, view: compactedView };
+		return {
+			kind: "compacted",
+			message,
+			messageIndex,
+			view: { messages: compactedView, trustFrom: compactedView.length, context: view.context },
+		};
 	}
 
 	private failed(

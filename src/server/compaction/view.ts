@@ -62,8 +62,6 @@ export interface ContextView {
 	trustFrom: number;
 	/** The context the view was made from (the loop's copy of the transcript). */
 	context: AgentMessage[];
-	/** Index in `context` of the view's first message after the summary (`context.length` when none). */
-	start: number;
 }
 
 /** Index of `target` in `messages`, searching from the end; -1 when absent. */
@@ -77,7 +75,7 @@ export function lastIndexOf(messages: readonly AgentMessage[], target: AgentMess
  * anchor's messages are not in `context`, which would mean the context is not this session's.
  */
 export function viewOf(context: AgentMessage[], anchor: Anchor | undefined): ContextView | undefined {
-	if (!anchor) return { messages: context, trustFrom: 0, context, start: 0 };
+	if (!anchor) return { messages: context, trustFrom: 0, context };
 	const boundaryAt = lastIndexOf(context, anchor.boundary);
 	if (boundaryAt < 0) return undefined;
 	let start: number;
@@ -94,7 +92,7 @@ export function viewOf(context: AgentMessage[], anchor: Anchor | undefined): Con
 		if (!isCompaction(message)) messages.push(message);
 		if (i === boundaryAt) trustFrom = messages.length;
 	}
-	return { messages, trustFrom, context, start };
+	return { messages, trustFrom, context };
 }
 
 /** The anchor of the latest compaction in a transcript (read once when a session is loaded). */
