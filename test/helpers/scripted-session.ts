@@ -7,7 +7,7 @@
 import type { ScriptedTurn } from "../../src/ai/providers/faux.js";
 import { registerFauxProvider } from "../../src/ai/providers/faux.js";
 import type { AssistantMessage, Context, Usage } from "../../src/ai/types.js";
-import { startServer, type TestServer } from "./server.js";
+import type { TestServer } from "./server.js";
 
 export const CONTEXT_WINDOW = 4_000;
 
@@ -82,5 +82,3 @@ export function textOf(message: Context["messages"][number] | AssistantMessage |
 	if (typeof content === "string") return content;
 	return ((content as { type: string; text?: string }[]) ?? []).find((b) => b.type === "text")?.text ?? "";
 }
-
-export { startServer };
