@@ -80,6 +80,16 @@ export const ERRORS = {
 		description:
 			'The session is running and `ifBusy` is `"reject"` (the default), or `continue` was called while running.',
 	},
+	BUDGET_EXHAUSTED: {
+		status: 409,
+		description:
+			"The session has reached a limit of its `budget` (`maxTokens` or `maxCostUsd`): it takes no prompt, continue or compaction; `details` names the limit. Raise it with `PATCH /v1/sessions/:id`.",
+	},
+	NOTHING_TO_COMPACT: {
+		status: 409,
+		description:
+			"`POST .../compact` on a session whose context is all recent messages (within `keepRecentTokens`): there is nothing older to summarise.",
+	},
 	IDEMPOTENCY_IN_PROGRESS: {
 		status: 409,
 		description:
@@ -130,6 +140,11 @@ export const ERRORS = {
 		status: 502,
 		description:
 			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's. In an AG-UI stream: the `code` of its `RUN_ERROR`.",
+	},
+	COMPACTION_FAILED: {
+		status: 502,
+		description:
+			"`POST .../compact`: the model call that writes the summary failed or was aborted; `message` says why. Nothing changed: the session goes on with its full context.",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

@@ -106,7 +106,10 @@ export class SessionManager {
 	/** Registers a session extension (tool hooks, per-session tools, state fields). */
 	addExtension(extension: SessionExtension): void {
 		this.extensionList.push(extension);
-		for (const session of this.live.values()) session.refreshTools();
+		for (const session of this.live.values()) {
+			session.attachExtension(extension);
+			session.refreshTools();
+		}
 	}
 
 	get extensions(): readonly SessionExtension[] {
@@ -167,6 +170,8 @@ export class SessionManager {
 			metadata: input.metadata ?? {},
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
+			...(input.compaction ? { compaction: input.compaction } : {}),
+			...(input.budget ? { budget: input.budget } : {}),
 		};
 		this.checkModel(config.model);
 		this.checkTools(config.tools);
