@@ -23,12 +23,15 @@ import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
 import { installBodyParser } from "./body-parser.js";
+import { compactionExtension } from "./compaction/extension.js";
+import { compactionRoutes } from "./compaction/routes.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
+import { aguiFacade } from "./facades/agui/routes.js";
 import { openaiFacade } from "./facades/openai/routes.js";
 import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
 import { ProxyStreams } from "./facades/pi-proxy/streams.js";
@@ -216,6 +219,16 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		runSlots,
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
+	const compaction = compactionExtension({
+		defaults: {
+			enabled: config.compaction === "on",
+			reserveTokens: config.compactionReserveTokens,
+			keepRecentTokens: config.compactionKeepRecentTokens,
+		},
+		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
+		logger: app.log,
+	});
+	sessions.addExtension(compaction);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
 	// This app's SSE write scheduler: its timers and its barrier (this store's sync) are its own.
@@ -271,8 +284,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
+	await app.register(compactionRoutes, { compaction });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
+	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
 	const proxyStreams = new ProxyStreams();
 	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots });
 	if (config.playground === "on") {

@@ -261,6 +261,30 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"`keys`: `/metrics` needs an API key like `/v1` when keys are set; `none`: open (e.g. on a separate port only the scraper reaches).",
 	},
 	{
+		env: "WHEELHOUSE_COMPACTION",
+		key: "compaction",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on`: sessions compact their context automatically (before a model call past the threshold, and on a context-overflow error); `off`: only when asked. A session's `compaction.enabled` wins.",
+	},
+	{
+		env: "WHEELHOUSE_COMPACTION_RESERVE_TOKENS",
+		key: "compactionReserveTokens",
+		kind: "int",
+		default: "16384",
+		description:
+			"Compact when the context passes the model's context window minus this many tokens (at most half the window counts). Per session: `compaction.reserveTokens`.",
+	},
+	{
+		env: "WHEELHOUSE_COMPACTION_KEEP_RECENT_TOKENS",
+		key: "compactionKeepRecentTokens",
+		kind: "int",
+		default: "20000",
+		description:
+			"About how many tokens of the most recent messages a compaction keeps verbatim (at most half the threshold counts). Per session: `compaction.keepRecentTokens`.",
+	},
+	{
 		env: "WHEELHOUSE_TOOL_MODULES",
 		key: "toolModules",
 		kind: "list",
@@ -312,6 +336,9 @@ export const ServerConfigSchema = Type.Object(
 		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		metricsPort: Int(0, 65535),
 		metricsAuth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
+		compaction: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		compactionReserveTokens: Int(0, 100_000_000),
+		compactionKeepRecentTokens: Int(0, 100_000_000),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */

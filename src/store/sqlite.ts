@@ -288,6 +288,8 @@ const CONFIG_KEYS = [
 	"metadata",
 	"clientTools",
 	"toolApprovals",
+	"compaction",
+	"budget",
 ] as const satisfies readonly (keyof SessionConfig)[];
 
 function pickConfig(c: SessionConfig | NewSession): SessionConfig {
@@ -302,6 +304,8 @@ function pickConfig(c: SessionConfig | NewSession): SessionConfig {
 		metadata: { ...c.metadata },
 		clientTools: structuredClone(c.clientTools ?? []),
 		toolApprovals: { ...c.toolApprovals },
+		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
+		...(c.budget ? { budget: { ...c.budget } } : {}),
 	};
 }
 

@@ -106,7 +106,10 @@ export class SessionManager {
 	/** Registers a session extension (tool hooks, per-session tools, state fields). */
 	addExtension(extension: SessionExtension): void {
 		this.extensionList.push(extension);
-		for (const session of this.live.values()) session.refreshTools();
+		for (const session of this.live.values()) {
+			session.attachExtension(extension);
+			session.refreshTools();
+		}
 	}
 
 	get extensions(): readonly SessionExtension[] {
@@ -143,7 +146,11 @@ export class SessionManager {
 
 	// --- lifecycle of sessions ------------------------------------------------------------------
 
-	create(ownerId: string | null, input: NewSessionInput): LiveSession {
+	/**
+	 * Creates a session. `id` is for callers that derive a session's id from a name of their own
+	 * (an AG-UI thread); the store refuses an id that exists.
+	 */
+	create(ownerId: string | null, input: NewSessionInput, id: string = newSessionId()): LiveSession {
 		if (this.shuttingDown) throw apiError("SHUTTING_DOWN", "The server is shutting down.");
 		if (this.live.size >= this.options.maxSessions) this.evictIdle(0);
 		if (this.live.size >= this.options.maxSessions) {
@@ -163,15 +170,14 @@ export class SessionManager {
 			metadata: input.metadata ?? {},
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
+			...(input.compaction ? { compaction: input.compaction } : {}),
+			...(input.budget ? { budget: input.budget } : {}),
 		};
 		this.checkModel(config.model);
 		this.checkTools(config.tools);
 		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
-		const record = this.options.store.createSession(
-			{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
-			messages,
-		);
+		const record = this.options.store.createSession({ ...config, id, ownerId, createdAt: Date.now() }, messages);
 		const session = this.instantiate(record.id, messages);
 		for (const ext of this.extensionList) ext.onCreate?.(session, input);
 		return session;

@@ -22,13 +22,13 @@ export interface StreamSettings {
 
 /**
  * Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS).
- * `dropNotice`: the last frame of a subscriber dropped for not keeping up (default `stream_dropped`).
+ * `dropFrame`: the last frame of a subscriber dropped for not keeping up (default `stream_dropped`).
  */
 export function openSse(
 	reply: FastifyReply,
 	settings: StreamSettings,
 	onClose?: () => void,
-	dropNotice?: () => string,
+	dropFrame?: (lastEventId: number | undefined) => string,
 ): SseConnection {
 	const log = reply.request.log;
 	reply.hijack();
@@ -44,7 +44,7 @@ export function openSse(
 		stats: settings.stats,
 		passes: settings.passes,
 		headers,
-		dropNotice,
+		dropFrame,
 		onClose(reason) {
 			if (reason === "overflow") {
 				log.info({ lastEventId: sse.lastSentId ?? null }, "SSE subscriber dropped: it did not keep up (it can resume)");
