@@ -14,8 +14,9 @@
  * native stream, back to back in alternating order, and its "vs native" figures are the median of
  * the per-pair ratios, so that load drift on a shared machine cancels out instead of landing on one
  * facade; the absolute figures are medians over all runs. Bytes per token do not depend on load.
- * Setup requests (the native stream's session) are not timed; the OpenAI facades create their
- * session inside the timed request, as their clients would.
+ * Setup requests (the native stream's session) are not timed; the AG-UI and OpenAI facades create
+ * their session inside the timed request, as their clients would. bench/facades/agui.ts, beside
+ * this, reads one AG-UI run and its native stream at once and times the encoders alone.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
