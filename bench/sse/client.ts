@@ -21,6 +21,11 @@ export interface ClientJob {
 	requests: StreamRequest[];
 	/** Return the body of the first stream (to record it for the raw writer). */
 	record?: boolean;
+	/**
+	 * What marks one text delta in the stream, counted in the bytes (default `"type":"text_delta"`, the
+	 * native events'; other protocols, e.g. bench/facades, have their own). At most 32 characters.
+	 */
+	deltaNeedle?: string;
 }
 
 export interface StreamStats {
@@ -63,7 +68,12 @@ function countNew(text: string, needle: string, tailLength: number): number {
  * made it slower than the raw server it measures; curl was 2-3x faster. `bytes` counts the SSE body
  * (what the server wrote), not the chunk framing or headers.
  */
-function runStream(req: StreamRequest, t0: number, record: boolean): Promise<StreamStats & { body?: string }> {
+function runStream(
+	req: StreamRequest,
+	t0: number,
+	record: boolean,
+	deltaNeedle = DELTA,
+): Promise<StreamStats & { body?: string }> {
 	return new Promise((resolve, reject) => {
 		const url = new URL(req.url);
 		const stats: StreamStats & { body?: string } = {
@@ -95,7 +105,7 @@ function runStream(req: StreamRequest, t0: number, record: boolean): Promise<Str
 			if (record) parts.push(payload);
 			const text = tail + payload.toString("latin1");
 			stats.events += countNew(text, EVENT, tail.length);
-			const deltas = countNew(text, DELTA, tail.length);
+			const deltas = countNew(text, deltaNeedle, tail.length);
 			if (deltas > 0 && stats.textDeltas === 0) stats.firstDeltaMs = performance.now() - t0;
 			stats.textDeltas += deltas;
 			tail = text.slice(-TAIL);
@@ -163,7 +173,9 @@ function runStream(req: StreamRequest, t0: number, record: boolean): Promise<Str
 
 async function runJob(job: ClientJob): Promise<ClientResult> {
 	const t0 = performance.now();
-	const results = await Promise.all(job.requests.map((req, i) => runStream(req, t0, job.record === true && i === 0)));
+	const results = await Promise.all(
+		job.requests.map((req, i) => runStream(req, t0, job.record === true && i === 0, job.deltaNeedle)),
+	);
 	const wallMs = performance.now() - t0;
 	const recorded = results[0]?.body;
 	for (const r of results) delete r.body;

@@ -20,6 +20,8 @@ export type ServerStart =
 			fauxDelayMs?: number;
 			/** Prometheus metrics (default: the server's default, on). */
 			metrics?: "on" | "off";
+			/** Turns on `POST /api/stream` without API keys (bench/facades). */
+			piProxy?: "on";
 	  };
 
 export type ServerReply =
@@ -56,6 +58,7 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 			fauxDelayMs: start.fauxDelayMs ?? 0,
 			heartbeatMs: 0,
 			...(start.metrics ? { metrics: start.metrics } : {}),
+			...(start.piProxy ? { piProxy: start.piProxy } : {}),
 		},
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });

@@ -138,6 +138,42 @@ export interface RunInterruptedEvent {
 	message: string;
 }
 
+/** Why a compaction ran: the context passed its threshold, the provider said it overflowed, or a client asked. */
+export type CompactionReason = "threshold" | "overflow" | "manual";
+
+/**
+ * A compaction starts: the model summarises the older messages of the context (`tokensBefore`
+ * tokens, estimated) so that the next model call sees the summary and the recent messages only.
+ * During a run it comes right before a model call; `compaction_end` always follows (or, after a
+ * crash, the run's `run_interrupted`).
+ */
+export interface CompactionStartEvent {
+	type: "compaction_start";
+	reason: CompactionReason;
+	tokensBefore: number;
+	/** Messages the summary replaces (a previous summary counts as one). */
+	messagesToSummarize: number;
+	/** Recent messages kept verbatim. */
+	messagesKept: number;
+	instructions?: string;
+}
+
+/**
+ * A compaction ended. `compacted`: `message` is the compaction message now at the end of the
+ * transcript (index `messageIndex`), and the context is about `tokensAfter` tokens. `failed` /
+ * `aborted`: nothing changed, `errorMessage` says why, and the session goes on with its full context.
+ */
+export interface CompactionEndEvent {
+	type: "compaction_end";
+	reason: CompactionReason;
+	outcome: "compacted" | "failed" | "aborted";
+	tokensBefore: number;
+	tokensAfter?: number;
+	message?: AgentMessage;
+	messageIndex?: number;
+	errorMessage?: string;
+}
+
 /** Server-level events; their names never collide with AgentEvent types. */
 export type ServerEvent =
 	| SessionSnapshotEvent
@@ -145,7 +181,9 @@ export type ServerEvent =
 	| StreamDroppedEvent
 	| ApprovalRequestedEvent
 	| ApprovalResolvedEvent
-	| RunInterruptedEvent;
+	| RunInterruptedEvent
+	| CompactionStartEvent
+	| CompactionEndEvent;
 
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
@@ -174,6 +212,8 @@ const SERVER_EVENTS: Record<ServerEvent["type"], true> = {
 	approval_resolved: true,
 	stream_dropped: true,
 	run_interrupted: true,
+	compaction_start: true,
+	compaction_end: true,
 };
 
 /** The names of the AgentEvent types, as the SSE `event:` names of those events. */

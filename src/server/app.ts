@@ -23,13 +23,18 @@ import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
 import { installBodyParser } from "./body-parser.js";
+import { compactionExtension } from "./compaction/extension.js";
+import { compactionRoutes } from "./compaction/routes.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
 import { registerEchoModel } from "./echo-model.js";
 import { clientErrorHandler, frameworkErrors, installErrorHandling } from "./error-handler.js";
+import { aguiFacade } from "./facades/agui/routes.js";
 import { openaiFacade } from "./facades/openai/routes.js";
+import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
+import { ProxyStreams } from "./facades/pi-proxy/streams.js";
 import { installRequestLimit, RunSlots } from "./limits.js";
 import { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
@@ -195,6 +200,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 
 	const metrics =
 		config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
+	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);
+	const runSlots =
+		config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined;
 	const sessions = new SessionManager({
 		store,
 		logger: app.log,
@@ -202,16 +210,25 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		modelProblem: (spec) => catalog.problem(spec),
 		defaultModel: catalog.defaultModel,
 		tools,
-		getApiKey: (provider) => config.providerKeys[provider] ?? getEnvApiKey(provider, env),
+		getApiKey,
 		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		maxSessions: config.maxSessions,
 		maxQueuedMessages: config.maxQueuedMessages,
 		sessionTtlMs: config.sessionTtlMs,
 		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
-		runSlots:
-			config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined,
+		runSlots,
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
+	const compaction = compactionExtension({
+		defaults: {
+			enabled: config.compaction === "on",
+			reserveTokens: config.compactionReserveTokens,
+			keepRecentTokens: config.compactionKeepRecentTokens,
+		},
+		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
+		logger: app.log,
+	});
+	sessions.addExtension(compaction);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
 
 	// This app's SSE write scheduler: its timers and its barrier (this store's sync) are its own.
@@ -267,8 +284,12 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(messageRoutes);
 	await app.register(eventRoutes);
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
+	await app.register(compactionRoutes, { compaction });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
+	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
+	const proxyStreams = new ProxyStreams();
+	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots });
 	if (config.playground === "on") {
 		const dir = options.playgroundDir ?? defaultPlaygroundDir();
 		if (dir) await app.register(playgroundRoutes, { dir });
@@ -305,8 +326,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		// request does not reach this process on a kept-alive connection either.
 		if (app.server.listening) app.server.close();
 		connections.drain();
-		// 4. Runs finish within the grace period or are aborted; every stream ends.
-		await sessions.shutdown(config.shutdownGraceMs);
+		// 4. Runs and pi proxy calls finish within the grace period or are aborted; every stream ends.
+		await Promise.all([sessions.shutdown(config.shutdownGraceMs), proxyStreams.drain(config.shutdownGraceMs)]);
 		// 5. A reader that does not take its last bytes, or a request still on its way in, holds the
 		// close this long at most.
 		forceClose = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_FLUSH_MS);

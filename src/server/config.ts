@@ -80,6 +80,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"`on` serves the playground page (a browser client of the `/v1` API) at `/` and `/playground`, open without a key (it holds no data and asks for one); `off` serves nothing there.",
 	},
 	{
+		env: "WHEELHOUSE_PI_PROXY",
+		key: "piProxy",
+		kind: "enum",
+		default: "auto",
+		description:
+			"`POST /api/stream`, the endpoint of pi's `streamProxy`, which runs any context on the server's provider keys: `auto` serves it only when `WHEELHOUSE_API_KEYS` is set, `on` also without keys (local use), `off` never.",
+	},
+	{
 		env: "WHEELHOUSE_STREAM_TOKEN_TTL_MS",
 		key: "streamTokenTtlMs",
 		kind: "int",
@@ -227,7 +235,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "int",
 		default: "0",
 		description:
-			"Runs one API key may have running at once (all runs together when auth is off); one more is 429 `TOO_MANY_RUNS`. 0 = no limit.",
+			"Runs one API key may have running at once (all runs together when auth is off; a pi `streamProxy` call counts as one); one more is 429 `TOO_MANY_RUNS`. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_METRICS",
@@ -251,6 +259,30 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		default: "keys",
 		description:
 			"`keys`: `/metrics` needs an API key like `/v1` when keys are set; `none`: open (e.g. on a separate port only the scraper reaches).",
+	},
+	{
+		env: "WHEELHOUSE_COMPACTION",
+		key: "compaction",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on`: sessions compact their context automatically (before a model call past the threshold, and on a context-overflow error); `off`: only when asked. A session's `compaction.enabled` wins.",
+	},
+	{
+		env: "WHEELHOUSE_COMPACTION_RESERVE_TOKENS",
+		key: "compactionReserveTokens",
+		kind: "int",
+		default: "16384",
+		description:
+			"Compact when the context passes the model's context window minus this many tokens (at most half the window counts). Per session: `compaction.reserveTokens`.",
+	},
+	{
+		env: "WHEELHOUSE_COMPACTION_KEEP_RECENT_TOKENS",
+		key: "compactionKeepRecentTokens",
+		kind: "int",
+		default: "20000",
+		description:
+			"About how many tokens of the most recent messages a compaction keeps verbatim (at most half the threshold counts). Per session: `compaction.keepRecentTokens`.",
 	},
 	{
 		env: "WHEELHOUSE_TOOL_MODULES",
@@ -280,6 +312,7 @@ export const ServerConfigSchema = Type.Object(
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
 		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		piProxy: Type.Union([Type.Literal("auto"), Type.Literal("on"), Type.Literal("off")]),
 		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
 		providerIdleTimeoutMs: Int(0),
@@ -303,6 +336,9 @@ export const ServerConfigSchema = Type.Object(
 		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		metricsPort: Int(0, 65535),
 		metricsAuth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
+		compaction: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		compactionReserveTokens: Int(0, 100_000_000),
+		compactionKeepRecentTokens: Int(0, 100_000_000),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */
@@ -422,7 +458,7 @@ export function loadConfig(
 	if (first) {
 		const key = first.path.split("/")[1] ?? "";
 		const field = source[key] ?? key;
-		throw new ConfigError(field, describeError(first.message, first.value, first.path));
+		throw new ConfigError(field, describeError(first.message, first.value, first.path, first.schema));
 	}
 	return values as ServerConfig;
 }
@@ -506,10 +542,23 @@ function httpUrl(text: string): URL | undefined {
 	}
 }
 
-function describeError(message: string, value: unknown, path: string): string {
+function describeError(message: string, value: unknown, path: string, schema: unknown): string {
 	const sub = path.split("/").slice(2).join("/");
 	const got = typeof value === "string" ? `"${value}"` : JSON.stringify(value);
-	return `${message.toLowerCase()}${sub ? ` (at ${sub})` : ""} (got ${got})`;
+	// A union of literals is a choice: name the choices rather than TypeBox's "expected union value".
+	const choices = literalChoices(schema);
+	const what = choices ? `must be one of: ${choices.join(", ")}` : message.toLowerCase();
+	return `${what}${sub ? ` (at ${sub})` : ""} (got ${got})`;
+}
+
+/** The values of a union of literals (`Type.Union([Type.Literal("on"), ...])`), else undefined. */
+function literalChoices(schema: unknown): string[] | undefined {
+	const branches = (schema as { anyOf?: unknown } | undefined)?.anyOf;
+	if (!Array.isArray(branches) || branches.length === 0) return undefined;
+	const values = branches.map((branch) => (branch as { const?: unknown } | undefined)?.const);
+	return values.every((value) => typeof value === "string" || typeof value === "number")
+		? values.map(String)
+		: undefined;
 }
 
 /** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */

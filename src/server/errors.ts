@@ -58,6 +58,16 @@ export const ERRORS = {
 		description:
 			"No response with this id is known for this API key (`/openai/v1/responses/:id`: the server keeps the latest responses in memory; `previous_response_id` works as long as the session exists).",
 	},
+	ENDPOINT_OFF: {
+		status: 404,
+		description:
+			"The endpoint exists but this server's configuration turns it off; `message` names the setting (`POST /api/stream`: `WHEELHOUSE_PI_PROXY`).",
+	},
+	THREAD_NOT_FOUND: {
+		status: 404,
+		description:
+			"No AG-UI thread with this id exists for this API key (`/agui/v1/threads/:threadId/events`: no run was posted for it, or its session was deleted; `RunAgentInput.threadId`: a session id, `ses_...`, that does not exist).",
+	},
 	METHOD_NOT_ALLOWED: {
 		status: 405,
 		description: "The path exists but not with this method; the `Allow` header lists the methods it has.",
@@ -74,6 +84,16 @@ export const ERRORS = {
 		status: 409,
 		description:
 			'The session is running and `ifBusy` is `"reject"` (the default), or `continue` was called while running.',
+	},
+	BUDGET_EXHAUSTED: {
+		status: 409,
+		description:
+			"The session has reached a limit of its `budget` (`maxTokens` or `maxCostUsd`): it takes no prompt, continue or compaction; `details` names the limit. Raise it with `PATCH /v1/sessions/:id`.",
+	},
+	NOTHING_TO_COMPACT: {
+		status: 409,
+		description:
+			"`POST .../compact` on a session whose context is all recent messages (within `keepRecentTokens`): there is nothing older to summarise.",
 	},
 	IDEMPOTENCY_IN_PROGRESS: {
 		status: 409,
@@ -124,7 +144,12 @@ export const ERRORS = {
 	MODEL_ERROR: {
 		status: 502,
 		description:
-			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's.",
+			"The model call of an OpenAI-compatible request failed (the provider's error, or a run that ended without an answer); `message` is the provider's. In an AG-UI stream: the `code` of its `RUN_ERROR`.",
+	},
+	COMPACTION_FAILED: {
+		status: 502,
+		description:
+			"`POST .../compact`: the model call that writes the summary failed or was aborted; `message` says why. Nothing changed: the session goes on with its full context.",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

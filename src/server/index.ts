@@ -13,6 +13,7 @@ export {
 	type SqliteStoreOptions,
 } from "../store/index.js";
 export { type BuildAppOptions, buildApp } from "./app.js";
+export type { CompactionMessage } from "./compaction/types.js";
 export {
 	CONFIG_VARS,
 	ConfigError,

@@ -26,6 +26,16 @@ export const OPENAPI_TAGS = [
 		description:
 			"OpenAI-compatible Chat Completions and Responses over sessions (`baseURL` …/openai/v1); errors in OpenAI's shape.",
 	},
+	{
+		name: "agui",
+		description:
+			"AG-UI (`HttpAgent` `url` …/agui/v1/run): a thread is a session; runs as AG-UI events, and a catch-up stream per thread.",
+	},
+	{
+		name: "pi",
+		description:
+			"The endpoint of pi's `streamProxy` (`@mariozechner/pi-agent-core`): one model call on the server's model and keys; errors as `{ error, code }`.",
+	},
 	{ name: "health", description: "Liveness, readiness and this document." },
 ] as const;
 

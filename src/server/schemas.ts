@@ -7,6 +7,7 @@
  * exact shape is the pi-ai message types, and the serialiser must not drop fields of them.
  */
 import { type TSchema, Type } from "@sinclair/typebox";
+import { CompactionSessionFields, CompactionStateFields } from "./compaction/settings.js";
 import { ERROR_CODES } from "./errors.js";
 import { CreateSessionToolFields, SessionToolStateFields } from "./session/tool-interactions.js";
 
@@ -86,6 +87,7 @@ const configFields = {
 	toolExecution: Type.Optional(ToolExecution),
 	steeringMode: Type.Optional(QueueMode),
 	followUpMode: Type.Optional(QueueMode),
+	...CompactionSessionFields,
 };
 
 export const CreateSessionBody = Type.Object(
@@ -154,6 +156,7 @@ export const SessionView = Type.Object(
 		lastEventId: Type.Integer({ description: "Id of the last event on the session's stream (0 before any)." }),
 		usage: Usage,
 		...SessionToolStateFields,
+		...CompactionStateFields,
 	},
 	{ additionalProperties: true, $id: "Session", description: "A session's config and live state." },
 );

@@ -117,6 +117,8 @@ export class MemorySessionStore implements SessionStore {
 			metadata: { ...session.metadata },
 			clientTools: structuredClone(session.clientTools ?? []),
 			toolApprovals: { ...session.toolApprovals },
+			...(session.compaction ? { compaction: { ...session.compaction } } : {}),
+			...(session.budget ? { budget: { ...session.budget } } : {}),
 			createdAt: session.createdAt,
 			updatedAt: session.createdAt,
 			lastActiveAt: session.createdAt,
@@ -163,6 +165,8 @@ export class MemorySessionStore implements SessionStore {
 		if (patch.metadata !== undefined) r.metadata = { ...patch.metadata };
 		if (patch.clientTools !== undefined) r.clientTools = structuredClone(patch.clientTools);
 		if (patch.toolApprovals !== undefined) r.toolApprovals = { ...patch.toolApprovals };
+		if (patch.compaction !== undefined) r.compaction = { ...patch.compaction };
+		if (patch.budget !== undefined) r.budget = { ...patch.budget };
 		r.updatedAt = at;
 		return copyRecord(r);
 	}

@@ -119,6 +119,10 @@ export interface SessionConfig {
 	clientTools: ClientToolDeclaration[];
 	/** Approval policy per tool name or `prefix*` pattern for this session; `{}` when none. */
 	toolApprovals: Record<string, ToolApprovalPolicy>;
+	/** Context compaction settings of this session; absent: the server's defaults. Stored as given. */
+	compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
+	/** Spending limits of this session; absent: none. Stored as given. */
+	budget?: { maxTokens?: number; maxCostUsd?: number; maxTurnsPerRun?: number };
 }
 
 /** Config fields a new session may leave out (they default to none). */

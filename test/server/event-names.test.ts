@@ -1,7 +1,7 @@
 /**
  * The SSE event names are a documented, closed list (`SSE_EVENT_NAMES`), and a generic client that
  * subscribes to them gets every event: a scenario that makes the server send every kind of event
- * (a run with tool progress, steering, an approval, a snapshot, a dropped subscriber) is watched by
+ * (a run with tool progress, steering, an approval, a compaction, a snapshot, a dropped subscriber) is watched by
  * a raw reader and by the real `eventsource` package. Every name seen is in the list, the list is
  * in the README, `EventSource` gets every event through the listed names and nothing through
  * `onmessage` (heartbeat comments and `retry:` dispatch nothing, no frame has empty data).
@@ -110,6 +110,9 @@ it("every name the server sends is listed and documented; EventSource gets every
 	const requested = await raw.waitForType("approval_requested");
 	await s.request("POST", `/v1/sessions/${id}/approvals/${requested.data.toolCallId}`, { body: { approve: true } });
 	await raw.waitFor((e) => e.event === "agent_end" && e.id !== undefined && e.id > requested.id!);
+	// A compaction asked for (the stand-in model echoes the summary request back as the summary).
+	expect((await s.request("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 0 } })).status).toBe(200);
+	await raw.waitForType("compaction_end");
 	const lastId = (await s.request("GET", `/v1/sessions/${id}`)).body.lastEventId;
 	await generic.waitForId(lastId);
 

@@ -1,5 +1,5 @@
 /**
- * The README's shell examples for client-side tools and approvals work when pasted: each block
+ * The README's shell examples for client-side tools, approvals and compaction work when pasted: each block
  * runs as written (bash, curl, node) against a real server, and the run ends the way the README's
  * closing comment says. `localhost:3000` becomes the test server's address; nothing else in a block
  * is changed. The stand-in model streams slower than its default here, as a real model that takes a
@@ -60,6 +60,20 @@ describe("README shell examples", { timeout: 60_000 }, () => {
 		const messages = (await server!.request("GET", `/v1/sessions/${id}/messages`)).body.messages;
 		const answer = JSON.stringify(messages.at(-1));
 		expect(answer).toContain("Tool results: pick_color: teal");
+	});
+
+	it("compaction: the pasted block sets the settings, and compacts all but the latest turn", async () => {
+		const id = await paste(blockWith("/compact"));
+		const state = (await server!.request("GET", `/v1/sessions/${id}`)).body;
+		expect(state.compaction).toMatchObject({
+			reserveTokens: 8192,
+			keepRecentTokens: 10000,
+			last: { reason: "manual" },
+		});
+		expect(state.budget).toMatchObject({ maxCostUsd: 2, maxTurnsPerRun: 25 });
+		const messages = (await server!.request("GET", `/v1/sessions/${id}/messages`)).body.messages;
+		expect(messages.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "compaction"]);
+		expect(messages[2]).toMatchObject({ firstKeptIndex: 1, instructions: "Keep every number." });
 	});
 
 	it("approval: the pasted block denies the call and the model sees the reason", async () => {

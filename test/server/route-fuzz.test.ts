@@ -124,8 +124,19 @@ function generate(random: Random, sampler: SchemaSampler, ids: Record<string, st
 	return { method, path: `${path}${queryString(random, params)}`, headers, ...(body !== undefined ? { body } : {}) };
 }
 
-/** What is wrong with a response, or undefined. */
-function check(res: { status: number; contentType: string; text: string }): string | undefined {
+/**
+ * The error body's code and message: the envelope, or from the `/api/stream` route the flat shape
+ * pi's streamProxy reads (`{ error: message, code }`, see README "pi's streamProxy"; the router's
+ * answers for that path, a 405, are the envelope).
+ */
+function errorOf(body: any, path: string): { code: unknown; message: unknown } {
+	if (path.startsWith("/api/stream") && typeof body?.error === "string")
+		return { code: body.code, message: body.error };
+	return { code: body?.error?.code, message: body?.error?.message };
+}
+
+/** What is wrong with a response to `path`, or undefined. */
+function check(res: { status: number; contentType: string; text: string }, path: string): string | undefined {
 	if (res.status >= 500) return `status ${res.status}: ${res.text.slice(0, 300)}`;
 	if (res.status < 400 || res.text === "") return undefined;
 	let body: any;
@@ -134,8 +145,9 @@ function check(res: { status: number; contentType: string; text: string }): stri
 	} catch {
 		return `non-JSON error body (${res.contentType}): ${res.text.slice(0, 200)}`;
 	}
-	const code = body?.error?.code as ErrorCode;
-	if (typeof body?.error?.message !== "string" || !(code in ERRORS)) {
+	const error = errorOf(body, path);
+	const code = error.code as ErrorCode;
+	if (typeof error.message !== "string" || typeof code !== "string" || !(code in ERRORS)) {
 		return `not the envelope: ${res.text.slice(0, 300)}`;
 	}
 	if (ERRORS[code].status !== res.status)
@@ -192,7 +204,7 @@ describe("route fuzz (openapi.yaml)", () => {
 				failures.push(`#${sent} ${req.method} ${req.path.slice(0, 120)}: client error ${error.code} ${error.message}`);
 				continue;
 			}
-			const problem = check(res);
+			const problem = check(res, req.path);
 			if (problem) {
 				failures.push(
 					`#${sent} ${req.method} ${req.path.slice(0, 120)} ${JSON.stringify(req.headers).slice(0, 200)} body=${JSON.stringify(req.body?.slice(0, 200))}: ${problem}`,

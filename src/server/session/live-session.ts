@@ -28,7 +28,7 @@ import type {
 	BeforeToolCallResult,
 } from "../../agent/types.js";
 import { streamSimple } from "../../ai/stream.js";
-import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "../../ai/types.js";
+import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../../ai/types.js";
 import { addUsage } from "../../ai/usage.js";
 import { encodeWireData, type ServerEvent } from "../../client/wire.js";
 import type {
@@ -86,7 +86,14 @@ export interface SessionExtension {
 	load?(session: LiveSession): Promise<void>;
 	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError to reject it. */
 	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
+	/** A session object was built (created, or loaded from the store): may install hooks on its Agent. */
+	attach?(session: LiveSession): void;
+	/** Before a prompt, a continue or a run outside the loop claims the session; throw an ApiError to refuse it. */
+	beforeRun?(session: LiveSession, kind: RunKind): void;
 }
+
+/** What claims a session: a prompt, a continue, or work outside the agent loop (`runOutsideLoop`). */
+export type RunKind = "prompt" | "continue" | "outside";
 
 /** What a session needs from its manager. */
 export interface LiveSessionDeps {
@@ -116,6 +123,8 @@ export class LiveSession {
 	private readonly runs: SessionRuns;
 	private readonly transcript: StoredTranscript;
 	private deleted = false;
+	/** Aborts the work of a run outside the agent loop (`runOutsideLoop`) while one runs. */
+	private outsideAbort: AbortController | undefined;
 	lastActiveAt = Date.now();
 
 	constructor(
@@ -193,6 +202,16 @@ export class LiveSession {
 			},
 		});
 		this.agent.subscribe((event) => this.onAgentEvent(event));
+		for (const ext of deps.extensions()) this.attachExtension(ext);
+	}
+
+	/** Lets `ext` install its hooks on this session (`SessionExtension.attach`); a throw is logged. */
+	attachExtension(ext: SessionExtension): void {
+		try {
+			ext.attach?.(this);
+		} catch (err) {
+			this.deps.logger.error({ err, extension: ext.name, sessionId: this.id }, "extension attach() failed");
+		}
 	}
 
 	/** The stored record (config, owner, status, usage of ended runs). */
@@ -437,6 +456,7 @@ export class LiveSession {
 			const { entry, queueLength, idle } = await this.enqueue(ifBusy, messages[0], withKey);
 			return { kind: "queued", queue: ifBusy, queueLength, idle, entryId: entry.id };
 		}
+		this.checkRun("prompt");
 		await this.runs.claim(ifBusy === "interrupt" ? "interrupt" : "reject");
 		return { kind: "started", run: await this.runs.launch(() => this.agent.prompt(messages), attach, messages) };
 	}
@@ -459,13 +479,16 @@ export class LiveSession {
 				`The last message of session ${this.id} is the assistant's and nothing is queued; send a prompt (or queue a steering/follow-up message) instead.`,
 			);
 		}
+		this.checkRun("continue");
 		await this.runs.claim("reject");
 		return await this.runs.launch(() => this.agent.continue(), attach);
 	}
 
 	/** Aborts the active run (it still ends with `agent_end`). Returns whether a run was active. */
 	abort(): boolean {
-		return this.runs.abort();
+		if (!this.runs.abort()) return false;
+		this.outsideAbort?.abort();
+		return true;
 	}
 
 	/** Resolves when no run is active (including a waiting interrupt's run). */
@@ -481,6 +504,56 @@ export class LiveSession {
 	/** The handle of run `runId` while it is the active run; undefined once it is over (or if it never was). */
 	activeRunHandle(runId: string): RunHandle | undefined {
 		return this.runs.activeHandle(runId);
+	}
+
+	// --- work outside the agent loop (compaction) ----------------------------------------------
+
+	private checkRun(kind: RunKind): void {
+		for (const ext of this.deps.extensions()) ext.beforeRun?.(this, kind);
+	}
+
+	/**
+	 * Runs `work` as a run without the agent loop (a manual compaction): refused and claimed like a
+	 * prompt (`AGENT_BUSY` meanwhile), stored as a run (its usage counts; a crash leaves the session
+	 * interrupted), with no agent events. `work` gets a signal that `abort()` fires, counts what it
+	 * spends with `addRunUsage`, and returns why it failed, if it did. Resolves once the run is over.
+	 */
+	async runOutsideLoop(work: (signal: AbortSignal) => Promise<{ failure?: string }>): Promise<void> {
+		this.checkRun("outside");
+		await this.runs.claim("reject");
+		const controller = new AbortController();
+		const handle = await this.runs.launch(async () => {
+			this.outsideAbort = controller;
+			try {
+				const { failure } = await work(controller.signal);
+				const run = this.runs.active;
+				if (run) this.runs.end(run, failure);
+			} finally {
+				this.outsideAbort = undefined;
+			}
+		});
+		await handle.done;
+	}
+
+	/** Appends a message the loop did not produce (a compaction) at the end of the transcript: the store's and the Agent's. */
+	appendMessage(message: AgentMessage): boolean {
+		if (!this.transcript.appendOutsideLoop(message)) return false;
+		this.agent.state.messages = [...this.agent.state.messages, message];
+		return true;
+	}
+
+	/** Adds usage spent outside the loop's assistant messages (a compaction's model call) to the active run's. */
+	addRunUsage(usage: Usage): void {
+		const run = this.runs.active;
+		if (run) addUsage(run.usage, usage);
+	}
+
+	/** Tokens and cost of the session so far: its ended runs and the active one. */
+	get usage(): Usage {
+		const usage = structuredClone(this.record.usage);
+		const run = this.runs.active;
+		if (run) addUsage(usage, run.usage);
+		return usage;
 	}
 
 	// --- config -------------------------------------------------------------------------------

@@ -111,7 +111,10 @@ export class SessionManager {
 	/** Registers a session extension (tool hooks, per-session tools, state fields). */
 	addExtension(extension: SessionExtension): void {
 		this.extensionList.push(extension);
-		for (const session of this.live.values()) session.refreshTools();
+		for (const session of this.live.values()) {
+			session.attachExtension(extension);
+			session.refreshTools();
+		}
 	}
 
 	get extensions(): readonly SessionExtension[] {
@@ -148,7 +151,11 @@ export class SessionManager {
 
 	// --- lifecycle of sessions ------------------------------------------------------------------
 
-	async create(ownerId: string | null, input: NewSessionInput): Promise<LiveSession> {
+	/**
+	 * Creates a session. `id` is for callers that derive a session's id from a name of their own
+	 * (an AG-UI thread); the store refuses an id that exists.
+	 */
+	async create(ownerId: string | null, input: NewSessionInput, id: string = newSessionId()): Promise<LiveSession> {
 		if (this.shuttingDown) throw apiError("SHUTTING_DOWN", "The server is shutting down.");
 		// Sessions being created count: the limit holds while their store writes are awaited.
 		if (this.live.size + this.creating >= this.options.maxSessions) this.evictIdle(0);
@@ -169,6 +176,8 @@ export class SessionManager {
 			metadata: input.metadata ?? {},
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
+			...(input.compaction ? { compaction: input.compaction } : {}),
+			...(input.budget ? { budget: input.budget } : {}),
 		};
 		this.checkModel(config.model);
 		this.checkTools(config.tools);
@@ -177,7 +186,7 @@ export class SessionManager {
 		this.creating++;
 		try {
 			const record = await this.options.store.createSession(
-				{ ...config, id: newSessionId(), ownerId, createdAt: Date.now() },
+				{ ...config, id, ownerId, createdAt: Date.now() },
 				messages,
 			);
 			const session = await this.instantiate(record, messages);

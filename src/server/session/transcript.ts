@@ -68,6 +68,14 @@ export class StoredTranscript {
 		}
 	}
 
+	/** Stores a message the loop did not produce (a compaction) at the end. Returns false for a deleted session. */
+	appendOutsideLoop(message: AgentMessage): boolean {
+		const length = this.store.appendMessages(this.sessionId, [message]);
+		if (length === undefined) return false;
+		this.persistedCount = length;
+		return true;
+	}
+
 	/**
 	 * Stores a completed message; a drained queued message leaves the stored queue in the same write
 	 * (the promise of that durable write; undefined for an append to the working set).

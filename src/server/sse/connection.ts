@@ -65,12 +65,28 @@ export interface SseConnectionOptions {
 	 * a scheduler of its own, with no barrier (a connection used outside an app).
 	 */
 	passes?: WritePasses;
+	/**
+	 * The last frame a dropped subscriber gets, given the id of the last event it was sent. Default:
+	 * the `stream_dropped` event. A stream in another protocol (AG-UI) says it in its own terms.
+	 */
+	dropFrame?: (lastEventId: number | undefined) => string;
 }
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
 
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
 const LINGER_MS = 5_000;
+
+/** The native drop notice: the `stream_dropped` event, with the id to resume after. */
+function droppedFrame(lastEventId: number | undefined): string {
+	const notice = JSON.stringify({
+		type: "stream_dropped",
+		reason: "slow_consumer",
+		message: "This subscriber fell too far behind and was dropped; reconnect with Last-Event-ID to resume.",
+		lastEventId: lastEventId ?? null,
+	});
+	return formatFrame({ event: "stream_dropped" satisfies SseEventName, data: notice });
+}
 
 /**
  * One open SSE response. Frames passed to {@link send} in the same event-loop turn go out in one
@@ -277,16 +293,8 @@ export class SseConnection implements PassWriter {
 	private drop(): void {
 		if (this.isClosed) return;
 		this.pending = "";
-		const notice = JSON.stringify({
-			type: "stream_dropped",
-			reason: "slow_consumer",
-			message: "This subscriber fell too far behind and was dropped; reconnect with Last-Event-ID to resume.",
-			lastEventId: this.lastSentId ?? null,
-		});
-		this.finish(
-			`${formatComment("dropped: slow consumer")}${formatFrame({ event: "stream_dropped" satisfies SseEventName, data: notice })}`,
-			"overflow",
-		);
+		const frame = this.options.dropFrame?.(this.lastSentId) ?? droppedFrame(this.lastSentId);
+		this.finish(`${formatComment("dropped: slow consumer")}${frame}`, "overflow");
 	}
 
 	/**

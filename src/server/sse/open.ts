@@ -20,8 +20,16 @@ export interface StreamSettings {
 	passes: WritePasses;
 }
 
-/** Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS). */
-export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?: () => void): SseConnection {
+/**
+ * Hijacks the reply and opens an SSE response on it (keeping headers hooks set, e.g. CORS).
+ * `dropFrame`: the last frame of a subscriber dropped for not keeping up (default `stream_dropped`).
+ */
+export function openSse(
+	reply: FastifyReply,
+	settings: StreamSettings,
+	onClose?: () => void,
+	dropFrame?: (lastEventId: number | undefined) => string,
+): SseConnection {
 	const log = reply.request.log;
 	reply.hijack();
 	const headers = { ...reply.getHeaders(), "x-request-id": String(reply.request.id) } as Record<
@@ -36,6 +44,7 @@ export function openSse(reply: FastifyReply, settings: StreamSettings, onClose?:
 		stats: settings.stats,
 		passes: settings.passes,
 		headers,
+		dropFrame,
 		onClose(reason) {
 			if (reason === "overflow") {
 				log.info({ lastEventId: sse.lastSentId ?? null }, "SSE subscriber dropped: it did not keep up (it can resume)");

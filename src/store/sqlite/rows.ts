@@ -83,6 +83,8 @@ export const CONFIG_KEYS = [
 	"metadata",
 	"clientTools",
 	"toolApprovals",
+	"compaction",
+	"budget",
 ] as const satisfies readonly (keyof SessionConfig)[];
 
 /** The config fields of `c`, copied (what the `config` column stores). */
@@ -98,6 +100,8 @@ export function pickConfig(c: SessionConfig | NewSession): SessionConfig {
 		metadata: { ...c.metadata },
 		clientTools: structuredClone(c.clientTools ?? []),
 		toolApprovals: { ...c.toolApprovals },
+		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
+		...(c.budget ? { budget: { ...c.budget } } : {}),
 	};
 }
 

@@ -9,8 +9,9 @@
  * waits and drives the next stretch of the same run. Server tools run inside the stretch and
  * stay hidden; the text of every assistant message of the stretch reaches the client.
  *
- * Both facades (Chat Completions, Responses) encode the same stretch: this is the only place that
- * reads the agent's events for them.
+ * Every facade (Chat Completions, Responses, AG-UI) encodes the same stretch: this is the only
+ * place that decides where a stretch ends. A sink that needs more than text (AG-UI streams
+ * thinking, tool calls and turns) reads every event of the stretch through `event`.
  */
 import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, StopReason, ToolCall, Usage } from "../../../ai/types.js";
@@ -40,11 +41,13 @@ export interface ServerToolCall {
 export interface SegmentSink {
 	/** A new assistant message starts (before its first text delta). */
 	messageStart?(): void;
-	textDelta(delta: string): void;
+	textDelta?(delta: string): void;
 	/** The assistant message ended; `text` is all of its text. */
 	messageEnd?(text: string): void;
 	/** A server tool call finished (clients that asked to see server tools show it). */
 	serverTool?(call: ServerToolCall): void;
+	/** Every agent event of the stretch, in order, before the callbacks above see it. */
+	event?(event: AgentEvent): void;
 }
 
 export interface SegmentResult {
@@ -64,6 +67,11 @@ export interface SegmentOptions {
 	sink: SegmentSink;
 	/** Aborts the run (the client went away, or asked to cancel). */
 	signal: AbortSignal;
+	/**
+	 * Ends the stretch (as `aborted`) without touching the run: a client that only watched the run
+	 * went away.
+	 */
+	detach?: AbortSignal;
 }
 
 function textOf(message: AssistantMessage): string {
@@ -81,7 +89,7 @@ export async function runSegment(
 	options: SegmentOptions,
 	start: () => Promise<RunHandle | undefined>,
 ): Promise<SegmentResult> {
-	const { session, interactions, clientTools, sink, signal } = options;
+	const { session, interactions, clientTools, sink, signal, detach } = options;
 	const usage = zeroUsage();
 	let text = "";
 	let clientCalls: ToolCall[] = [];
@@ -107,6 +115,7 @@ export async function runSegment(
 
 	const listener = (event: AgentEvent) => {
 		if (finished) return;
+		sink.event?.(event);
 		switch (event.type) {
 			case "message_start":
 				if (event.message.role === "assistant") sink.messageStart?.();
@@ -115,7 +124,7 @@ export async function runSegment(
 				const update = event.assistantMessageEvent;
 				if (update.type === "text_delta") {
 					text += update.delta;
-					sink.textDelta(update.delta);
+					sink.textDelta?.(update.delta);
 				}
 				break;
 			}
@@ -177,11 +186,14 @@ export async function runSegment(
 		// Aborting a run that already waits for the client ends its wait; the stretch ends with it.
 		finish({ kind: "aborted" });
 	};
+	const onDetach = () => finish({ kind: "aborted" });
 	const unsubscribe = session.agent.subscribe(listener);
 	try {
 		const run = await start();
 		if (signal.aborted) onAbort();
 		else signal.addEventListener("abort", onAbort, { once: true });
+		if (detach?.aborted) onDetach();
+		else detach?.addEventListener("abort", onDetach, { once: true });
 		// A run that ended before anything was reported (a start that only resolved waits may hand
 		// the stretch to a run already over) settles with its `done`.
 		run?.done.then(() => finish(last ? endOf(last) : { kind: "error", message: "The run ended without an answer." }));
@@ -189,6 +201,7 @@ export async function runSegment(
 		return { end, text, usage, serverTools };
 	} finally {
 		signal.removeEventListener("abort", onAbort);
+		detach?.removeEventListener("abort", onDetach);
 		unsubscribe();
 	}
 }

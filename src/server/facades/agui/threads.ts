@@ -1,0 +1,111 @@
+/**
+ * AG-UI threads as Wheelhouse sessions: which session a thread is, what the facade remembers of
+ * it, and the run's extra instructions.
+ *
+ * A thread's session id is derived from the API key's owner id and the thread id (a hash), so the
+ * mapping needs no storage: it holds across restarts and replicas, two keys never share a thread,
+ * and a thread whose session was deleted starts a new one (from the conversation the client
+ * sends). A thread id that is a session id (`ses_` and 32 hex digits) names that session itself,
+ * so an AG-UI client can drive a session made with `/v1`; such a thread is never created.
+ *
+ * The client's ids of the user messages the facade prompted with are remembered (in memory, the
+ * latest per session) so that a message the client sends again, after a run it aborted before
+ * any answer, is not prompted twice; ids of the `wh-<index>` form need no memory (transcript.ts).
+ */
+import { createHash } from "node:crypto";
+import { ApiError } from "../../errors.js";
+import type { LiveSession } from "../../session/live-session.js";
+import type { NewSessionInput, SessionManager } from "../../session/manager.js";
+import { isNonEmptyState } from "./input.js";
+import { indexOfId } from "./transcript.js";
+
+const SESSION_ID = /^ses_[0-9a-f]{32}$/;
+/** Where a thread's shared state is kept: a key of its session's metadata (JSON). */
+export const STATE_KEY = "agui.state";
+/** Sessions whose prompted ids are remembered, and ids per session (the oldest are forgotten first). */
+const MAX_SESSIONS_REMEMBERED = 10_000;
+const MAX_IDS_PER_SESSION = 64;
+
+export class Threads {
+	private readonly sent = new Map<string, string[]>();
+
+	constructor(private readonly sessions: SessionManager) {}
+
+	/** The id of the session of `threadId` for this owner, and whether the facade may create it. */
+	sessionIdOf(ownerId: string | null, threadId: string): { id: string; creatable: boolean } {
+		if (SESSION_ID.test(threadId)) return { id: threadId, creatable: false };
+		const hash = createHash("sha256")
+			.update(`agui\0${ownerId ?? ""}\0${threadId}`)
+			.digest("hex");
+		return { id: `ses_${hash.slice(0, 32)}`, creatable: true };
+	}
+
+	/** The thread's session, or undefined when it has none (yet) that this owner may see. */
+	async find(ownerId: string | null, threadId: string): Promise<LiveSession | undefined> {
+		try {
+			return await this.sessions.load(this.sessionIdOf(ownerId, threadId).id, ownerId);
+		} catch (err) {
+			if (err instanceof ApiError && err.code === "SESSION_NOT_FOUND") return undefined;
+			throw err;
+		}
+	}
+
+	/** Creates the thread's session; undefined when the thread id names a session, which is never created. */
+	async create(ownerId: string | null, threadId: string, input: NewSessionInput): Promise<LiveSession | undefined> {
+		const { id, creatable } = this.sessionIdOf(ownerId, threadId);
+		if (!creatable) return undefined;
+		return this.sessions.create(ownerId, input, id);
+	}
+
+	/** Remembers the client's ids of messages the session now holds. */
+	rememberSent(session: LiveSession, ids: readonly string[]): void {
+		if (ids.length === 0) return;
+		const known = this.sent.get(session.id) ?? [];
+		this.sent.delete(session.id);
+		known.push(...ids);
+		if (known.length > MAX_IDS_PER_SESSION) known.splice(0, known.length - MAX_IDS_PER_SESSION);
+		this.sent.set(session.id, known);
+		if (this.sent.size > MAX_SESSIONS_REMEMBERED) this.sent.delete(this.sent.keys().next().value as string);
+	}
+
+	/** Whether the session already holds the client's message `id` (one of ours, or one it was prompted with). */
+	holds(session: LiveSession, id: string): boolean {
+		const index = indexOfId(id);
+		if (index !== undefined) return index < session.agent.state.messages.length;
+		return this.sent.get(session.id)?.includes(id) ?? false;
+	}
+
+	/**
+	 * Gives the session's model calls `extra` after its system prompt until the returned function
+	 * is called (when the run is over); the stored system prompt is not changed, and a config
+	 * change in between wins.
+	 */
+	instruct(session: LiveSession, extra: string): () => void {
+		const base = session.config.systemPrompt;
+		const prompt = extra === "" ? base : base === "" ? extra : `${base}\n\n${extra}`;
+		session.agent.state.systemPrompt = prompt;
+		return () => {
+			if (session.agent.state.systemPrompt === prompt) session.agent.state.systemPrompt = session.config.systemPrompt;
+		};
+	}
+
+	/** The thread's stored shared state (`{}` when it has none). */
+	state(session: LiveSession): unknown {
+		const json = session.config.metadata[STATE_KEY];
+		if (json === undefined) return {};
+		try {
+			return JSON.parse(json);
+		} catch {
+			return {};
+		}
+	}
+
+	/** Stores the state the client sent, when it differs from the stored one (durably when this resolves). */
+	async keepState(session: LiveSession, state: unknown): Promise<void> {
+		const stored = session.config.metadata[STATE_KEY];
+		if (!isNonEmptyState(state) && stored === undefined) return;
+		const json = JSON.stringify(state ?? {});
+		if (json === stored) return;
+		await this.sessions.update(session, { metadata: { ...session.config.metadata, [STATE_KEY]: json } });
+	}
+}
