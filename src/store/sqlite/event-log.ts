@@ -40,6 +40,8 @@ export class EventLog {
 		readonly maxEventsPerSession: number,
 		/** Runs before an id reservation is written (the writer thread must not hold the write lock). */
 		private readonly beforeReserve: () => void,
+		/** Runs after an event went into a buffer (the commit queue decides when buffers are written). */
+		private readonly afterBuffered: () => void,
 	) {}
 
 	/** Events buffered in all sessions. */
@@ -53,10 +55,10 @@ export class EventLog {
 	}
 
 	/**
-	 * Assigns the next id of `state`'s session and buffers the event. Returns the id and whether
-	 * the event went into the buffer (a delta of a streaming message stays in the window only).
+	 * Assigns the next id of `state`'s session and buffers the event (a delta of a streaming message
+	 * stays in the window only). Returns the id.
 	 */
-	append(state: SessionState, type: string, data: string, at: number): { id: number; buffered: boolean } {
+	append(state: SessionState, type: string, data: string, at: number): number {
 		const id = state.last + 1;
 		if (id > state.reserved) {
 			// Reserve before handing the id out, so no restart can reuse it.
@@ -78,7 +80,7 @@ export class EventLog {
 				state.streaming.splice(0, state.streaming.length - this.maxEventsPerSession);
 			}
 			if (type === "message_end") state.streaming = undefined;
-			else if (type === "message_update") return { id, buffered: false };
+			else if (type === "message_update") return id;
 		}
 		if (state.pending === "") {
 			state.pendingFirst = id;
@@ -93,7 +95,8 @@ export class EventLog {
 		state.pendingLast = id;
 		state.pendingCount++;
 		this.bufferedCount++;
-		return { id, buffered: true };
+		this.afterBuffered();
+		return id;
 	}
 
 	/**

@@ -97,7 +97,13 @@ export class SqliteSessionStore implements SessionStore {
 		this.s = prepareStatements(this.db);
 		this.sessions = new WorkingSet(this.s);
 		// With the writer thread, wait for it before a reservation so this write never contends for the WAL lock.
-		this.log = new EventLog(this.s, this.sessions, this.maxEventsPerSession, () => this.commits.waitForWriter());
+		this.log = new EventLog(
+			this.s,
+			this.sessions,
+			this.maxEventsPerSession,
+			() => this.commits.waitForWriter(),
+			() => this.commits.afterAppend(),
+		);
 		try {
 			this.commits = new CommitQueue(this.db, this.s, this.sessions, this.log, this.settings);
 		} catch (error) {
@@ -230,10 +236,7 @@ export class SqliteSessionStore implements SessionStore {
 		this.open();
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const state = this.sessions.get(sessionId);
-		if (!state) return undefined;
-		const { id, buffered } = this.log.append(state, type, data, createdAt ?? Date.now());
-		if (buffered) this.commits.afterAppend();
-		return id;
+		return state && this.log.append(state, type, data, createdAt ?? Date.now());
 	}
 
 	lastEventId(sessionId: string): number | undefined {
