@@ -371,7 +371,11 @@ export interface CommitBarrier {
 	 */
 	sync(): Promise<void>;
 
-	/** True while writes wait for the next barrier (the server spaces its commits by this). */
+	/**
+	 * True while `sync()` has anything to wait for: writes waiting for the barrier, or durable writes
+	 * not yet resolved. While it is false the server writes without calling `sync()`; while it is
+	 * true it spaces its write passes to let more writes share a commit.
+	 */
 	readonly syncPending: boolean;
 
 	/**
