@@ -13,19 +13,20 @@
  */
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { ApprovalPolicySchema } from "../tools/config.js";
 import { isToolPattern, selectorProblem } from "../tools/selection.js";
 import { ConfigError } from "./config.js";
 import { apiError } from "./errors.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import { ModelSpec, PROFILE_NAME, SessionConfigFields } from "./schemas.js";
 import type { NewSessionInput } from "./session/manager.js";
-import { CreateSessionToolFields } from "./session/tool-interactions.js";
 
 export const AgentProfileSchema = Type.Object(
 	{
 		...SessionConfigFields,
 		model: ModelSpec,
-		toolApprovals: CreateSessionToolFields.toolApprovals,
+		// The config file is checked with TypeBox's Value, which cannot check the request bodies' enum.
+		toolApprovals: Type.Optional(Type.Record(Type.String(), ApprovalPolicySchema)),
 		metadata: Type.Optional(
 			Type.Record(Type.String(), Type.String(), { description: "Metadata of every session made from it." }),
 		),

@@ -2,6 +2,9 @@
  * Agent profiles in the server config: checked at startup (a bad one stops it, naming the field),
  * and `profile` of `POST /v1/sessions`, whose explicit fields win over the profile's.
  */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/server/app.js";
 import { startServer, type TestServer } from "../helpers/server.js";
@@ -46,6 +49,21 @@ describe("profiles in the config", () => {
 		const app = await build({ support: { model: "faux/echo", tools: ["calculate", "files__*"] } });
 		expect(app.wheelhouse.profiles.get("support")?.tools).toEqual(["calculate", "files__*"]);
 		await app.close();
+	});
+
+	it("the README's example profile is valid (with a key for its provider)", async () => {
+		const readme = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), "../../README.md"), "utf8");
+		const section = readme.slice(readme.indexOf("### Agent profiles"));
+		const example = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)?.[1] ?? "null");
+		const app = await buildApp({
+			env: { ANTHROPIC_API_KEY: "sk-test" },
+			config: { logLevel: "silent", profiles: example.profiles },
+		});
+		expect([...app.wheelhouse.profiles.keys()]).toEqual(["support"]);
+		await app.close();
+		await expect(build(example.profiles)).rejects.toThrow(
+			"Invalid configuration: profiles.support.model: Model \"anthropic/claude-sonnet-4-5\" needs an API key",
+		);
 	});
 });
 
