@@ -62,7 +62,7 @@ describe("profiles in the config", () => {
 		expect([...app.wheelhouse.profiles.keys()]).toEqual(["support"]);
 		await app.close();
 		await expect(build(example.profiles)).rejects.toThrow(
-			"Invalid configuration: profiles.support.model: Model \"anthropic/claude-sonnet-4-5\" needs an API key",
+			'Invalid configuration: profiles.support.model: Model "anthropic/claude-sonnet-4-5" needs an API key',
 		);
 	});
 });
