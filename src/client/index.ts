@@ -31,4 +31,4 @@ export {
 	type WireAssistantMessageEvent,
 	type WireEvent,
 	type WireMessageUpdate,
-} from "./wire.js";
+} from "../wire/events.js";

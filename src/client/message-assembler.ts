@@ -1,7 +1,7 @@
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
 import { parseStreamingJson } from "./partial-json.js";
-import type { ServerEvent, WireAssistantMessageEvent, WireEvent } from "./wire.js";
+import type { ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
 
 type ContentBlock = AssistantMessage["content"][number];
 type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson?: string };
@@ -10,7 +10,7 @@ type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson
 export type ExpandedEvent = AgentEvent | ServerEvent;
 
 /**
- * Rebuilds the partial assistant message from the compact wire format (see `wire.ts`), so a UI
+ * Rebuilds the partial assistant message from the compact wire format (see `src/wire/events.ts`), so a UI
  * written against pi's `AgentEvent` works unchanged: {@link apply} turns each wire event back into
  * the AgentEvent the server's agent emitted — for `message_update`, with `assistantMessageEvent.partial`
  * and `message` equal to the server's partial at that point.

@@ -40,7 +40,7 @@ import type {
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
 import { addUsage, zeroUsage } from "../ai/usage.js";
-import { encodeWireData, type ServerEvent, type SseEventName } from "../client/wire.js";
+import { encodeWireData, type ServerEvent, type SseEventName } from "../wire/events.js";
 import type {
 	IdempotencyRecord,
 	QueuedMessage,

@@ -16,7 +16,7 @@
  */
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../ai/types.js";
-import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../client/wire.js";
+import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../wire/events.js";
 import type { SessionStore } from "../store/types.js";
 import { INTERRUPTED_RESOLUTION } from "../tools/index.js";
 

@@ -20,7 +20,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { SseEventName } from "../client/wire.js";
+import type { SseEventName } from "../wire/events.js";
 
 const LINE_BREAK = /\r\n|\r|\n/;
 
