@@ -43,7 +43,8 @@ export type {
 	UserMessage,
 } from "./ai/types.js";
 export { AssistantMessageEventStream, createAssistantMessageEventStream, EventStream } from "./ai/event-stream.js";
-export { createAssistantMessage, errorStream, streamSimple } from "./ai/stream.js";
+export { createAssistantMessage } from "./ai/assistant-message.js";
+export { errorStream, streamSimple } from "./ai/stream.js";
 export {
 	type ApiStreamFunction,
 	getApiProvider,

@@ -14,7 +14,6 @@ export {
 } from "./http.js";
 export {
 	type CustomModelConfig,
-	calculateCost,
 	getModel,
 	getModels,
 	getProviders,
@@ -73,3 +72,4 @@ export {
 	thinkingBudgetFor,
 } from "./providers/simple-options.js";
 export { streamSimple } from "./stream.js";
+export { addUsage, calculateCost, zeroUsage } from "./usage.js";

@@ -1,8 +1,6 @@
 import { registerProviderEnvKey } from "./env-keys.js";
 import type { Api, Model, OpenAICompletionsCompat, OpenAIResponsesCompat, ThinkingLevelMap } from "./types.js";
 
-export { calculateCost } from "./providers/output-builder.js";
-
 /**
  * Model registry: the built-in models of openai, anthropic and google, plus whatever the
  * application registers (`registerModel`, or `registerCustomModel` for an OpenAI-compatible server

@@ -1,7 +1,8 @@
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
+import { createAssistantMessage } from "../ai/assistant-message.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
-import { parseStreamingJson } from "./partial-json.js";
 import type { ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
+import { parseStreamingJson } from "./partial-json.js";
 
 type ContentBlock = AssistantMessage["content"][number];
 type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson?: string };
@@ -171,23 +172,8 @@ export class MessageAssembler {
 
 	private startPlaceholder(): AssistantMessage {
 		this.incomplete = true;
-		this.partial = {
-			role: "assistant",
-			content: [],
-			api: "unknown",
-			provider: "unknown",
-			model: "unknown",
-			usage: {
-				input: 0,
-				output: 0,
-				cacheRead: 0,
-				cacheWrite: 0,
-				totalTokens: 0,
-				cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-			},
-			stopReason: "stop",
-			timestamp: 0,
-		};
+		// Timestamp 0: the real one arrives with the message's `message_end`.
+		this.partial = { ...createAssistantMessage({ api: "unknown", provider: "unknown", id: "unknown" }), timestamp: 0 };
 		this.last = this.partial;
 		return this.partial;
 	}

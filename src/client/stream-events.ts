@@ -1,5 +1,5 @@
-import { readSse } from "./sse-parser.js";
 import type { WireEvent } from "../wire/events.js";
+import { readSse } from "./sse-parser.js";
 
 /** One event received from a Wheelhouse SSE stream. */
 export interface ReceivedEvent<T = WireEvent> {

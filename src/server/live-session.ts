@@ -40,7 +40,6 @@ import type {
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../ai/types.js";
 import { addUsage, zeroUsage } from "../ai/usage.js";
-import { encodeWireData, type ServerEvent, type SseEventName } from "../wire/events.js";
 import type {
 	IdempotencyRecord,
 	QueuedMessage,
@@ -50,6 +49,7 @@ import type {
 	SessionStore,
 } from "../store/types.js";
 import { selectTools } from "../tools/selection.js";
+import { encodeWireData, type ServerEvent, type SseEventName } from "../wire/events.js";
 import { apiError } from "./errors.js";
 import { newRunId } from "./ids.js";
 import type { RunSlots } from "./limits.js";

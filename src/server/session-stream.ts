@@ -11,8 +11,8 @@
  * so no event is lost or sent twice.
  */
 import type { FastifyReply } from "fastify";
-import type { SseEventName } from "../wire/events.js";
 import type { SessionStore } from "../store/types.js";
+import type { SseEventName } from "../wire/events.js";
 import type { LiveSession, RunHandle, SessionSubscriber } from "./live-session.js";
 import { formatComment, formatEventFrame, formatFrame, SseConnection, type SseStats } from "./sse.js";
 
