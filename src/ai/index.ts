@@ -46,19 +46,21 @@ export {
 } from "./providers/openai-responses.js";
 export { OutputBuilder, type TokenCounts } from "./providers/output-builder.js";
 export {
+	isRetryableErrorType,
+	isRetryableStatus,
+	type ParsedProviderError,
+	ProviderError,
+	parseErrorBody,
+	parseRetryAfter,
+} from "./providers/provider-errors.js";
+export {
 	DEFAULT_IDLE_TIMEOUT_MS,
 	DEFAULT_MAX_RETRIES,
 	DEFAULT_MAX_RETRY_DELAY_MS,
 	DEFAULT_RETRY_BASE_DELAY_MS,
 	type DriverOptions,
-	isRetryableErrorType,
-	isRetryableStatus,
-	type ParsedProviderError,
 	type ProviderCall,
-	ProviderError,
 	type ProviderRequest,
-	parseErrorBody,
-	parseRetryAfter,
 	streamProvider,
 	type WireHandler,
 } from "./providers/provider-stream.js";
