@@ -29,7 +29,6 @@ export type {
 	ProviderStreamOptions,
 	SimpleStreamOptions,
 	StopReason,
-	StreamFunction,
 	StreamOptions,
 	TextContent,
 	ThinkingBudgets,
@@ -42,7 +41,12 @@ export type {
 	Usage,
 	UserMessage,
 } from "./ai/types.js";
-export { AssistantMessageEventStream, createAssistantMessageEventStream, EventStream } from "./ai/event-stream.js";
+export {
+	AssistantMessageEventStream,
+	createAssistantMessageEventStream,
+	EventStream,
+	type StreamFunction,
+} from "./ai/event-stream.js";
 export { createAssistantMessage } from "./ai/assistant-message.js";
 export { errorStream, streamSimple } from "./ai/stream.js";
 export {

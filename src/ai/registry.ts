@@ -1,4 +1,5 @@
-import type { Api, SimpleStreamOptions, StreamFunction } from "./types.js";
+import type { StreamFunction } from "./event-stream.js";
+import type { Api, SimpleStreamOptions } from "./types.js";
 
 /**
  * Wire-API registry: `streamSimple` dispatches on `model.api` to the function registered here.

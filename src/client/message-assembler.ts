@@ -1,7 +1,6 @@
-import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import { createAssistantMessage } from "../ai/assistant-message.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
-import type { ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
+import type { AgentEvent, AgentMessage, ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
 import { parseStreamingJson } from "./partial-json.js";
 
 type ContentBlock = AssistantMessage["content"][number];
