@@ -10,8 +10,8 @@
  * (POST, PUT, PATCH).
  */
 import type { TSchema } from "@sinclair/typebox";
-import { request } from "undici";
 import type { AgentTool, AgentToolResult } from "../agent/types.js";
+import { undici } from "../ai/http.js";
 import type { ImageContent, TextContent } from "../ai/types.js";
 import type { HttpToolConfig } from "./config.js";
 import { substituteEnv, substituteEnvRecord } from "./env.js";
@@ -156,7 +156,7 @@ export function createHttpTool(
 			signal?.addEventListener("abort", onAbort, { once: true });
 			try {
 				const hasBody = BODY_METHODS.has(method);
-				const response = await request(url, {
+				const response = await undici().request(url, {
 					method: method as "GET",
 					headers: {
 						accept: "application/json, text/*;q=0.9, */*;q=0.1",

@@ -5,9 +5,8 @@
  */
 import { STATUS_CODES } from "node:http";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
-import { request } from "undici";
 import { AssistantMessageEventStream } from "../event-stream.js";
-import { getHttpDispatcher } from "../http.js";
+import { getHttpDispatcher, undici } from "../http.js";
 import type { Model, StreamOptions } from "../types.js";
 import { OutputBuilder } from "./output-builder.js";
 import {
@@ -277,7 +276,7 @@ async function attemptOnce(
 	let drainRest = false;
 	try {
 		armTimer();
-		const response = await request(prepared.url, {
+		const response = await undici().request(prepared.url, {
 			method: prepared.method,
 			headers: prepared.headers,
 			body: prepared.body,

@@ -1,0 +1,15 @@
+import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import path from "node:path";
+const fmt = (l) => { const u = process.memoryUsage(); console.log(l.padEnd(22), Object.entries(u).map(([k,v])=>`${k} ${(v/1e6).toFixed(1)}`).join("  ")); };
+fmt("start");
+const { buildApp } = await import("./dist/server/app.js");
+const { openStore } = await import("./dist/store/index.js");
+globalThis.gc(); fmt("imported");
+const store = openStore({ kind: process.env.S ?? "sqlite", path: path.join(mkdtempSync(path.join(tmpdir(), "m-")), "w.db") });
+globalThis.gc(); fmt("store");
+const app = await buildApp({ store, config: { logLevel: "warn", ...(process.env.M ? { metrics: process.env.M } : {}), ...(process.env.P ? { playground: process.env.P } : {}) } });
+globalThis.gc(); fmt("built");
+await app.ready(); globalThis.gc(); fmt("ready"); await app.listen({ port: 0, host: "127.0.0.1" });
+globalThis.gc(); fmt("listening");
+await new Promise(r => setTimeout(r, 2000));
+globalThis.gc(); fmt("idle 2s");
+await app.close(); process.exit(0);

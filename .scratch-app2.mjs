@@ -1,0 +1,13 @@
+import v8 from "node:v8";
+import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import path from "node:path";
+const sp = (l) => { globalThis.gc(); const u=process.memoryUsage(); console.log(l, "rss", (u.rss/1e6).toFixed(1), "ext", (u.external/1e6).toFixed(1), v8.getHeapSpaceStatistics().filter(s=>s.space_size>0).map(s=>`${s.space_name.replace("_space","")} ${(s.space_used_size/1e6).toFixed(1)}/${(s.physical_space_size/1e6).toFixed(1)}`).join(" ")); };
+sp("start");
+const { buildApp } = await import("./dist/server/app.js");
+const { openStore } = await import("./dist/store/index.js");
+sp("imported");
+const store = openStore({ kind: process.env.S ?? "sqlite", path: path.join(mkdtempSync(path.join(tmpdir(), "m-")), "w.db") });
+sp("store");
+const app = await buildApp({ store, config: { logLevel: "warn", ...(process.env.M ? { metrics: process.env.M } : {}), ...(process.env.P ? { playground: process.env.P } : {}) } });
+sp("built");
+await app.ready(); sp("ready"); await new Promise(r=>setTimeout(r,6000)); sp("6s later"); await new Promise(r=>setTimeout(r,1000)); sp("7s later");
+await app.close(); process.exit(0);

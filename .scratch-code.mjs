@@ -1,0 +1,20 @@
+import v8 from "node:v8";
+import { mkdtempSync } from "node:fs"; import { tmpdir } from "node:os"; import path from "node:path";
+const { main } = { main: 1 };
+const { buildApp } = await import("./dist/server/app.js");
+const { openStore } = await import("./dist/store/index.js");
+const store = openStore({ kind: "sqlite", path: path.join(mkdtempSync(path.join(tmpdir(), "m-")), "w.db") });
+const app = await buildApp({ store, config: { logLevel: "warn" } });
+await app.ready();
+globalThis.gc();
+console.log(v8.getHeapCodeStatistics());
+const u = process.memoryUsage(); console.log(Object.fromEntries(Object.entries(u).map(([k,v])=>[k,(v/1e6).toFixed(1)])));
+const snap = v8.getHeapSnapshot();
+const chunks=[]; for await (const c of snap) chunks.push(c);
+const s = JSON.parse(Buffer.concat(chunks).toString());
+const f = s.snapshot.meta.node_fields, types = s.snapshot.meta.node_types[0];
+const n = f.length, ti=f.indexOf("type"), ni=f.indexOf("name"), si=f.indexOf("self_size");
+const agg = new Map();
+for (let i=0;i<s.nodes.length;i+=n){ const t=types[s.nodes[i+ti]]; let name = s.strings[s.nodes[i+ni]]; if (t!=="object"&&t!=="closure") name=t==="code"||t==="hidden"?t+":"+name.slice(0,40):t; else name = t+":"+name.slice(0,40); agg.set(name,(agg.get(name)??0)+s.nodes[i+si]); }
+for (const [k,v] of [...agg].sort((a,b)=>b[1]-a[1]).slice(0,30)) console.log((v/1e6).toFixed(2).padStart(7), k);
+await app.close(); process.exit(0);
