@@ -269,21 +269,24 @@ const rows = KINDS.map((kind) => {
 	};
 });
 const width = Math.max(...rows.map((row) => row.name.length));
+const rangeWidth = Math.max(18, ...rows.map((row) => row.range.length));
 console.log(
 	`\nbench/memory — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeat(s) (median), ${STREAMS} streams x ${TOKENS} tokens at ${DELAY_MS} ms, idle = ${IDLE_MS} ms after the first health check\n`,
 );
+console.log(`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | range idle / after |`);
 console.log(
-	`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | range idle / after |`,
+	`|${"-".repeat(width + 2)}|---------|------------------------|------------------|${"-".repeat(rangeWidth + 2)}|`,
 );
-console.log(`|${"-".repeat(width + 2)}|---------|------------------------|------------------|--------------------|`);
 for (const row of rows) {
 	console.log(
-		`| ${row.name.padEnd(width)} | ${row.idle.toFixed(1).padStart(7)} | ${row.peak.toFixed(1).padStart(22)} | ${row.after.toFixed(1).padStart(16)} | ${row.range.padStart(18)} |`,
+		`| ${row.name.padEnd(width)} | ${row.idle.toFixed(1).padStart(7)} | ${row.peak.toFixed(1).padStart(22)} | ${row.after.toFixed(1).padStart(16)} | ${row.range.padEnd(rangeWidth)} |`,
 	);
 }
 const ours = rows[0]!;
 console.log("\nGoals (our server with its defaults):");
-console.log(`  ${ours.idle <= GOAL_IDLE_MB ? "met    " : "NOT met"}  idle ≤ ${GOAL_IDLE_MB} MB (${ours.idle.toFixed(1)})`);
+console.log(
+	`  ${ours.idle <= GOAL_IDLE_MB ? "met    " : "NOT met"}  idle ≤ ${GOAL_IDLE_MB} MB (${ours.idle.toFixed(1)})`,
+);
 console.log(
 	`  ${ours.after <= GOAL_AFTER_MB ? "met    " : "NOT met"}  after ${STREAMS} streams ≤ ${GOAL_AFTER_MB} MB (${ours.after.toFixed(1)})`,
 );

@@ -1,5 +1,5 @@
 /**
- * Public API of the provider layer (issue 3): model registry, API keys, the shared provider driver
+ * Public API of the provider layer: model registry, API keys, the shared provider driver
  * and the OpenAI, Anthropic and Gemini wire APIs. Re-exported from the package root (`src/index.ts`). Importing it
  * registers the built-in wire APIs (through stream.ts), so `streamSimple` works at once.
  */
