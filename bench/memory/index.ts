@@ -6,6 +6,8 @@
  *   npx tsx bench/memory/index.ts [--quick]
  *     BENCH_MEMORY_STREAMS=100  BENCH_MEMORY_TOKENS=200  BENCH_MEMORY_DELAY_MS=10
  *     BENCH_MEMORY_IDLE_MS=5000  BENCH_MEMORY_REPEATS=3 (1 with --quick)
+ *     BENCH_MEMORY_BASELINE=/path/to/another/checkout   adds that checkout's built server (its
+ *       dist/main.js, with its own node_modules) as a row, e.g. the commit before a change
  *
  * Every server is a fresh `node <entry>` process: ours is dist/main.js with the default
  * configuration (built first when missing or older than src/, as `npm start` does), the reference
@@ -43,6 +45,8 @@ const GOAL_AFTER_MB = 110;
 interface ServerKind {
 	name: string;
 	entry: string;
+	/** Where the process runs (default: this repository). */
+	cwd?: string;
 	env: (port: number, dir: string) => Record<string, string>;
 	/** Creates a session; returns the path its prompt is POSTed to (undefined: the server streams without one). */
 	createSession?: (url: string) => Promise<string>;
@@ -77,22 +81,33 @@ async function postJson(url: string, body: unknown): Promise<{ status: number; j
 	return { status: res.status, json: await res.json() };
 }
 
-const KINDS: ServerKind[] = [
-	{
-		name: "wheelhouse (defaults: SQLite store, metrics on)",
-		entry: path.join(repoRoot, "dist/main.js"),
+async function createWheelhouseSession(url: string): Promise<string> {
+	const { status, json } = await postJson(`${url}/v1/sessions`, { model: "faux/echo" });
+	if (status !== 201) throw new Error(`POST /v1/sessions: ${status}`);
+	return `/v1/sessions/${json.id}/prompt`;
+}
+
+/** Our server with its default configuration, from the checkout at `root`. */
+function wheelhouseDefaults(name: string, root: string): ServerKind {
+	return {
+		name,
+		entry: path.join(root, "dist/main.js"),
+		cwd: root,
 		env: (port, dir) => ({
 			PORT: String(port),
 			HOST: "127.0.0.1",
 			WHEELHOUSE_DB: path.join(dir, "wheelhouse.db"),
 			WHEELHOUSE_FAUX_DELAY_MS: String(DELAY_MS),
 		}),
-		createSession: async (url) => {
-			const { status, json } = await postJson(`${url}/v1/sessions`, { model: "faux/echo" });
-			if (status !== 201) throw new Error(`POST /v1/sessions: ${status}`);
-			return `/v1/sessions/${json.id}/prompt`;
-		},
-	},
+		createSession: createWheelhouseSession,
+	};
+}
+
+const BASELINE = process.env.BENCH_MEMORY_BASELINE;
+
+const KINDS: ServerKind[] = [
+	wheelhouseDefaults("wheelhouse (defaults: SQLite store, metrics on)", repoRoot),
+	...(BASELINE ? [wheelhouseDefaults(`baseline ${path.basename(path.resolve(BASELINE))} (defaults)`, BASELINE)] : []),
 	{
 		name: "wheelhouse, memory store",
 		entry: path.join(repoRoot, "dist/main.js"),
@@ -102,11 +117,7 @@ const KINDS: ServerKind[] = [
 			WHEELHOUSE_STORE: "memory",
 			WHEELHOUSE_FAUX_DELAY_MS: String(DELAY_MS),
 		}),
-		createSession: async (url) => {
-			const { status, json } = await postJson(`${url}/v1/sessions`, { model: "faux/echo" });
-			if (status !== 201) throw new Error(`POST /v1/sessions: ${status}`);
-			return `/v1/sessions/${json.id}/prompt`;
-		},
+		createSession: createWheelhouseSession,
 	},
 	{
 		name: "pi-agent-core 0.73.1 + node:http",
@@ -206,7 +217,7 @@ async function measure(kind: ServerKind): Promise<Sample> {
 	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-memory-"));
 	const args = kind.entry ? [kind.entry] : ["-e", FLOOR_SERVER];
 	const child = spawn(process.execPath, args, {
-		cwd: repoRoot,
+		cwd: kind.cwd ?? repoRoot,
 		env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...kind.env(port, dir) },
 		stdio: ["ignore", "ignore", "inherit"],
 	});
@@ -273,7 +284,9 @@ const rangeWidth = Math.max(18, ...rows.map((row) => row.range.length));
 console.log(
 	`\nbench/memory — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeat(s) (median), ${STREAMS} streams x ${TOKENS} tokens at ${DELAY_MS} ms, idle = ${IDLE_MS} ms after the first health check\n`,
 );
-console.log(`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | range idle / after |`);
+console.log(
+	`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | ${"range idle / after".padEnd(rangeWidth)} |`,
+);
 console.log(
 	`|${"-".repeat(width + 2)}|---------|------------------------|------------------|${"-".repeat(rangeWidth + 2)}|`,
 );
