@@ -1,3 +1,4 @@
+/** The push-based event stream every provider returns, and the stream-function type that returns it. */
 import type { Api, AssistantMessage, AssistantMessageEvent, Context, Model, StreamOptions } from "./types.js";
 
 /**

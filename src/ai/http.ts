@@ -1,6 +1,3 @@
-import { createRequire } from "node:module";
-import type { Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
-
 /**
  * Connection reuse for every provider, and the standard proxy variables.
  *
@@ -20,6 +17,8 @@ import type { Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
  * that only runs the stand-in model, or sits idle, never needs it, and it is one of the largest
  * libraries the server has.
  */
+import { createRequire } from "node:module";
+import type { Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
 
 const require = createRequire(import.meta.url);
 

@@ -1,3 +1,4 @@
+/** The registry of wire APIs that `streamSimple` dispatches on (see {@link registerApiProvider}). */
 import type { StreamFunction } from "./event-stream.js";
 import type { Api, SimpleStreamOptions } from "./types.js";
 

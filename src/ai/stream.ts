@@ -1,3 +1,8 @@
+/**
+ * `streamSimple`, the default stream function: one model call dispatched to the wire API registered
+ * for `model.api` (the built-in ones are registered on import), and `errorStream` for failures
+ * found before any request.
+ */
 import { createAssistantMessage } from "./assistant-message.js";
 import { AssistantMessageEventStream } from "./event-stream.js";
 // Side effect: registers the built-in wire APIs, so streamSimple works without setup.

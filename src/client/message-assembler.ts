@@ -1,3 +1,4 @@
+/** The client side of the compact wire format: wire events back into the AgentEvents the server emitted. */
 import { createAssistantMessage } from "../ai/assistant-message.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
 import type { AgentEvent, AgentMessage, ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";

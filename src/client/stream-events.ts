@@ -1,3 +1,4 @@
+/** Reads a Wheelhouse SSE response as parsed events, and the error a non-2xx answer becomes. */
 import type { WireEvent } from "../wire/events.js";
 import { readSse } from "./sse-parser.js";
 

@@ -1,3 +1,4 @@
+/** The partial assistant message of one model call, grown by a provider, with the events it emits. */
 import { createAssistantMessage } from "../assistant-message.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import { parseStreamingJson, parseToolArguments } from "../partial-json.js";
