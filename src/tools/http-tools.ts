@@ -145,6 +145,8 @@ export function createHttpTool(
 		origin: { kind: "http", method, url: config.url },
 		async execute(_toolCallId, params, signal): Promise<AgentToolResult<HttpToolDetails>> {
 			const { url, rest } = fillUrl(template, (params ?? {}) as Record<string, unknown>, method);
+			// Before the timer: loading undici (the process's first request does) is not the server's slowness.
+			const { request } = undici();
 			const controller = new AbortController();
 			let timedOut = false;
 			const timer = setTimeout(() => {
@@ -156,7 +158,7 @@ export function createHttpTool(
 			signal?.addEventListener("abort", onAbort, { once: true });
 			try {
 				const hasBody = BODY_METHODS.has(method);
-				const response = await undici().request(url, {
+				const response = await request(url, {
 					method: method as "GET",
 					headers: {
 						accept: "application/json, text/*;q=0.9, */*;q=0.1",

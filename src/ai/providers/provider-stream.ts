@@ -275,12 +275,15 @@ async function attemptOnce(
 	let iterator: AsyncIterator<Buffer> | undefined;
 	let drainRest = false;
 	try {
+		// Before the idle timer: loading undici (the process's first request does) is not the provider's silence.
+		const { request } = undici();
+		const dispatcher = getHttpDispatcher(prepared.url);
 		armTimer();
-		const response = await undici().request(prepared.url, {
+		const response = await request(prepared.url, {
 			method: prepared.method,
 			headers: prepared.headers,
 			body: prepared.body,
-			dispatcher: getHttpDispatcher(prepared.url),
+			dispatcher,
 			signal: attempt.controller.signal,
 		});
 		body = response.body as unknown as typeof body;
