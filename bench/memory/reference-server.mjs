@@ -14,7 +14,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import { Agent } from "@mariozechner/pi-agent-core";
-import { createAssistantMessageEventStream } from "@mariozechner/pi-ai";
+import { createAssistantMessageEventStream, fauxAssistantMessage } from "@mariozechner/pi-ai";
 
 const delayMs = Number(process.env.FAUX_DELAY_MS ?? 0);
 const model = {
@@ -37,22 +37,12 @@ function echoStream(streamModel, context, options) {
 	const text =
 		typeof last?.content === "string" ? last.content : (last?.content ?? []).map((block) => block.text ?? "").join("");
 	const words = text.match(/\s*\S+\s*/g) ?? [text];
+	// pi-ai's own empty message (zero usage), stamped with this model.
 	const partial = {
-		role: "assistant",
-		content: [],
+		...fauxAssistantMessage([]),
 		api: streamModel.api,
 		provider: streamModel.provider,
 		model: streamModel.id,
-		usage: {
-			input: 0,
-			output: 0,
-			cacheRead: 0,
-			cacheWrite: 0,
-			totalTokens: 0,
-			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-		},
-		stopReason: "stop",
-		timestamp: Date.now(),
 	};
 	const block = { type: "text", text: "" };
 	let next = 0;
