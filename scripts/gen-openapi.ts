@@ -21,7 +21,7 @@ export async function renderOpenApi(): Promise<string> {
 	const app = await buildApp({ env: {}, config: { logLevel: "silent" }, store: createMemoryStore() });
 	try {
 		await app.ready();
-		return HEADER + openApiYaml(app);
+		return HEADER + (await openApiYaml(app));
 	} finally {
 		await app.close();
 	}

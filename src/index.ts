@@ -1,11 +1,11 @@
 /**
  * Wheelhouse's public library surface: the pi-agent-core 0.73.1 contract (named as the reference
- * names it) plus the LLM layer it rests on. Engineers add their part in its own section below.
+ * names it) plus the LLM layer it rests on, grouped by layer, one section each.
  *
  * Name clash: both layers define `ThinkingLevel`. As in pi-agent-core, the root exports the
  * agent's (`"off" | "minimal" | … | "xhigh"`); the model layer's levels are `ModelThinkingLevel`.
  */
-// biome-ignore-all assist/source/organizeImports: exports stay grouped by layer; each engineer appends to a section.
+// biome-ignore-all assist/source/organizeImports: exports stay grouped by layer, which sorting would scatter.
 
 // ── LLM layer: messages, models, the streaming protocol ────────────────────────────────────────────
 export type {
@@ -29,7 +29,6 @@ export type {
 	ProviderStreamOptions,
 	SimpleStreamOptions,
 	StopReason,
-	StreamFunction,
 	StreamOptions,
 	TextContent,
 	ThinkingBudgets,
@@ -42,8 +41,14 @@ export type {
 	Usage,
 	UserMessage,
 } from "./ai/types.js";
-export { AssistantMessageEventStream, createAssistantMessageEventStream, EventStream } from "./ai/event-stream.js";
-export { createAssistantMessage, errorStream, streamSimple } from "./ai/stream.js";
+export {
+	AssistantMessageEventStream,
+	createAssistantMessageEventStream,
+	EventStream,
+	type StreamFunction,
+} from "./ai/event-stream.js";
+export { createAssistantMessage } from "./ai/assistant-message.js";
+export { errorStream, streamSimple } from "./ai/stream.js";
 export {
 	type ApiStreamFunction,
 	getApiProvider,

@@ -2,18 +2,19 @@
  * Events per second through `agentLoop`, ours and (when installed) pi-agent-core 0.73.1's.
  *
  *   npx tsx --expose-gc bench/loop/index.ts
- *   REF_AGENT_CORE=/tmp/refbench/node_modules/@mariozechner/pi-agent-core npx tsx --expose-gc bench/loop/index.ts
+ *   REF_AGENT_CORE=/path/to/node_modules/@mariozechner/pi-agent-core npx tsx --expose-gc bench/loop/index.ts
  *
  * Scenarios (no-op consumer, scripted stream functions, no I/O):
  *   (a) one response of 10,000 text deltas;
  *   (b) 200 turns of 4 parallel tool calls each (no-op tools), then a final text turn.
  * Each implementation runs with its own stack's assistant-event stream class (ours / pi-ai's);
  * the reference is also run with our stream class to separate loop cost from stream cost.
- * The reference is never a dependency: install it elsewhere (`npm i @mariozechner/pi-agent-core@0.73.1`
- * in /tmp/refbench) and point REF_AGENT_CORE at it.
+ * The reference is the dev dependency @mariozechner/pi-agent-core 0.73.1 (with the pi-ai installed
+ * beside it); REF_AGENT_CORE points at another install instead. Figures: bench/loop/results.md.
  */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { agentLoop } from "../../src/agent/loop.js";
 import type { AgentTool } from "../../src/agent/types.js";
@@ -165,7 +166,8 @@ function retainedHeapMB(): string {
 }
 
 async function measure(scenario: Scenario, contender: Contender): Promise<Measurement> {
-	// No forced gc() here: a full collection before every run makes V8 re-warm and slows runs ~10x.
+	// No forced gc() here: a full collection before every run makes V8 re-warm and slows the runs
+	// down many times over (results.md).
 	const start = process.hrtime.bigint();
 	const events = await scenario.run(contender.loop, contender.createStream);
 	const ms = Number(process.hrtime.bigint() - start) / 1e6;
@@ -179,13 +181,20 @@ function median(values: number[]): number {
 	return sorted[Math.floor(sorted.length / 2)] as number;
 }
 
+/** The dev dependency's folder, or undefined when it is not installed. */
+function installedReference(): string | undefined {
+	try {
+		return dirname(createRequire(import.meta.url).resolve("@mariozechner/pi-agent-core/package.json"));
+	} catch {
+		return undefined;
+	}
+}
+
 async function loadReference(): Promise<Contender[]> {
-	const dir = process.env.REF_AGENT_CORE;
+	const dir = process.env.REF_AGENT_CORE ?? installedReference();
 	if (!dir) {
 		console.log(
-			"Reference comparison skipped: set REF_AGENT_CORE to an installed @mariozechner/pi-agent-core@0.73.1\n" +
-				"  (mkdir -p /tmp/refbench && cd /tmp/refbench && npm i @mariozechner/pi-agent-core@0.73.1;\n" +
-				"   REF_AGENT_CORE=/tmp/refbench/node_modules/@mariozechner/pi-agent-core npx tsx bench/loop/index.ts)\n",
+			"Reference comparison skipped: @mariozechner/pi-agent-core@0.73.1 is not installed (npm ci with dev dependencies), and REF_AGENT_CORE is not set\n",
 		);
 		return [];
 	}

@@ -65,7 +65,7 @@ function countNew(text: string, needle: string, tailLength: number): number {
 /**
  * One stream over a plain TCP socket with a hand-written HTTP/1.1 request and a minimal chunked
  * decoder: node:http's client costs a stream `data` event per chunk (one per SSE frame here), which
- * made it slower than the raw server it measures; curl was 2-3x faster. `bytes` counts the SSE body
+ * made it slower than the raw server it measures (results.md). `bytes` counts the SSE body
  * (what the server wrote), not the chunk framing or headers.
  */
 function runStream(

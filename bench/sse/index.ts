@@ -47,7 +47,7 @@ const SESSIONS = Number(process.env.BENCH_SSE_SESSIONS ?? 100);
 const PACED_DELAY_MS = Number(process.env.BENCH_SSE_PACED_DELAY_MS ?? 10);
 /**
  * Interleaved memory/SQLite pairs for the persistence cost (BENCH_SSE_STORE_PAIRS; 6 with --quick). One
- * 100-session round lasts ~120 ms, so single pairs swing by ±30% on a shared machine: 30 pairs.
+ * 100-session round is short, so single pairs swing widely on a shared machine (results.md): 30 pairs.
  */
 const STORE_PAIRS = Number(process.env.BENCH_SSE_STORE_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
 /** Interleaved metrics off/on pairs for the cost of metrics (BENCH_SSE_METRICS_PAIRS; 6 with --quick). */

@@ -1,7 +1,7 @@
 /**
  * The floor under bench/sse's events/s, measured in-process: what the server must spend per event
  * before any HTTP, JSON or event log — an `Agent` running the faux/echo model's text streamer at
- * 0 ms (which yields to the event loop between deltas, as the issue asks of it) with a no-op
+ * 0 ms (which yields to the event loop between deltas, so one long answer cannot starve other streams) with a no-op
  * listener. Reported as process CPU µs per event, the median of `rounds` prompts of `deltas` words.
  */
 import { Agent } from "../../src/agent/agent.js";

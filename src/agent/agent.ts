@@ -5,7 +5,6 @@
  */
 import { streamSimple } from "../ai/stream.js";
 import type {
-	AssistantMessage,
 	ImageContent,
 	Message,
 	Model,
@@ -14,7 +13,7 @@ import type {
 	ThinkingBudgets,
 	Transport,
 } from "../ai/types.js";
-import { runAgentLoop, runAgentLoopContinue } from "./loop.js";
+import { failureMessage, runAgentLoop, runAgentLoopContinue } from "./loop.js";
 import { PendingMessageQueue, type QueueMode } from "./queue.js";
 import type {
 	AfterToolCallContext,
@@ -71,15 +70,6 @@ interface ActiveRun {
 	/** `abortController.signal`, read once (the getter is not free and runs per event). */
 	signal: AbortSignal;
 }
-
-const EMPTY_USAGE: AssistantMessage["usage"] = {
-	input: 0,
-	output: 0,
-	cacheRead: 0,
-	cacheWrite: 0,
-	totalTokens: 0,
-	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-};
 
 /** Placeholder until a model is assigned; its api has no provider, so a run fails with a clear error. */
 const DEFAULT_MODEL: Model<any> = {
@@ -399,17 +389,7 @@ export class Agent {
 	}
 
 	private async handleRunFailure(error: unknown, aborted: boolean): Promise<void> {
-		const failure: AssistantMessage = {
-			role: "assistant",
-			content: [{ type: "text", text: "" }],
-			api: this._state.model.api,
-			provider: this._state.model.provider,
-			model: this._state.model.id,
-			usage: EMPTY_USAGE,
-			stopReason: aborted ? "aborted" : "error",
-			errorMessage: error instanceof Error ? error.message : String(error),
-			timestamp: Date.now(),
-		};
+		const failure = failureMessage(this._state.model, error, aborted);
 		this._state.messages.push(failure);
 		this._state.errorMessage = failure.errorMessage;
 		await this.processEvent({ type: "agent_end", messages: [failure] });

@@ -7,6 +7,7 @@
  * injected messages, the assistant message (`message_start`, `message_update`*, `message_end`),
  * its tool batch, and `turn_end`; every later turn opens with `turn_start`; `agent_end` last.
  */
+import { createAssistantMessage, type MessageOrigin } from "../ai/assistant-message.js";
 import { EventStream } from "../ai/event-stream.js";
 import { streamSimple } from "../ai/stream.js";
 import type { AssistantMessage, Context, ToolResultMessage } from "../ai/types.js";
@@ -111,6 +112,20 @@ function createAgentStream(): EventStream<AgentEvent, AgentMessage[]> {
 }
 
 /**
+ * The assistant message that ends a run which failed outside the model's stream (a callback that
+ * threw, a run that rejected): empty text, `aborted` or `error`, and the error's message, as the
+ * reference Agent records it.
+ */
+export function failureMessage(model: MessageOrigin, error: unknown, aborted: boolean): AssistantMessage {
+	return {
+		...createAssistantMessage(model),
+		content: [{ type: "text", text: "" }],
+		stopReason: aborted ? "aborted" : "error",
+		errorMessage: error instanceof Error ? error.message : String(error),
+	};
+}
+
+/**
  * A callback broke its no-throw contract: end the stream the way `Agent` does, with an
  * assistant message carrying the error, instead of leaving the consumer waiting forever.
  */
@@ -120,24 +135,7 @@ function failStream(
 	signal: AbortSignal | undefined,
 	error: unknown,
 ): void {
-	const message: AssistantMessage = {
-		role: "assistant",
-		content: [{ type: "text", text: "" }],
-		api: config.model.api,
-		provider: config.model.provider,
-		model: config.model.id,
-		usage: {
-			input: 0,
-			output: 0,
-			cacheRead: 0,
-			cacheWrite: 0,
-			totalTokens: 0,
-			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-		},
-		stopReason: signal?.aborted ? "aborted" : "error",
-		errorMessage: error instanceof Error ? error.message : String(error),
-		timestamp: Date.now(),
-	};
+	const message = failureMessage(config.model, error, signal?.aborted === true);
 	stream.push({ type: "agent_end", messages: [message] });
 	stream.end([message]);
 }

@@ -5,7 +5,7 @@
  * encoded as events, as error tool results, or as an assistant message with `stopReason: "error"`.
  */
 import type { Static, TSchema } from "@sinclair/typebox";
-import type { AssistantMessageEventStream } from "../ai/event-stream.js";
+import type { AssistantMessageEventStream, StreamFunction } from "../ai/event-stream.js";
 import type {
 	AssistantMessage,
 	AssistantMessageEvent,
@@ -13,7 +13,6 @@ import type {
 	Message,
 	Model,
 	SimpleStreamOptions,
-	StreamFunction,
 	TextContent,
 	Tool,
 	ToolResultMessage,

@@ -1,4 +1,5 @@
-import type { AssistantMessage, AssistantMessageEvent } from "./types.js";
+/** The push-based event stream every provider returns, and the stream-function type that returns it. */
+import type { Api, AssistantMessage, AssistantMessageEvent, Context, Model, StreamOptions } from "./types.js";
 
 /**
  * A push-based async-iterable event stream with a final result.
@@ -104,3 +105,13 @@ export class AssistantMessageEventStream extends EventStream<AssistantMessageEve
 export function createAssistantMessageEventStream(): AssistantMessageEventStream {
 	return new AssistantMessageEventStream();
 }
+
+/**
+ * A wire API's stream function: one model call as an {@link AssistantMessageEventStream}, returned
+ * synchronously. Contract: never throws; every failure is an `error` event (see types.ts).
+ */
+export type StreamFunction<TApi extends Api = Api, TOptions extends StreamOptions = StreamOptions> = (
+	model: Model<TApi>,
+	context: Context,
+	options?: TOptions,
+) => AssistantMessageEventStream;

@@ -1,5 +1,3 @@
-import { type Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
-
 /**
  * Connection reuse for every provider, and the standard proxy variables.
  *
@@ -14,7 +12,23 @@ import { type Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
  *
  * Timeouts are not configured here: the provider driver runs its own idle timer (`timeoutMs`), so
  * undici's `headersTimeout`/`bodyTimeout` are disabled on every pool.
+ *
+ * undici itself is loaded by the first request ({@link undici}), not with this module: a server
+ * that only runs the stand-in model, or sits idle, never needs it, and it is one of the largest
+ * libraries the server has.
  */
+import { createRequire } from "node:module";
+import type { Dispatcher, EnvHttpProxyAgent, Pool } from "undici";
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The undici module, loaded on first use (synchronously: it is CommonJS, and `require` returns the
+ * same instance an `import` of it would). Every outgoing HTTP request of the server goes through it.
+ */
+export function undici(): typeof import("undici") {
+	return require("undici");
+}
 
 /** How long an idle keep-alive connection stays open (servers usually close earlier and say so). */
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
@@ -41,7 +55,7 @@ export function getHttpPool(url: string | URL): Pool {
 	const origin = typeof url === "string" ? new URL(url).origin : url.origin;
 	let pool = pools.get(origin);
 	if (!pool || pool.closed || pool.destroyed) {
-		pool = new Pool(origin, POOL_OPTIONS);
+		pool = new (undici().Pool)(origin, POOL_OPTIONS);
 		pools.set(origin, pool);
 	}
 	return pool;
@@ -117,7 +131,7 @@ let proxy: { key: string; agent?: EnvHttpProxyAgent; error?: HttpProxyConfigErro
 export function getHttpDispatcher(url: string | URL, env: NodeJS.ProcessEnv = process.env): Dispatcher {
 	const http = readSetting(env, "http_proxy", "HTTP_PROXY");
 	const https = readSetting(env, "https_proxy", "HTTPS_PROXY");
-	// The common case costs four environment reads (~0.7 µs) on top of the pool look-up.
+	// The common case: four environment reads on top of the pool look-up, nothing parsed.
 	if (!http && !https) {
 		if (proxy) dropProxy();
 		return getHttpPool(url);
@@ -219,6 +233,7 @@ function redact(value: string): string {
 }
 
 function createProxyAgent(config: HttpProxyConfig): EnvHttpProxyAgent {
+	const { EnvHttpProxyAgent, Pool } = undici();
 	return new EnvHttpProxyAgent({
 		// Always explicit (`""` = none), so undici never falls back to process.env itself.
 		httpProxy: config.httpProxy ?? "",

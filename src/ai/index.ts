@@ -1,5 +1,5 @@
 /**
- * Public API of the provider layer (issue 3): model registry, API keys, the shared provider driver
+ * Public API of the provider layer: model registry, API keys, the shared provider driver
  * and the OpenAI, Anthropic and Gemini wire APIs. Re-exported from the package root (`src/index.ts`). Importing it
  * registers the built-in wire APIs (through stream.ts), so `streamSimple` works at once.
  */
@@ -14,7 +14,6 @@ export {
 } from "./http.js";
 export {
 	type CustomModelConfig,
-	calculateCost,
 	getModel,
 	getModels,
 	getProviders,
@@ -47,19 +46,21 @@ export {
 } from "./providers/openai-responses.js";
 export { OutputBuilder, type TokenCounts } from "./providers/output-builder.js";
 export {
+	isRetryableErrorType,
+	isRetryableStatus,
+	type ParsedProviderError,
+	ProviderError,
+	parseErrorBody,
+	parseRetryAfter,
+} from "./providers/provider-errors.js";
+export {
 	DEFAULT_IDLE_TIMEOUT_MS,
 	DEFAULT_MAX_RETRIES,
 	DEFAULT_MAX_RETRY_DELAY_MS,
 	DEFAULT_RETRY_BASE_DELAY_MS,
 	type DriverOptions,
-	isRetryableErrorType,
-	isRetryableStatus,
-	type ParsedProviderError,
 	type ProviderCall,
-	ProviderError,
 	type ProviderRequest,
-	parseErrorBody,
-	parseRetryAfter,
 	streamProvider,
 	type WireHandler,
 } from "./providers/provider-stream.js";
@@ -73,3 +74,4 @@ export {
 	thinkingBudgetFor,
 } from "./providers/simple-options.js";
 export { streamSimple } from "./stream.js";
+export { addUsage, calculateCost, zeroUsage } from "./usage.js";

@@ -1,8 +1,3 @@
-import { registerProviderEnvKey } from "./env-keys.js";
-import type { Api, Model, OpenAICompletionsCompat, OpenAIResponsesCompat, ThinkingLevelMap } from "./types.js";
-
-export { calculateCost } from "./providers/output-builder.js";
-
 /**
  * Model registry: the built-in models of openai, anthropic and google, plus whatever the
  * application registers (`registerModel`, or `registerCustomModel` for an OpenAI-compatible server
@@ -14,6 +9,8 @@ export { calculateCost } from "./providers/output-builder.js";
  * application can re-register a model with its own figures; a later registration of the same
  * provider/id replaces the earlier one.
  */
+import { registerProviderEnvKey } from "./env-keys.js";
+import type { Api, Model, OpenAICompletionsCompat, OpenAIResponsesCompat, ThinkingLevelMap } from "./types.js";
 
 const OPENAI = "https://api.openai.com/v1";
 const ANTHROPIC = "https://api.anthropic.com";

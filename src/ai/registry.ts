@@ -1,4 +1,6 @@
-import type { Api, SimpleStreamOptions, StreamFunction } from "./types.js";
+/** The registry of wire APIs that `streamSimple` dispatches on (see {@link registerApiProvider}). */
+import type { StreamFunction } from "./event-stream.js";
+import type { Api, SimpleStreamOptions } from "./types.js";
 
 /**
  * Wire-API registry: `streamSimple` dispatches on `model.api` to the function registered here.

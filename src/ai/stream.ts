@@ -1,3 +1,9 @@
+/**
+ * `streamSimple`, the default stream function: one model call dispatched to the wire API registered
+ * for `model.api` (the built-in ones are registered on import), and `errorStream` for failures
+ * found before any request.
+ */
+import { createAssistantMessage } from "./assistant-message.js";
 import { AssistantMessageEventStream } from "./event-stream.js";
 // Side effect: registers the built-in wire APIs, so streamSimple works without setup.
 import "./providers/register-builtins.js";
@@ -30,27 +36,6 @@ export function streamSimple(
 			`Provider for api "${model.api}" threw: ${err instanceof Error ? err.message : String(err)}`,
 		);
 	}
-}
-
-/** An empty assistant message for `model`, the starting `partial` of every provider. */
-export function createAssistantMessage(model: Model<any>): AssistantMessage {
-	return {
-		role: "assistant",
-		content: [],
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: {
-			input: 0,
-			output: 0,
-			cacheRead: 0,
-			cacheWrite: 0,
-			totalTokens: 0,
-			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-		},
-		stopReason: "stop",
-		timestamp: Date.now(),
-	};
 }
 
 /** A stream that ends at once with `stopReason: "error"` and `errorMessage`. */

@@ -7,7 +7,8 @@
  *
  * ## The assistant-message event protocol
  *
- * A provider turns one model call into an {@link AssistantMessageEventStream}:
+ * A provider turns one model call into an `AssistantMessageEventStream` (event-stream.ts, with the
+ * `StreamFunction` type that returns it):
  *
  * 1. `start` — carries the initial `partial` (empty `content`, zero usage).
  * 2. For each content block, in order: `<kind>_start`, any number of `<kind>_delta`, `<kind>_end`
@@ -21,9 +22,6 @@
  * (HTTP status, network, timeout, bad chunk, abort) is encoded as an `error` event.
  */
 import type { TSchema } from "@sinclair/typebox";
-import type { AssistantMessageEventStream } from "./event-stream.js";
-
-export type { AssistantMessageEventStream } from "./event-stream.js";
 
 export type KnownApi =
 	| "openai-completions"
@@ -86,12 +84,6 @@ export interface SimpleStreamOptions extends StreamOptions {
 	reasoning?: ThinkingLevel;
 	thinkingBudgets?: ThinkingBudgets;
 }
-
-export type StreamFunction<TApi extends Api = Api, TOptions extends StreamOptions = StreamOptions> = (
-	model: Model<TApi>,
-	context: Context,
-	options?: TOptions,
-) => AssistantMessageEventStream;
 
 export interface TextContent {
 	type: "text";

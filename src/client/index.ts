@@ -10,11 +10,7 @@
  * }
  * ```
  */
-export { type ExpandedEvent, MessageAssembler } from "./message-assembler.js";
-export { parseStreamingJson } from "./partial-json.js";
-export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, streamPrompt } from "./session-streams.js";
-export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
-export { type ReceivedEvent, type StreamEventsOptions, streamEvents, WheelhouseHttpError } from "./stream-events.js";
+
 export {
 	AGENT_EVENT_NAMES,
 	type ApprovalRequestedEvent,
@@ -34,4 +30,9 @@ export {
 	type WireAssistantMessageEvent,
 	type WireEvent,
 	type WireMessageUpdate,
-} from "./wire.js";
+} from "../wire/events.js";
+export { type ExpandedEvent, MessageAssembler } from "./message-assembler.js";
+export { parseStreamingJson } from "./partial-json.js";
+export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, streamPrompt } from "./session-streams.js";
+export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
+export { type ReceivedEvent, type StreamEventsOptions, streamEvents, WheelhouseHttpError } from "./stream-events.js";

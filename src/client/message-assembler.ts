@@ -1,7 +1,8 @@
-import type { AgentEvent, AgentMessage } from "../agent/types.js";
+/** The client side of the compact wire format: wire events back into the AgentEvents the server emitted. */
+import { createAssistantMessage } from "../ai/assistant-message.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
+import type { AgentEvent, AgentMessage, ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
 import { parseStreamingJson } from "./partial-json.js";
-import type { ServerEvent, WireAssistantMessageEvent, WireEvent } from "./wire.js";
 
 type ContentBlock = AssistantMessage["content"][number];
 type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson?: string };
@@ -10,7 +11,7 @@ type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson
 export type ExpandedEvent = AgentEvent | ServerEvent;
 
 /**
- * Rebuilds the partial assistant message from the compact wire format (see `wire.ts`), so a UI
+ * Rebuilds the partial assistant message from the compact wire format (see `src/wire/events.ts`), so a UI
  * written against pi's `AgentEvent` works unchanged: {@link apply} turns each wire event back into
  * the AgentEvent the server's agent emitted — for `message_update`, with `assistantMessageEvent.partial`
  * and `message` equal to the server's partial at that point.
@@ -171,23 +172,8 @@ export class MessageAssembler {
 
 	private startPlaceholder(): AssistantMessage {
 		this.incomplete = true;
-		this.partial = {
-			role: "assistant",
-			content: [],
-			api: "unknown",
-			provider: "unknown",
-			model: "unknown",
-			usage: {
-				input: 0,
-				output: 0,
-				cacheRead: 0,
-				cacheWrite: 0,
-				totalTokens: 0,
-				cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-			},
-			stopReason: "stop",
-			timestamp: 0,
-		};
+		// Timestamp 0: the real one arrives with the message's `message_end`.
+		this.partial = { ...createAssistantMessage({ api: "unknown", provider: "unknown", id: "unknown" }), timestamp: 0 };
 		this.last = this.partial;
 		return this.partial;
 	}

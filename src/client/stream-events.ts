@@ -1,5 +1,6 @@
+/** Reads a Wheelhouse SSE response as parsed events, and the error a non-2xx answer becomes. */
+import type { WireEvent } from "../wire/events.js";
 import { readSse } from "./sse-parser.js";
-import type { WireEvent } from "./wire.js";
 
 /** One event received from a Wheelhouse SSE stream. */
 export interface ReceivedEvent<T = WireEvent> {

@@ -7,17 +7,12 @@
  */
 import { MessageAssembler, type ReceivedEvent, sessionEvents, WheelhouseHttpError } from "../client/index.js";
 import { Api, ApiError } from "./api.js";
+import { pageElements } from "./page.js";
+import { approvalCard, clientToolForm, type Pending, removePendingCards } from "./pending-cards.js";
 import { el, formatUsage, type Message, renderMessage } from "./render.js";
-import { schemaForm } from "./schema-form.js";
+import { fillModels, fillTools, newSessionBody, sessionListItem } from "./sidebar.js";
+import { applyTimelineFilter, MAX_TIMELINE, timelineItem } from "./timeline.js";
 
-function byId<T extends HTMLElement = HTMLElement>(id: string): T {
-	const element = document.getElementById(id);
-	if (!element) throw new Error(`the page has no #${id}`);
-	return element as T;
-}
-
-/** Timeline entries kept; older ones are removed (the server's log keeps them). */
-const MAX_TIMELINE = 5000;
 /** Reconnects `wheelhouse/client` makes at the server's `retry:` pace before the page backs off itself. */
 const MAX_RETRIES = 10;
 /** The page's own backoff between those rounds, doubling up to the maximum; it never gives up. */
@@ -25,7 +20,6 @@ const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 15_000;
 
 type QueueEntry = { id: number; kind: string; message: Message };
-type Pending = { toolCallId: string; toolName: string; args: unknown; orphaned?: boolean };
 
 class Playground {
 	readonly api = new Api();
@@ -41,38 +35,7 @@ class Playground {
 	private queue = new Map<number, QueueEntry>();
 	private nextCursor: string | undefined;
 
-	private readonly ui = {
-		connection: byId("connection"),
-		notice: byId("notice"),
-		authButton: byId<HTMLButtonElement>("auth-button"),
-		authForm: byId<HTMLFormElement>("auth-form"),
-		authReason: byId("auth-reason"),
-		apiKey: byId<HTMLInputElement>("api-key"),
-		authForget: byId<HTMLButtonElement>("auth-forget"),
-		createForm: byId<HTMLFormElement>("create-form"),
-		model: byId<HTMLSelectElement>("model"),
-		systemPrompt: byId<HTMLTextAreaElement>("system-prompt"),
-		thinking: byId<HTMLSelectElement>("thinking"),
-		toolExecution: byId<HTMLSelectElement>("tool-execution"),
-		toolList: byId("tool-list"),
-		clientTools: byId<HTMLTextAreaElement>("client-tools"),
-		sessionList: byId("session-list"),
-		moreSessions: byId<HTMLButtonElement>("more-sessions"),
-		sessionInfo: byId("session-info"),
-		messages: byId("messages"),
-		pending: byId("pending"),
-		queue: byId("queue"),
-		queueList: byId("queue-list"),
-		clearQueue: byId<HTMLButtonElement>("clear-queue"),
-		composer: byId<HTMLFormElement>("composer"),
-		prompt: byId<HTMLTextAreaElement>("prompt"),
-		send: byId<HTMLButtonElement>("send"),
-		steer: byId<HTMLButtonElement>("steer"),
-		followUp: byId<HTMLButtonElement>("follow-up"),
-		abort: byId<HTMLButtonElement>("abort"),
-		filter: byId<HTMLInputElement>("filter"),
-		events: byId("events"),
-	};
+	private readonly ui = pageElements();
 
 	start(): void {
 		const { ui } = this;
@@ -110,7 +73,7 @@ class Playground {
 		ui.abort.addEventListener("click", () => void this.guard(() => this.post("abort")));
 		ui.clearQueue.addEventListener("click", () => void this.guard(() => this.call("DELETE", "queue")));
 		ui.filter.addEventListener("input", () => {
-			for (const item of ui.events.children) this.applyFilter(item as HTMLElement);
+			for (const item of ui.events.children) applyTimelineFilter(item as HTMLElement, ui.filter.value);
 		});
 		void this.loadAll();
 	}
@@ -169,37 +132,8 @@ class Playground {
 
 	private async loadCatalog(): Promise<void> {
 		const [models, tools] = await Promise.all([this.api.call("GET", "/v1/models"), this.api.call("GET", "/v1/tools")]);
-		const { model, toolList } = this.ui;
-		model.replaceChildren();
-		for (const m of models.models as { id: string; name?: string; available?: boolean; standIn?: boolean }[]) {
-			const label = `${m.id}${m.standIn ? " (stand-in)" : ""}${m.available === false ? " (no key)" : ""}`;
-			const option = new Option(label, m.id, m.id === models.defaultModel, m.id === models.defaultModel);
-			option.disabled = m.available === false;
-			model.append(option);
-		}
-		toolList.replaceChildren();
-		for (const tool of tools.tools as { name: string; description?: string }[]) {
-			const row = el("div", "tool-row");
-			const enable = el("input");
-			enable.type = "checkbox";
-			enable.checked = true;
-			enable.id = `tool-${tool.name}`;
-			enable.dataset.tool = tool.name;
-			enable.dataset.role = "enable";
-			const enableLabel = el("label", undefined, tool.name);
-			enableLabel.htmlFor = enable.id;
-			enableLabel.title = tool.description ?? "";
-			const approve = el("input");
-			approve.type = "checkbox";
-			approve.id = `approve-${tool.name}`;
-			approve.dataset.tool = tool.name;
-			approve.dataset.role = "approve";
-			const approveLabel = el("label", undefined, "ask");
-			approveLabel.htmlFor = approve.id;
-			approve.setAttribute("aria-label", `Ask for approval before ${tool.name} runs`);
-			row.append(enable, enableLabel, approve, approveLabel);
-			toolList.append(row);
-		}
+		fillModels(this.ui.model, models.models, models.defaultModel);
+		fillTools(this.ui.toolList, tools.tools);
 	}
 
 	private async loadSessions(more: boolean): Promise<void> {
@@ -213,27 +147,15 @@ class Playground {
 	}
 
 	private sessionItem(session: { id: string; model: string; status: string; messageCount: number }): HTMLElement {
-		const item = el("li");
-		item.dataset.session = session.id;
-		const pick = el("button", "pick", `${session.id.slice(0, 12)} · ${session.model} · ${session.messageCount} msgs`);
-		pick.type = "button";
-		pick.title = session.id;
-		pick.setAttribute("aria-label", `Open session ${session.id} (${session.model}, ${session.status})`);
-		pick.addEventListener("click", () => void this.guard(() => this.open(session.id)));
-		const remove = el("button", "secondary", "Delete");
-		remove.type = "button";
-		remove.setAttribute("aria-label", `Delete session ${session.id}`);
-		remove.addEventListener(
-			"click",
-			() =>
+		return sessionListItem(session, {
+			open: () => void this.guard(() => this.open(session.id)),
+			remove: (item) =>
 				void this.guard(async () => {
 					await this.api.call("DELETE", `/v1/sessions/${encodeURIComponent(session.id)}`);
 					item.remove();
 					if (this.sessionId === session.id) this.close();
 				}),
-		);
-		item.append(pick, remove);
-		return item;
+		});
 	}
 
 	private markCurrent(): void {
@@ -244,26 +166,7 @@ class Playground {
 	}
 
 	private async createSession(): Promise<void> {
-		const { ui } = this;
-		const body: Record<string, unknown> = {
-			model: ui.model.value,
-			thinkingLevel: ui.thinking.value,
-			toolExecution: ui.toolExecution.value,
-		};
-		if (ui.systemPrompt.value.trim()) body.systemPrompt = ui.systemPrompt.value;
-		const boxes = [...ui.toolList.querySelectorAll<HTMLInputElement>("input[type=checkbox]")];
-		const enabled = boxes.filter((b) => b.dataset.role === "enable");
-		if (enabled.some((b) => !b.checked)) body.tools = enabled.filter((b) => b.checked).map((b) => b.dataset.tool);
-		const approvals = boxes.filter((b) => b.dataset.role === "approve" && b.checked);
-		if (approvals.length > 0) body.toolApprovals = Object.fromEntries(approvals.map((b) => [b.dataset.tool, "always"]));
-		if (ui.clientTools.value.trim()) {
-			try {
-				body.clientTools = JSON.parse(ui.clientTools.value);
-			} catch (error) {
-				throw new Error(`Client tools: not valid JSON (${(error as Error).message})`);
-			}
-		}
-		const session = await this.api.call("POST", "/v1/sessions", body);
+		const session = await this.api.call("POST", "/v1/sessions", newSessionBody(this.ui));
 		this.ui.sessionList.append(this.sessionItem({ ...session, messageCount: 0 }));
 		await this.open(session.id);
 	}
@@ -563,117 +466,47 @@ class Playground {
 	// --- approvals and client tools ---------------------------------------------------------
 
 	private removePending(toolCallId: string, kind: "approval" | "client"): void {
-		for (const card of this.ui.pending.querySelectorAll<HTMLElement>(`[data-kind="${kind}"]`)) {
-			if (card.dataset.toolCallId === toolCallId) card.remove();
-		}
+		removePendingCards(this.ui.pending, toolCallId, kind);
 	}
 
 	private addApproval(request: Pending): void {
 		this.removePending(request.toolCallId, "approval");
-		const card = el("div", "approval");
-		card.dataset.kind = "approval";
-		card.dataset.toolCallId = request.toolCallId;
-		card.setAttribute("role", "group");
-		const heading = el("h3", undefined, `Approve the call to ${request.toolName}?`);
-		heading.id = `approval-${request.toolCallId}`;
-		card.setAttribute("aria-labelledby", heading.id);
-		const reasonId = `reason-${request.toolCallId}`;
-		const reasonLabel = el("label", undefined, "Reason (optional, the model sees it)");
-		reasonLabel.htmlFor = reasonId;
-		const reason = el("input");
-		reason.type = "text";
-		reason.id = reasonId;
-		const approve = el("button", undefined, "Approve");
-		approve.type = "button";
-		const deny = el("button", "secondary", "Deny");
-		deny.type = "button";
-		const answer = (ok: boolean) =>
-			void this.guard(async () => {
-				const body: Record<string, unknown> = { approve: ok };
-				if (reason.value.trim()) body.reason = reason.value.trim();
-				await this.post(`approvals/${encodeURIComponent(request.toolCallId)}`, body);
-				card.remove();
-			});
-		approve.addEventListener("click", () => answer(true));
-		deny.addEventListener("click", () => answer(false));
-		const buttons = el("div", "buttons");
-		buttons.append(approve, deny);
-		card.append(heading, el("pre", undefined, JSON.stringify(request.args, null, 2)), reasonLabel, reason, buttons);
+		const { card, focus } = approvalCard(
+			request,
+			(card, approve, reason) =>
+				void this.guard(async () => {
+					await this.post(
+						`approvals/${encodeURIComponent(request.toolCallId)}`,
+						reason ? { approve, reason } : { approve },
+					);
+					card.remove();
+				}),
+		);
 		this.ui.pending.append(card);
-		approve.focus();
+		focus.focus();
 	}
 
 	private addClientToolForm(call: Pending): void {
 		this.removePending(call.toolCallId, "client");
-		const form = el("form", "client-tool");
-		form.dataset.kind = "client";
-		form.dataset.toolCallId = call.toolCallId;
-		const heading = el("h3", undefined, `Client tool ${call.toolName}: your answer`);
-		heading.id = `client-${call.toolCallId}`;
-		form.setAttribute("aria-labelledby", heading.id);
-		const fields = schemaForm(this.clientTools.get(call.toolName), (call.args ?? {}) as Record<string, unknown>);
-		const argsBox = el("fieldset");
-		argsBox.append(el("legend", undefined, "Arguments the model sent"), fields.element);
-		const resultId = `result-${call.toolCallId}`;
-		const resultLabel = el("label", undefined, "Result (what the model sees)");
-		resultLabel.htmlFor = resultId;
-		const result = el("textarea");
-		result.id = resultId;
-		result.rows = 2;
-		result.required = true;
-		const errorRow = el("div", "tool-row");
-		const isError = el("input");
-		isError.type = "checkbox";
-		isError.id = `error-${call.toolCallId}`;
-		const errorLabel = el("label", undefined, "Report as an error");
-		errorLabel.htmlFor = isError.id;
-		errorRow.append(isError, errorLabel);
-		const submit = el("button", undefined, "Send result");
-		submit.type = "submit";
-		form.append(heading, argsBox, resultLabel, result, errorRow, submit);
-		form.addEventListener("submit", (event) => {
-			event.preventDefault();
-			void this.guard(async () => {
-				const body = { content: result.value, isError: isError.checked, details: { arguments: fields.read() } };
-				await this.post(`tool-results/${encodeURIComponent(call.toolCallId)}`, body);
-				form.remove();
-			});
-		});
+		const form = clientToolForm(
+			call,
+			this.clientTools.get(call.toolName),
+			(form, answer) =>
+				void this.guard(async () => {
+					await this.post(`tool-results/${encodeURIComponent(call.toolCallId)}`, answer);
+					form.remove();
+				}),
+		);
 		this.ui.pending.append(form);
 	}
 
 	// --- timeline ---------------------------------------------------------------------------
 
 	private addToTimeline(event: ReceivedEvent): void {
-		const item = el("li");
-		item.dataset.type = event.type;
-		if (event.id !== undefined) item.dataset.id = String(event.id);
-		const details = el("details");
-		const summary = el("summary");
-		summary.append(el("span", "id", event.id === undefined ? "–" : `#${event.id}`), ` ${event.type}`);
-		details.append(summary);
-		// The JSON is rendered when first opened: most entries never are.
-		details.addEventListener(
-			"toggle",
-			() => {
-				if (details.open && details.childElementCount === 1)
-					details.append(el("pre", undefined, JSON.stringify(event.data, null, 2)));
-			},
-			{ passive: true },
-		);
-		item.append(details);
-		this.applyFilter(item);
+		const item = timelineItem(event);
+		applyTimelineFilter(item, this.ui.filter.value);
 		this.ui.events.append(item);
 		while (this.ui.events.childElementCount > MAX_TIMELINE) this.ui.events.firstElementChild?.remove();
-	}
-
-	private applyFilter(item: HTMLElement): void {
-		const terms = this.ui.filter.value.trim().split(/\s+/).filter(Boolean);
-		const type = item.dataset.type ?? "";
-		const include = terms.filter((t) => !t.startsWith("-"));
-		const exclude = terms.filter((t) => t.startsWith("-")).map((t) => t.slice(1));
-		item.hidden =
-			(include.length > 0 && !include.some((t) => type.includes(t))) || exclude.some((t) => t && type.includes(t));
 	}
 }
 

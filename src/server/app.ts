@@ -13,7 +13,6 @@
 import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import Fastify, { type FastifyInstance } from "fastify";
-import pretty from "pino-pretty";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
 import { getModels, getProviders } from "../ai/models.js";
@@ -35,12 +34,13 @@ import { aguiFacade } from "./facades/agui/routes.js";
 import { openaiFacade } from "./facades/openai/routes.js";
 import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
 import { ProxyStreams } from "./facades/pi-proxy/streams.js";
+import { lazySerializerFactory } from "./lazy-serializers.js";
 import { installRequestLimit, RunSlots } from "./limits.js";
-import { ServerMetrics } from "./metrics.js";
+import type { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
-import { defaultPlaygroundDir, playgroundRoutes } from "./playground.js";
+import { checkProfileTools, profilesFrom } from "./profiles.js";
 import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
@@ -54,7 +54,7 @@ import type { SessionExtension } from "./session/live-session.js";
 import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./session/manager.js";
 import { WritePasses } from "./sse/write-passes.js";
 import { registerTools } from "./tools-plugin.js";
-import { installValidation } from "./validation.js";
+import { installEmptyBodyDefault, validatorFactory } from "./validation.js";
 
 export interface BuildAppOptions {
 	/** Configuration values; missing ones come from the environment and defaults (`loadConfig`). */
@@ -109,14 +109,16 @@ const REDACT = [
 
 /**
  * Where the logger writes: JSON lines (for collectors, the container, tests), or readable lines
- * for a person at a terminal. `auto` is readable only when the logs go to a terminal.
+ * for a person at a terminal. `auto` is readable only when the logs go to a terminal; pino-pretty
+ * is loaded only then.
  */
-function logDestination(
+async function logDestination(
 	format: ServerConfig["logFormat"],
 	stream: NodeJS.WritableStream | undefined,
-): NodeJS.WritableStream | undefined {
+): Promise<NodeJS.WritableStream | undefined> {
 	const toTerminal = !stream && process.stdout.isTTY === true;
 	if (format === "json" || (format === "auto" && !toTerminal)) return stream;
+	const { default: pretty } = await import("pino-pretty");
 	// Synchronous: main.ts exits right after its last line on shutdown and on startup errors.
 	return pretty({
 		destination: stream ?? 1,
@@ -149,7 +151,7 @@ function installMetrics(app: FastifyInstance, metrics: ServerMetrics, config: Se
 export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
 	const env = options.env ?? process.env;
 	const config = loadConfig(env, options.config);
-	const logStream = logDestination(config.logFormat, options.logStream);
+	const logStream = await logDestination(config.logFormat, options.logStream);
 	const app = Fastify({
 		logger: {
 			level: config.logLevel,
@@ -158,6 +160,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			...(logStream ? { stream: logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
+		// Request validators (validation.ts) and response serializers are compiled on each route's
+		// first use, not all at startup.
+		schemaController: {
+			compilersFactory: { buildValidator: validatorFactory(), buildSerializer: lazySerializerFactory },
+		},
 		// The caller's `x-request-id` when usable (request-id.ts), else a new one.
 		genReqId: requestIdOf,
 		requestIdHeader: false,
@@ -184,6 +191,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel) checkDefaultModel(catalog, config.defaultModel);
+	const profiles = profilesFrom(config.profiles, catalog);
 
 	const toolOrigins = new Map<string, string>();
 	const tools: AgentTool<any>[] = [];
@@ -198,8 +206,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		toolOrigins.set(tool.name, options.toolOrigins?.[tool.name] ?? "library");
 	}
 
-	const metrics =
-		config.metrics === "on" ? new ServerMetrics({ liveSessions: () => sessions.liveSessions() }) : undefined;
+	// prom-client is loaded only when metrics are on.
+	const metrics: ServerMetrics | undefined =
+		config.metrics === "on"
+			? new (await import("./metrics.js")).ServerMetrics({ liveSessions: () => sessions.liveSessions() })
+			: undefined;
 	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);
 	const runSlots =
 		config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined;
@@ -237,6 +248,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		config,
 		sessions,
 		catalog,
+		profiles,
 		stream: {
 			passes,
 			heartbeatMs: config.heartbeatMs,
@@ -251,7 +263,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	app.decorate("wheelhouse", context);
 
 	installErrorHandling(app);
-	installValidation(app);
+	installEmptyBodyDefault(app);
 	installBodyParser(app);
 	app.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
@@ -286,11 +298,19 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await app.register(compactionRoutes, { compaction });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	try {
+		checkProfileTools(profiles, sessions.tools);
+	} catch (err) {
+		// The tools plugin started MCP servers: stop them before startup fails.
+		await app.close();
+		throw err;
+	}
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
 	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
 	const proxyStreams = new ProxyStreams();
 	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots });
 	if (config.playground === "on") {
+		const { defaultPlaygroundDir, playgroundRoutes } = await import("./playground.js");
 		const dir = options.playgroundDir ?? defaultPlaygroundDir();
 		if (dir) await app.register(playgroundRoutes, { dir });
 		else app.log.warn("the playground page is not built (no dist/playground): run `npm run build` to serve it");

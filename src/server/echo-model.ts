@@ -17,8 +17,10 @@
  * message in place instead of copying it per delta, and it yields with a bare `setImmediate` (no
  * promise) at 0 ms. Tool calls go through `streamScriptedTurn`.
  */
+
+import { createAssistantMessage } from "../ai/assistant-message.js";
 import { AssistantMessageEventStream } from "../ai/event-stream.js";
-import { ABORTED_MESSAGE, estimateUsage, streamScriptedTurn, ZERO_USAGE } from "../ai/providers/faux.js";
+import { ABORTED_MESSAGE, estimateUsage, streamScriptedTurn } from "../ai/providers/faux.js";
 import { registerApiProvider } from "../ai/registry.js";
 import { errorStream } from "../ai/stream.js";
 import type {
@@ -143,16 +145,7 @@ export function streamEchoText(
 	const { signal, delayMs, context } = options;
 	const words = text.match(/\s*\S+\s*/g) ?? [text];
 	const block: TextContent = { type: "text", text: "" };
-	const partial: AssistantMessage = {
-		role: "assistant",
-		content: [],
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: ZERO_USAGE,
-		stopReason: "stop",
-		timestamp: Date.now(),
-	};
+	const partial: AssistantMessage = createAssistantMessage(model);
 	let next = 0;
 	let timer: NodeJS.Timeout | undefined;
 

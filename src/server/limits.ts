@@ -1,9 +1,8 @@
 /**
  * Per-API-key limits: requests per minute (`@fastify/rate-limit`, keyed by the authenticated
  * owner) and runs running at once ({@link RunSlots}). Both answer 429 with the envelope; the
- * request limit also sends `retry-after`.
+ * request limit also sends `retry-after`. `@fastify/rate-limit` is loaded only when the request limit is on.
  */
-import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { apiError } from "./errors.js";
 
@@ -58,6 +57,7 @@ export interface RequestLimitOptions {
  * per app: with several processes behind a balancer the limit holds per process.
  */
 export async function installRequestLimit(app: FastifyInstance, options: RequestLimitOptions): Promise<void> {
+	const { default: rateLimit } = await import("@fastify/rate-limit");
 	await app.register(rateLimit, {
 		max: options.perMinute,
 		timeWindow: WINDOW_MS,

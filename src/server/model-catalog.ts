@@ -2,8 +2,8 @@
  * The models a server offers (`GET /v1/models`) and how `"provider/id"` resolves to a `Model`.
  *
  * The catalog always holds the stand-in `faux/echo` (marked `standIn: true`); provider models are
- * passed in (the app gives it the providers' catalogs). The default model follows the issue's
- * rule: `WHEELHOUSE_DEFAULT_MODEL` if set, else the first model of the first provider that has a
+ * passed in (the app gives it the providers' catalogs). The default model is
+ * `WHEELHOUSE_DEFAULT_MODEL` if set (so a deployment can pin one), else the first model of the first provider that has a
  * key, else `faux/echo`.
  */
 import { findEnvKeys, requiresApiKey } from "../ai/env-keys.js";

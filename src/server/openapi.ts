@@ -12,7 +12,6 @@ import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
 import fastifySwagger from "@fastify/swagger";
 import type { FastifyInstance } from "fastify";
-import { stringify } from "yaml";
 
 /** Operation tags, in the order the document lists them. */
 export const OPENAPI_TAGS = [
@@ -141,8 +140,12 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 (openApiPlugin as unknown as Record<symbol, boolean>)[Symbol.for("skip-override")] = true;
 (openApiPlugin as unknown as Record<symbol, string>)[Symbol.for("fastify.display-name")] = "wheelhouse-openapi";
 
-/** The document as YAML, exactly as `openapi.yaml` holds it (the app must be `ready()`). */
-export function openApiYaml(app: FastifyInstance): string {
+/**
+ * The document as YAML, exactly as `openapi.yaml` holds it (the app must be `ready()`). The YAML
+ * library is loaded here, by the generator, never by a running server.
+ */
+export async function openApiYaml(app: FastifyInstance): Promise<string> {
+	const { stringify } = await import("yaml");
 	// Without YAML anchors/aliases for shared schema objects: some OpenAPI tools do not resolve them.
 	return stringify(app.swagger(), { aliasDuplicateObjects: false, lineWidth: 0 });
 }

@@ -16,9 +16,9 @@
  */
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../ai/types.js";
-import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../client/wire.js";
 import type { SessionStore } from "../store/types.js";
 import { INTERRUPTED_RESOLUTION } from "../tools/index.js";
+import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../wire/events.js";
 
 /** How much of the transcript's end is read to find the last assistant message and its results. */
 const TAIL = 1000;

@@ -1,5 +1,5 @@
 /**
- * Tools a deployment configures (issue 6), registered on a built app: HTTP tools and MCP servers
+ * Tools a deployment configures, registered on a built app: HTTP tools and MCP servers
  * from the config file's `tools` section (`ToolsConfig` of src/tools/config.ts), client-side tools and
  * approvals for sessions, their routes, and `GET /v1/tools/mcp-servers`.
  *

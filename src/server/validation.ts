@@ -15,9 +15,17 @@
  *   "must match a schema in anyOf".
  *
  * A request without a body, on a route whose body fields are all optional, is validated as `{}`.
+ *
+ * Each validator is compiled on its route's first request rather than at startup (generated code
+ * for every route is most of what an idle server would otherwise hold); a schema ajv cannot
+ * compile then fails that first request instead of startup.
  */
-import AjvModule from "ajv";
-import type { FastifyInstance, FastifyRequest, FastifySchema } from "fastify";
+import AjvModule, { type ValidateFunction } from "ajv";
+import type { FastifyInstance, FastifyRequest, FastifyServerOptions } from "fastify";
+
+type ValidatorFactory = NonNullable<
+	NonNullable<NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]>["buildValidator"]
+>;
 
 const Ajv = AjvModule.default ?? AjvModule;
 
@@ -83,14 +91,44 @@ const finiteKeyword = {
 	error: { message: "must be a finite number" },
 } as const;
 
-export function installValidation(app: FastifyInstance): void {
+/**
+ * For Fastify's `schemaController.compilersFactory.buildValidator`, one per app (given when the app
+ * is created, so Fastify never loads its default compiler and a third ajv): bodies on the strict
+ * ajv, the other parts on the coercing one, each route's validator compiled on its first request.
+ * Fastify asks each plugin context for a compiler; they all get the same one.
+ */
+export function validatorFactory(): ValidatorFactory {
+	let compiler: ReturnType<ValidatorFactory> | undefined;
+	return () => {
+		compiler ??= createCompiler();
+		return compiler;
+	};
+}
+
+function createCompiler(): ReturnType<ValidatorFactory> {
 	const strict = new Ajv({ ...shared, coerceTypes: false });
 	const coercing = new Ajv({ ...shared, coerceTypes: "array" });
 	strict.addKeyword(finiteKeyword);
 	coercing.addKeyword(finiteKeyword);
-	app.setValidatorCompiler<FastifySchema>(function compileValidator({ schema, httpPart }) {
-		return (httpPart === "body" ? strict : coercing).compile(prepareSchema(schema) as object);
-	});
+	return function compileValidator({ schema, httpPart }) {
+		const ajv = httpPart === "body" ? strict : coercing;
+		// Compiled on the route's first request: an idle server holds no generated validator code
+		// for the routes nobody calls. Fastify reads `errors` off the function it was given.
+		let validate: ValidateFunction | undefined;
+		const validateOnFirstUse = (data: unknown): boolean => {
+			validate ??= ajv.compile(prepareSchema(schema) as object);
+			const valid = validate(data);
+			validateOnFirstUse.errors = validate.errors;
+			return valid;
+		};
+		validateOnFirstUse.errors = null as ValidateFunction["errors"];
+		// Fastify only calls it and reads `errors`: the compiled function's other fields are ajv's own.
+		return validateOnFirstUse as unknown as ValidateFunction;
+	};
+}
+
+/** A request without a body, on a route whose body fields are all optional, is validated as `{}`. */
+export function installEmptyBodyDefault(app: FastifyInstance): void {
 	app.addHook("preValidation", async function defaultEmptyBody(request: FastifyRequest) {
 		if (request.body === undefined && acceptsEmptyObject(request.routeOptions.schema?.body)) request.body = {};
 	});

@@ -10,8 +10,8 @@
  * (POST, PUT, PATCH).
  */
 import type { TSchema } from "@sinclair/typebox";
-import { request } from "undici";
 import type { AgentTool, AgentToolResult } from "../agent/types.js";
+import { undici } from "../ai/http.js";
 import type { ImageContent, TextContent } from "../ai/types.js";
 import type { HttpToolConfig } from "./config.js";
 import { substituteEnv, substituteEnvRecord } from "./env.js";
@@ -145,6 +145,8 @@ export function createHttpTool(
 		origin: { kind: "http", method, url: config.url },
 		async execute(_toolCallId, params, signal): Promise<AgentToolResult<HttpToolDetails>> {
 			const { url, rest } = fillUrl(template, (params ?? {}) as Record<string, unknown>, method);
+			// Before the timer: loading undici (the process's first request does) is not the server's slowness.
+			const { request } = undici();
 			const controller = new AbortController();
 			let timedOut = false;
 			const timer = setTimeout(() => {

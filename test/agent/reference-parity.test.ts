@@ -3,23 +3,38 @@
  * hooks run through our loop/Agent and through @mariozechner/pi-agent-core 0.73.1, and the event
  * traces (payloads included, timestamps normalised) must be identical.
  *
- * The reference is never a dependency. Install it elsewhere and point REF_AGENT_CORE at it:
- *   mkdir -p /tmp/refbench && cd /tmp/refbench && npm i @mariozechner/pi-agent-core@0.73.1
- *   REF_AGENT_CORE=/tmp/refbench/node_modules/@mariozechner/pi-agent-core npx vitest run test/agent/reference-parity.test.ts
+ * The reference is the dev dependency @mariozechner/pi-agent-core 0.73.1 (and the pi-ai it
+ * installs beside it). REF_AGENT_CORE points at another install instead:
+ *   REF_AGENT_CORE=/path/to/node_modules/@mariozechner/pi-agent-core npx vitest run test/agent/reference-parity.test.ts
+ * Without either (dev dependencies not installed) the suite skips with one line; with
+ * TEST_REQUIRE_ALL=1 that is an error.
  */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import type { AgentEvent, AgentMessage, AgentTool, StreamFn } from "../../src/index.js";
 import * as ours from "../../src/index.js";
 import { call, model, rawStream, type Step, scripted, tool, user } from "./support.js";
 
-const refDir = process.env.REF_AGENT_CORE;
+/** The installed reference package's folder: REF_AGENT_CORE, else the dev dependency; undefined when neither is there. */
+function referenceDir(): string | undefined {
+	if (process.env.REF_AGENT_CORE) return process.env.REF_AGENT_CORE;
+	try {
+		return dirname(createRequire(import.meta.url).resolve("@mariozechner/pi-agent-core/package.json"));
+	} catch {
+		return undefined;
+	}
+}
+
+const refDir = referenceDir();
 const refEntry = refDir ? join(refDir, "dist/index.js") : undefined;
 const available = refEntry !== undefined && existsSync(refEntry);
 if (!available) {
-	console.warn("reference-parity: skipped (set REF_AGENT_CORE to an installed @mariozechner/pi-agent-core@0.73.1)");
+	const message = `reference-parity: no @mariozechner/pi-agent-core@0.73.1 at ${refDir ?? "node_modules"} (run npm ci with dev dependencies, or set REF_AGENT_CORE)`;
+	if (process.env.TEST_REQUIRE_ALL === "1") throw new Error(`TEST_REQUIRE_ALL=1 and ${message}`);
+	console.warn(`${message}: skipped`);
 }
 
 type Impl = typeof ours;

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { getEnvApiKey, resolveApiKey } from "../../src/ai/env-keys.js";
 import {
-	calculateCost,
 	getModel,
 	getModels,
 	getProviders,
@@ -10,6 +9,7 @@ import {
 	unregisterModel,
 } from "../../src/ai/models.js";
 import { getApiProvider } from "../../src/ai/registry.js";
+import { calculateCost } from "../../src/ai/usage.js";
 import "../../src/ai/stream.js";
 
 describe("model registry", () => {

@@ -2,13 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AssistantMessageEventStream } from "../../src/ai/event-stream.js";
 import { closeHttpPools } from "../../src/ai/http.js";
 import { OutputBuilder } from "../../src/ai/providers/output-builder.js";
-import {
-	ProviderError,
-	parseErrorBody,
-	parseRetryAfter,
-	streamProvider,
-	type WireHandler,
-} from "../../src/ai/providers/provider-stream.js";
+import { ProviderError, parseErrorBody, parseRetryAfter } from "../../src/ai/providers/provider-errors.js";
+import { streamProvider, type WireHandler } from "../../src/ai/providers/provider-stream.js";
 import type { AssistantMessageEvent, Model, StreamOptions } from "../../src/ai/types.js";
 import { type ReplayServer, startReplayServer } from "../helpers/replay-server.js";
 

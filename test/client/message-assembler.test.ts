@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../../src/agent/types.js";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
-import { encodeWireData, type WireEvent } from "../../src/client/wire.js";
+import { encodeWireData, type WireEvent } from "../../src/wire/events.js";
 import { chunks, emitScriptedMessage, type ScriptedBlock } from "./scripted-stream.js";
 
 /** Streams `blocks`, recording each server event as JSON at emit time (what the server saw) and its wire data line. */

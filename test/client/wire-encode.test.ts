@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentEvent } from "../../src/agent/types.js";
-import { encodeWireData, toWireEvent } from "../../src/client/wire.js";
+import { encodeWireData, toWireEvent } from "../../src/wire/events.js";
 import { emitScriptedMessage } from "./scripted-stream.js";
 
 const awkward = [

@@ -15,7 +15,7 @@ import { Type } from "@sinclair/typebox";
 import { EventSource } from "eventsource";
 import { afterEach, expect, it } from "vitest";
 import type { AgentTool } from "../../src/agent/types.js";
-import { SSE_EVENT_NAMES } from "../../src/client/wire.js";
+import { SSE_EVENT_NAMES } from "../../src/wire/events.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, type SseReader } from "../helpers/sse.js";
 

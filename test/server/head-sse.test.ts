@@ -46,7 +46,7 @@ describe("HEAD on SSE routes", () => {
 		const doc = (await server.request("GET", "/openapi.json")).body;
 		const sseGets = Object.entries(doc.paths as Record<string, Record<string, any>>)
 			.filter(([, ops]) => ops.get?.responses?.["200"]?.content?.["text/event-stream"])
-			.map(([path]) => path.replace("{id}", id));
+			.map(([path]) => path.replace("{id}", id).replace("{threadId}", id));
 		expect(sseGets.length).toBeGreaterThan(0);
 		for (const path of sseGets) {
 			const res = await request(`${server.url}${path}`, { method: "HEAD", headersTimeout: 2000, bodyTimeout: 2000 });

@@ -5,10 +5,10 @@
  * differ from what it streamed (a tool call id learned late, text cleaned up at the end).
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { createAssistantMessage } from "../../src/ai/assistant-message.js";
 import { AssistantMessageEventStream } from "../../src/ai/event-stream.js";
 import { fauxToolCall, registerFauxProvider, type ScriptedTurn } from "../../src/ai/providers/faux.js";
 import { registerApiProvider } from "../../src/ai/registry.js";
-import { createAssistantMessage } from "../../src/ai/stream.js";
 import type { AssistantMessage, Context, Model, ToolCall } from "../../src/ai/types.js";
 import { type AgentSetup, addTool, comparable, directAgent, proxyAgent } from "../helpers/pi-proxy.js";
 import { startServer, type TestServer } from "../helpers/server.js";

@@ -5,10 +5,10 @@
  * otherwise wait forever.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import { createAssistantMessage } from "../../src/ai/assistant-message.js";
 import { AssistantMessageEventStream } from "../../src/ai/event-stream.js";
 import { fauxThinking, fauxToolCall, registerFauxProvider, type ScriptedTurn } from "../../src/ai/providers/faux.js";
 import { registerApiProvider } from "../../src/ai/registry.js";
-import { createAssistantMessage } from "../../src/ai/stream.js";
 import type { AssistantMessage, Model } from "../../src/ai/types.js";
 import { type ProxyWire, postProxy, proxyAgent, userMessage } from "../helpers/pi-proxy.js";
 import { startServer, type TestServer } from "../helpers/server.js";

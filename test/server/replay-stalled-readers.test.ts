@@ -167,8 +167,8 @@ it("stalled replayers hold about their buffer each, are dropped, and resume from
 	clearInterval(sampler);
 	peak = Math.max(peak, rss(pid));
 	expect(drops, server.output().slice(-2000)).toBe(READERS);
-	// About one buffer each, far from the log each asked for (about 9 MB: the same readers grew the
-	// process by over a hundred megabytes when a replay queued whole pages of events).
+	// About one buffer each, far from the log each asked for (about 9 MB each): a replay that queued
+	// whole pages of events ahead of a stalled reader would hold all of it.
 	expect(peak - before).toBeLessThan(READERS * BUFFER_BYTES * 2 + 24 * 1024 * 1024);
 
 	// Reading now (all at once: a dropped peer has a few seconds to take its last bytes): what each

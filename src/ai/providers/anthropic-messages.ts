@@ -24,13 +24,8 @@ import type {
 	Tool,
 } from "../types.js";
 import type { OutputBuilder } from "./output-builder.js";
-import {
-	type DriverOptions,
-	isRetryableErrorType,
-	ProviderError,
-	streamProvider,
-	type WireHandler,
-} from "./provider-stream.js";
+import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
+import { type DriverOptions, streamProvider, type WireHandler } from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { adjustMaxTokensForThinking, buildBaseOptions, clampReasoning } from "./simple-options.js";
 import { normalizeToolCallId, transformMessages } from "./transform-messages.js";

@@ -11,6 +11,7 @@
  * (e.g. a model that decides its turn from the context).
  */
 import { parse as parsePartialJson } from "partial-json";
+import { createAssistantMessage } from "../assistant-message.js";
 import { AssistantMessageEventStream } from "../event-stream.js";
 import { getApiProvider, registerApiProvider, unregisterApiProvider } from "../registry.js";
 import type {
@@ -25,6 +26,7 @@ import type {
 	ToolCall,
 	Usage,
 } from "../types.js";
+import { zeroUsage } from "../usage.js";
 
 export type FauxContentBlock = TextContent | ThinkingContent | ToolCall;
 
@@ -65,16 +67,6 @@ export interface ScriptedTurnOptions {
 export const ABORTED_MESSAGE = "Request was aborted";
 const TOOL_JSON_PIECE = 8;
 
-/** The usage of a scripted partial message (and the base of its estimate). */
-export const ZERO_USAGE: Usage = {
-	input: 0,
-	output: 0,
-	cacheRead: 0,
-	cacheWrite: 0,
-	totalTokens: 0,
-	cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-};
-
 let idCounter = 0;
 
 export function fauxText(text: string): TextContent {
@@ -100,12 +92,8 @@ export function fauxAssistantMessage(
 	options: { stopReason?: StopReason; errorMessage?: string; responseId?: string; timestamp?: number } = {},
 ): AssistantMessage {
 	return {
-		role: "assistant",
+		...createAssistantMessage({ api: "faux", provider: "faux", id: "faux-1" }),
 		content: normalizeContent(content),
-		api: "faux",
-		provider: "faux",
-		model: "faux-1",
-		usage: ZERO_USAGE,
 		stopReason: options.stopReason ?? "stop",
 		errorMessage: options.errorMessage,
 		responseId: options.responseId,
@@ -121,7 +109,7 @@ function estimateTokens(text: string): number {
 export function estimateUsage(blocks: readonly FauxContentBlock[], context?: Context): Usage {
 	const output = estimateTokens(JSON.stringify(blocks));
 	const input = context ? estimateTokens(JSON.stringify(context.messages)) : 0;
-	return { ...ZERO_USAGE, input, output, totalTokens: input + output };
+	return { ...zeroUsage(), input, output, totalTokens: input + output };
 }
 
 function splitText(text: string, chunk: FauxChunking): string[] {
@@ -198,17 +186,8 @@ async function runScriptedTurn(
 	const stopReason: StopReason =
 		turn.stopReason ?? (blocks.some((block) => block.type === "toolCall") ? "toolUse" : "stop");
 
-	let partial: AssistantMessage = {
-		role: "assistant",
-		content: [],
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		...(turn.responseId ? { responseId: turn.responseId } : {}),
-		usage: ZERO_USAGE,
-		stopReason: "stop",
-		timestamp: Date.now(),
-	};
+	let partial: AssistantMessage = createAssistantMessage(model);
+	if (turn.responseId) partial.responseId = turn.responseId;
 	// Each event gets its own snapshot: blocks are replaced, never mutated, once handed out.
 	const snapshot = () => ({ ...partial, content: partial.content.slice() });
 	const setBlock = (index: number, block: FauxContentBlock) => {

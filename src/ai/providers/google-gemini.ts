@@ -25,17 +25,12 @@ import type {
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
+import { type GeminiPartialArg, StreamedArgs } from "./google-gemini-args.js";
 import type { OutputBuilder } from "./output-builder.js";
-import {
-	type DriverOptions,
-	isRetryableErrorType,
-	ProviderError,
-	streamProvider,
-	type WireHandler,
-} from "./provider-stream.js";
+import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
+import { type DriverOptions, streamProvider, type WireHandler } from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { buildBaseOptions, clampReasoning } from "./simple-options.js";
-import { StreamedArgs } from "./streamed-args.js";
 import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
 
 export type GeminiThinkingLevel = "MINIMAL" | "LOW" | "MEDIUM" | "HIGH";
@@ -73,16 +68,6 @@ export interface GeminiPart {
 	executableCode?: { language?: string; code?: string };
 	codeExecutionResult?: { outcome?: string; output?: string };
 	[key: string]: unknown;
-}
-
-/** One piece of a Vertex `streamFunctionCallArguments` call: a value (or string piece) at a JSON path. */
-export interface GeminiPartialArg {
-	jsonPath: string;
-	stringValue?: string;
-	numberValue?: number;
-	boolValue?: boolean;
-	nullValue?: unknown;
-	willContinue?: boolean;
 }
 
 export interface GeminiContent {

@@ -14,7 +14,6 @@
  * A stream that ends with neither a `finish_reason` nor `data: [DONE]` was cut short and fails.
  */
 
-import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	AssistantMessage,
@@ -30,9 +29,16 @@ import type {
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import type { OutputBuilder } from "./output-builder.js";
-import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
-import { buildBaseOptions, reasoningEffortFor } from "./simple-options.js";
+import {
+	imageDataUrl,
+	openAIRequestTarget,
+	openAITokenCounts,
+	toolResultParts,
+	withReasoningEffort,
+} from "./openai-shared.js";
+import type { OutputBuilder, TokenCounts } from "./output-builder.js";
+import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
+import { streamProvider, type WireHandler } from "./provider-stream.js";
 import { isSameModel, normalizeToolCallId, transformMessages } from "./transform-messages.js";
 
 /** Options of {@link streamOpenAICompletions}; `streamSimple` derives them from `SimpleStreamOptions`. */
@@ -122,11 +128,8 @@ export function streamOpenAICompletions(
 		model,
 		options,
 		buildRequest: () => {
-			const apiKey = resolveApiKey(String(model.provider), options.apiKey);
-			if (!apiKey && requiresApiKey(model)) throw new ProviderError(missingApiKeyMessage(String(model.provider)));
 			return {
-				url: `${trimSlash(model.baseUrl)}/chat/completions`,
-				headers: apiKey ? { authorization: `Bearer ${apiKey}` } : ({} as Record<string, string>),
+				...openAIRequestTarget(model, "chat/completions", options.apiKey),
 				body: buildParams(model, context, options),
 			};
 		},
@@ -144,10 +147,7 @@ export function streamSimpleOpenAICompletions(
 }
 
 export function toCompletionsOptions(model: Model<any>, options: SimpleStreamOptions = {}): OpenAICompletionsOptions {
-	const base = buildBaseOptions(model, options) as OpenAICompletionsOptions;
-	const effort = model.reasoning ? reasoningEffortFor(model, options.reasoning) : undefined;
-	if (effort) base.reasoningEffort = effort;
-	return base;
+	return withReasoningEffort<OpenAICompletionsOptions>(model, options);
 }
 
 /** The request body (before `onPayload`). */
@@ -252,11 +252,7 @@ export function convertMessages(
 			const converted = convertAssistant(message, model, compat);
 			if (converted) out.push(converted);
 		} else {
-			const text = message.content
-				.filter((block): block is TextContent => block.type === "text")
-				.map((block) => block.text)
-				.join("\n");
-			const images = message.content.filter((block): block is ImageContent => block.type === "image");
+			const { text, images } = toolResultParts(message);
 			const tool: Record<string, unknown> = {
 				role: "tool",
 				tool_call_id: message.toolCallId,
@@ -328,7 +324,7 @@ function userContent(content: string | (TextContent | ImageContent)[]): unknown 
 }
 
 function imagePart(image: ImageContent): Record<string, unknown> {
-	return { type: "image_url", image_url: { url: `data:${image.mimeType};base64,${image.data}` } };
+	return { type: "image_url", image_url: { url: imageDataUrl(image) } };
 }
 
 /** Tools as `{type: "function", function: {name, description, parameters}}`. */
@@ -539,7 +535,8 @@ export function contentOnlyDelta(data: string): string | undefined {
 	if (!data.startsWith('{"id":"') || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
 	// Before the choices: plain fields only (id, model, ...), never an object such as usage; so the
 	// first brace after the chunk's own must be choice 0's. Checked from that brace (a one-character
-	// search) rather than by searching for the whole mark, which took a third of this function's time.
+	// search) rather than by searching for the whole mark, the slowest step of this function when it
+	// searched (bench/providers/results.md).
 	const mark = data.indexOf("{", 1) - CONTENT_MARK_BRACE;
 	if (mark < 0 || !data.startsWith(CONTENT_MARK, mark)) return undefined;
 	const from = mark + CONTENT_MARK.length;
@@ -565,29 +562,9 @@ export function contentOnlyDelta(data: string): string | undefined {
 }
 
 /** Chat Completions usage → our usage: `input` excludes cached prompt tokens (`cacheRead`). */
-export function mapUsage(usage: any): {
-	input: number;
-	output: number;
-	cacheRead: number;
-	cacheWrite: number;
-	totalTokens?: number;
-} {
-	const prompt = num(usage.prompt_tokens);
-	const cached = num(usage.prompt_tokens_details?.cached_tokens) || num(usage.prompt_cache_hit_tokens);
-	const output = num(usage.completion_tokens);
-	return {
-		input: Math.max(0, prompt - cached),
-		output,
-		cacheRead: cached,
-		cacheWrite: 0,
-		totalTokens: num(usage.total_tokens) || prompt + output,
-	};
-}
-
-function num(value: unknown): number {
-	return typeof value === "number" && Number.isFinite(value) ? value : 0;
-}
-
-function trimSlash(url: string): string {
-	return url.replace(/\/+$/, "");
+export function mapUsage(usage: any): TokenCounts {
+	// DeepSeek reports cache hits in its own field.
+	const details = usage.prompt_tokens_details?.cached_tokens;
+	const cached = Number.isFinite(details) && details !== 0 ? details : usage.prompt_cache_hit_tokens;
+	return openAITokenCounts(usage.prompt_tokens, cached, usage.completion_tokens, usage.total_tokens);
 }

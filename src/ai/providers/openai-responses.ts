@@ -16,7 +16,6 @@
  * reason, `response.failed` and `error` fail the call.
  */
 
-import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import type {
 	AssistantMessage,
@@ -26,13 +25,19 @@ import type {
 	SimpleStreamOptions,
 	StopReason,
 	StreamOptions,
-	TextContent,
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import type { OutputBuilder } from "./output-builder.js";
-import { isRetryableErrorType, ProviderError, streamProvider, type WireHandler } from "./provider-stream.js";
-import { buildBaseOptions, reasoningEffortFor } from "./simple-options.js";
+import {
+	imageDataUrl,
+	openAIRequestTarget,
+	openAITokenCounts,
+	toolResultParts,
+	withReasoningEffort,
+} from "./openai-shared.js";
+import type { OutputBuilder, TokenCounts } from "./output-builder.js";
+import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
+import { streamProvider, type WireHandler } from "./provider-stream.js";
 import { isSameModel, normalizeToolCallId, transformMessages } from "./transform-messages.js";
 
 /** Options of {@link streamOpenAIResponses}; `streamSimple` derives them from `SimpleStreamOptions`. */
@@ -54,16 +59,10 @@ export function streamOpenAIResponses(
 		model,
 		options,
 		buildRequest: () => {
-			const apiKey = resolveApiKey(String(model.provider), options.apiKey);
-			if (!apiKey && requiresApiKey(model)) throw new ProviderError(missingApiKeyMessage(String(model.provider)));
-			const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+			const { url, headers } = openAIRequestTarget(model, "responses", options.apiKey);
 			if (options.sessionId && model.compat && (model.compat as any).sendSessionIdHeader)
 				headers.session_id = options.sessionId;
-			return {
-				url: `${model.baseUrl.replace(/\/+$/, "")}/responses`,
-				headers,
-				body: buildParams(model, context, options),
-			};
+			return { url, headers, body: buildParams(model, context, options) };
 		},
 		createHandler: (out) => createResponsesHandler(out),
 	});
@@ -79,10 +78,7 @@ export function streamSimpleOpenAIResponses(
 }
 
 export function toResponsesOptions(model: Model<any>, options: SimpleStreamOptions = {}): OpenAIResponsesOptions {
-	const base = buildBaseOptions(model, options) as OpenAIResponsesOptions;
-	const effort = model.reasoning ? reasoningEffortFor(model, options.reasoning) : undefined;
-	if (effort) base.reasoningEffort = effort;
-	return base;
+	return withReasoningEffort<OpenAIResponsesOptions>(model, options);
 }
 
 /** The request body (before `onPayload`). */
@@ -182,11 +178,7 @@ export function convertMessages(model: Model<"openai-responses">, context: Conte
 			items.push(...convertAssistant(message, model));
 		} else {
 			const [callId] = splitToolCallId(message.toolCallId);
-			const text = message.content
-				.filter((block): block is TextContent => block.type === "text")
-				.map((block) => block.text)
-				.join("\n");
-			const images = message.content.filter((block): block is ImageContent => block.type === "image");
+			const { text, images } = toolResultParts(message);
 			const output =
 				images.length > 0 && model.input.includes("image")
 					? [...(text ? [{ type: "input_text", text }] : []), ...images.map(inputImage)]
@@ -237,7 +229,7 @@ function convertAssistant(message: AssistantMessage, model: Model<any>): Record<
 }
 
 function inputImage(image: ImageContent): Record<string, unknown> {
-	return { type: "input_image", detail: "auto", image_url: `data:${image.mimeType};base64,${image.data}` };
+	return { type: "input_image", detail: "auto", image_url: imageDataUrl(image) };
 }
 
 /** Our tool-call id for Responses is `call_id|item_id`; other ids have no item part. */
@@ -405,25 +397,11 @@ function providerError(error: any, fallback: string): ProviderError {
 }
 
 /** Responses usage → our usage: `input` excludes cached input tokens (`cacheRead`). */
-export function mapUsage(usage: any): {
-	input: number;
-	output: number;
-	cacheRead: number;
-	cacheWrite: number;
-	totalTokens?: number;
-} {
-	const input = num(usage.input_tokens);
-	const cached = num(usage.input_tokens_details?.cached_tokens);
-	const output = num(usage.output_tokens);
-	return {
-		input: Math.max(0, input - cached),
-		output,
-		cacheRead: cached,
-		cacheWrite: 0,
-		totalTokens: num(usage.total_tokens) || input + output,
-	};
-}
-
-function num(value: unknown): number {
-	return typeof value === "number" && Number.isFinite(value) ? value : 0;
+export function mapUsage(usage: any): TokenCounts {
+	return openAITokenCounts(
+		usage.input_tokens,
+		usage.input_tokens_details?.cached_tokens,
+		usage.output_tokens,
+		usage.total_tokens,
+	);
 }

@@ -1,3 +1,5 @@
+/** The partial assistant message of one model call, grown by a provider, with the events it emits. */
+import { createAssistantMessage } from "../assistant-message.js";
 import type { AssistantMessageEventStream } from "../event-stream.js";
 import { parseStreamingJson, parseToolArguments } from "../partial-json.js";
 import type {
@@ -8,8 +10,8 @@ import type {
 	TextContent,
 	ThinkingContent,
 	ToolCall,
-	Usage,
 } from "../types.js";
+import { calculateCost } from "../usage.js";
 
 /** Token counts as a provider reports them; `input` excludes cache reads and writes. */
 export interface TokenCounts {
@@ -21,43 +23,7 @@ export interface TokenCounts {
 	totalTokens?: number;
 }
 
-/** Fills `usage.cost` from the model's prices (USD per million tokens). Returns `usage` for chaining. */
-export function calculateCost(model: Model<any>, usage: Usage): Usage {
-	const price = model.cost ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
-	const cost = usage.cost;
-	cost.input = (usage.input * (price.input ?? 0)) / 1_000_000;
-	cost.output = (usage.output * (price.output ?? 0)) / 1_000_000;
-	cost.cacheRead = (usage.cacheRead * (price.cacheRead ?? 0)) / 1_000_000;
-	cost.cacheWrite = (usage.cacheWrite * (price.cacheWrite ?? 0)) / 1_000_000;
-	cost.total = cost.input + cost.output + cost.cacheRead + cost.cacheWrite;
-	return usage;
-}
-
 type Block = TextContent | ThinkingContent | ToolCall;
-
-/**
- * An empty assistant message for `model` (same shape as `createAssistantMessage` in stream.ts;
- * kept here so providers never import stream.ts, which imports them to register the built-ins).
- */
-function emptyMessage(model: Model<any>): AssistantMessage {
-	return {
-		role: "assistant",
-		content: [],
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: {
-			input: 0,
-			output: 0,
-			cacheRead: 0,
-			cacheWrite: 0,
-			totalTokens: 0,
-			cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-		},
-		stopReason: "stop",
-		timestamp: Date.now(),
-	};
-}
 
 /**
  * Builds the partial `AssistantMessage` of one model call and emits the matching events, so a
@@ -85,7 +51,7 @@ export class OutputBuilder {
 		readonly model: Model<any>,
 		private readonly stream: AssistantMessageEventStream,
 	) {
-		this.message = emptyMessage(model);
+		this.message = createAssistantMessage(model);
 	}
 
 	/** True once a content block was started: from then on a failure is final (no retry). */
@@ -292,7 +258,7 @@ export class OutputBuilder {
 	resetForRetry(): void {
 		if (this.hasOutput)
 			throw new Error("OutputBuilder.resetForRetry: output was already emitted; a retry is not allowed");
-		const fresh = emptyMessage(this.model);
+		const fresh = createAssistantMessage(this.model);
 		this.message.usage = fresh.usage;
 		this.message.stopReason = "stop";
 		delete this.message.responseId;

@@ -3,8 +3,8 @@
  * made room: the loop sees one answer, either the first or the retried one, never both.
  */
 import type { StreamFn } from "../../agent/types.js";
+import { createAssistantMessage } from "../../ai/assistant-message.js";
 import { AssistantMessageEventStream } from "../../ai/event-stream.js";
-import { createAssistantMessage } from "../../ai/stream.js";
 import type { AssistantMessageEvent, Model } from "../../ai/types.js";
 import { isContextOverflow } from "./overflow.js";
 

@@ -19,7 +19,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, StreamFn } from "../../agent/types.js";
 import { errorStream } from "../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions } from "../../ai/types.js";
-import type { CompactionEndEvent, CompactionStartEvent } from "../../client/wire.js";
+import type { CompactionEndEvent, CompactionStartEvent } from "../../wire/events.js";
 import type { LiveSession } from "../session/live-session.js";
 import { budgetState, callLimitReached, sessionLimitReached } from "./budget.js";
 import { chooseCut } from "./cut.js";

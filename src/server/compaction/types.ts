@@ -7,9 +7,9 @@
  * `view.ts`) followed by the messages from `firstKeptIndex` on, and nothing older.
  */
 import type { Usage } from "../../ai/types.js";
-import type { CompactionReason } from "../../client/wire.js";
+import type { CompactionReason } from "../../wire/events.js";
 
-export type { CompactionReason } from "../../client/wire.js";
+export type { CompactionReason } from "../../wire/events.js";
 
 /** One compaction, as stored in the transcript. Plain JSON: it is persisted and served as is. */
 export interface CompactionMessage {

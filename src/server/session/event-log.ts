@@ -10,8 +10,8 @@
  * `lastEventId`, misses and duplicates nothing (see `stream.ts`).
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { SseEventName } from "../../client/wire.js";
 import type { SessionStore, StoredEvent } from "../../store/types.js";
+import type { SseEventName } from "../../wire/events.js";
 import { formatEventFrame } from "../sse/frames.js";
 
 /** Receives every event of a session, in id order, as a prebuilt SSE frame. */

@@ -30,7 +30,6 @@ import type {
 import { streamSimple } from "../../ai/stream.js";
 import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../../ai/types.js";
 import { addUsage } from "../../ai/usage.js";
-import { encodeWireData, type ServerEvent } from "../../client/wire.js";
 import type {
 	IdempotencyRecord,
 	QueuedMessage,
@@ -40,6 +39,7 @@ import type {
 	SessionStore,
 } from "../../store/types.js";
 import { selectTools } from "../../tools/selection.js";
+import { encodeWireData, type ServerEvent } from "../../wire/events.js";
 import { apiError } from "../errors.js";
 import type { RunSlots } from "../limits.js";
 import { SessionEventLog, type SessionSubscriber } from "./event-log.js";

@@ -5,8 +5,8 @@
 import type { AgentMessage, AgentState } from "../../agent/types.js";
 import type { Usage } from "../../ai/types.js";
 import { addUsage } from "../../ai/usage.js";
-import type { SseEventName } from "../../client/wire.js";
 import type { SessionRecord } from "../../store/types.js";
+import type { SseEventName } from "../../wire/events.js";
 import { formatFrame } from "../sse/frames.js";
 import type { QueueEntryView, SessionQueues } from "./queues.js";
 

@@ -17,7 +17,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { SseEventName } from "../../client/wire.js";
+import type { SseEventName } from "../../wire/events.js";
 import { formatComment, formatFrame } from "./frames.js";
 import { type PassWriter, WritePasses } from "./write-passes.js";
 

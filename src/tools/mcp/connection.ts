@@ -14,19 +14,12 @@
  * (the spec's "session not found": the request was not run). The call then re-initialises the
  * connection and is sent once more, instead of failing.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-	type CallToolResult,
-	CallToolResultSchema,
-	ErrorCode,
-	McpError,
-	type Tool as McpTool,
-	type Progress,
-	ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool as McpTool, Progress } from "@modelcontextprotocol/sdk/types.js";
+
+/** The SDK's runtime parts (sdk.ts), imported on the first connect. */
+type McpSdk = typeof import("./sdk.js");
 
 export type McpServerState = "connecting" | "connected" | "failed" | "stopped";
 
@@ -87,12 +80,12 @@ const STDERR_TAIL = 2000;
  * sent when the server restarted or the session expired): per the spec the request was not
  * processed, and the client must start a new session.
  */
-function isSessionUnknown(error: unknown, client: Client): boolean {
+function isSessionUnknown(sdk: McpSdk, error: unknown, client: Client): boolean {
 	const transport = client.transport;
 	return (
-		error instanceof StreamableHTTPError &&
+		error instanceof sdk.StreamableHTTPError &&
 		error.code === 404 &&
-		transport instanceof StreamableHTTPClientTransport &&
+		transport instanceof sdk.StreamableHTTPClientTransport &&
 		transport.sessionId !== undefined
 	);
 }
@@ -108,6 +101,8 @@ export class McpServerConnection {
 	private connectedAt?: number;
 	private serverInfo?: { name: string; version: string };
 	private client?: Client;
+	/** Set by the first connect; every path that has a client has it. */
+	private sdk?: McpSdk;
 	private remoteTools: McpTool[] = [];
 	private skippedTools: SkippedMcpTool[] = [];
 	/** The skipped names last reported, so a reconnect that lists the same tools logs nothing. */
@@ -161,7 +156,7 @@ export class McpServerConnection {
 		this.client = undefined;
 		// Streamable HTTP: end the server-side session (DELETE), as the spec asks, but never wait long for it.
 		const transport = client?.transport;
-		if (transport instanceof StreamableHTTPClientTransport) {
+		if (this.sdk && transport instanceof this.sdk.StreamableHTTPClientTransport) {
 			await Promise.race([
 				transport.terminateSession().catch(() => {}),
 				new Promise((resolve) => setTimeout(resolve, 2000).unref()),
@@ -204,10 +199,12 @@ export class McpServerConnection {
 		onProgress: ((progress: Progress) => void) | undefined,
 	): Promise<{ kind: "result"; result: CallToolResult } | { kind: "session_unknown"; generation: number }> {
 		const client = this.client;
-		if (this.state !== "connected" || !client) throw new Error(this.unavailableMessage());
+		const sdk = this.sdk;
+		if (this.state !== "connected" || !client || !sdk) throw new Error(this.unavailableMessage());
+		const { ErrorCode, McpError } = sdk;
 		const generation = this.generation;
 		try {
-			const result = await client.callTool({ name: tool, arguments: args }, CallToolResultSchema, {
+			const result = await client.callTool({ name: tool, arguments: args }, sdk.CallToolResultSchema, {
 				signal,
 				timeout: this.options.timeoutMs,
 				resetTimeoutOnProgress: true,
@@ -221,7 +218,7 @@ export class McpServerConnection {
 				this.reinitialising?.generation === generation &&
 				error instanceof McpError &&
 				error.code === ErrorCode.ConnectionClosed;
-			if (closedForReinit || isSessionUnknown(error, client)) return { kind: "session_unknown", generation };
+			if (closedForReinit || isSessionUnknown(sdk, error, client)) return { kind: "session_unknown", generation };
 			if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
 				throw new Error(`MCP server ${this.name} disconnected during the call to ${tool}; reconnecting`);
 			}
@@ -263,16 +260,16 @@ export class McpServerConnection {
 		}
 	}
 
-	private createTransport(): Transport {
+	private createTransport(sdk: McpSdk): Transport {
 		if (this.server.transport === "http") {
-			return new StreamableHTTPClientTransport(this.server.url, { requestInit: { headers: this.server.headers } });
+			return new sdk.StreamableHTTPClientTransport(this.server.url, { requestInit: { headers: this.server.headers } });
 		}
-		const transport = new StdioClientTransport({
+		const transport = new sdk.StdioClientTransport({
 			command: this.server.command,
 			args: this.server.args,
 			// A minimal inherited environment (PATH, HOME, ...) plus the configured entries: the
 			// server's own secrets (provider keys) are not handed to every MCP server.
-			env: { ...getDefaultEnvironment(), ...this.server.env },
+			env: { ...sdk.getDefaultEnvironment(), ...this.server.env },
 			...(this.server.cwd ? { cwd: this.server.cwd } : {}),
 			stderr: "pipe",
 		});
@@ -286,10 +283,14 @@ export class McpServerConnection {
 	private async connect(): Promise<void> {
 		const generation = ++this.generation;
 		this.state = "connecting";
-		const client = new Client(this.options.clientInfo, { capabilities: {} });
 		this.client = undefined;
+		let client: Client | undefined;
 		try {
-			const transport = this.createTransport();
+			this.sdk ??= await import("./sdk.js");
+			if (generation !== this.generation) return;
+			const sdk = this.sdk;
+			client = new sdk.Client(this.options.clientInfo, { capabilities: {} });
+			const transport = this.createTransport(sdk);
 			client.onclose = () => this.handleDisconnect(generation, "connection closed");
 			client.onerror = () => {};
 			await client.connect(transport, { timeout: this.options.connectTimeoutMs });
@@ -297,8 +298,9 @@ export class McpServerConnection {
 				await client.close().catch(() => {});
 				return;
 			}
-			client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-				void this.refreshTools(client, generation);
+			const connected = client;
+			client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => {
+				void this.refreshTools(connected, generation);
 			});
 			const tools = await this.listTools(client);
 			if (generation !== this.generation) {
@@ -318,7 +320,7 @@ export class McpServerConnection {
 		} catch (error) {
 			if (generation !== this.generation) return;
 			this.lastError = this.describeFailure(messageOf(error));
-			await client.close().catch(() => {});
+			await client?.close().catch(() => {});
 			this.scheduleReconnect();
 		}
 	}
@@ -379,6 +381,7 @@ export class McpServerConnection {
 		this.pingTimer = setInterval(() => {
 			client.ping({ timeout: Math.min(this.options.pingIntervalMs, 10_000) }).catch((error) => {
 				// A server that answers with a protocol error (e.g. no ping support) is alive.
+				const { ErrorCode, McpError } = this.sdk!;
 				const alive =
 					error instanceof McpError &&
 					error.code !== ErrorCode.RequestTimeout &&

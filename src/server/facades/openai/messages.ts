@@ -4,6 +4,7 @@
  * `VALIDATION_FAILED` naming the field for what cannot be mapped.
  */
 import type { AgentMessage } from "../../../agent/types.js";
+import { createAssistantMessage } from "../../../ai/assistant-message.js";
 import type {
 	AssistantMessage,
 	ImageContent,
@@ -13,7 +14,6 @@ import type {
 	ToolResultMessage,
 	UserMessage,
 } from "../../../ai/types.js";
-import { zeroUsage } from "../../../ai/usage.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
 import { apiError } from "../../errors.js";
 
@@ -80,14 +80,9 @@ function parseArguments(raw: unknown, field: string): Record<string, any> {
 
 function assistantMessage(model: Model<any>, content: AssistantMessage["content"]): AssistantMessage {
 	return {
-		role: "assistant",
+		...createAssistantMessage(model),
 		content,
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: zeroUsage(),
 		stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
-		timestamp: Date.now(),
 	};
 }
 

@@ -38,6 +38,9 @@
 import type { AgentEvent, AgentMessage } from "../agent/types.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
 
+/** The agent's events and messages as the wire carries them (a client reads them from here). */
+export type { AgentEvent, AgentMessage };
+
 type ContentBlock = AssistantMessage["content"][number];
 
 /** An `AssistantMessageEvent` of a `message_update`, as sent on the wire (never with `partial`). */

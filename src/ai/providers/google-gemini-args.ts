@@ -1,4 +1,18 @@
-import type { GeminiPartialArg } from "./google-gemini.js";
+/**
+ * The Gemini args helper: Vertex AI streams a function call's arguments as path/value pieces
+ * (`partialArgs`); this turns them into the JSON text every other wire API streams. Its own file,
+ * holding its input type too, so google-gemini.ts imports it and nothing imports back.
+ */
+
+/** One piece of a Vertex `streamFunctionCallArguments` call: a value (or string piece) at a JSON path. */
+export interface GeminiPartialArg {
+	jsonPath: string;
+	stringValue?: string;
+	numberValue?: number;
+	boolValue?: boolean;
+	nullValue?: unknown;
+	willContinue?: boolean;
+}
 
 type Segment = string | number;
 

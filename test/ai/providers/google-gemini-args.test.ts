@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseStreamingJson } from "../../../src/ai/partial-json.js";
-import { parseJsonPath, StreamedArgs } from "../../../src/ai/providers/streamed-args.js";
+import { parseJsonPath, StreamedArgs } from "../../../src/ai/providers/google-gemini-args.js";
 
 describe("StreamedArgs (Vertex partialArgs → JSON text)", () => {
 	it("writes nested objects, arrays, numbers, booleans, nulls and multi-piece strings in order", () => {

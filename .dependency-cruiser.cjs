@@ -1,0 +1,52 @@
+/**
+ * Which folder of src/ may import which: the layers point one way (server → store, tools, wire →
+ * agent → ai; client and the playground beside them), and no file takes part in an import cycle.
+ * `npm run depcruise` checks it; `npm test` runs that before the tests. Type-only imports count:
+ * a type import is still a dependency on the module's contract.
+ */
+
+/** A rule: files under `from` may import nothing of ours outside `allowed` (and their own folder). */
+function layer(name, from, allowed) {
+	return {
+		name,
+		severity: "error",
+		comment: `${from} may import only from ${[from, ...allowed].join(", ")} (src/*)`,
+		from: { path: `^src/${from}/` },
+		to: { path: "^src/", pathNot: `^src/(${[from, ...allowed].join("|")})/` },
+	};
+}
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+	forbidden: [
+		layer("ai-imports-nothing-of-ours", "ai", []),
+		layer("agent-above-ai", "agent", ["ai"]),
+		layer("store-above-agent", "store", ["agent", "ai"]),
+		layer("tools-above-agent", "tools", ["agent", "ai"]),
+		layer("wire-above-agent", "wire", ["agent", "ai"]),
+		layer("server-on-top", "server", ["store", "tools", "wire", "agent", "ai"]),
+		layer("client-beside", "client", ["wire", "ai"]),
+		layer("playground-beside", "playground", ["client", "wire", "ai"]),
+		{
+			name: "entry-points-are-roots",
+			severity: "error",
+			comment: "src/main.ts and src/index.ts sit above every folder; nothing in a folder imports them",
+			from: { path: "^src/[^/]+/" },
+			to: { path: "^src/(main|index)\\.ts$" },
+		},
+		{
+			name: "no-circular",
+			severity: "error",
+			comment: "no file takes part in an import cycle (type-only imports included)",
+			from: { path: "^src/" },
+			to: { circular: true },
+		},
+	],
+	options: {
+		doNotFollow: { path: "node_modules" },
+		exclude: { path: "(^|/)node_modules/" },
+		tsPreCompilationDeps: true,
+		tsConfig: { fileName: "tsconfig.json" },
+		enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "types", "node", "default"] },
+	},
+};

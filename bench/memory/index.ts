@@ -1,0 +1,306 @@
+/**
+ * bench/memory: the resident memory (RSS) of the Wheelhouse server process idle and after
+ * concurrent SSE streams, against `@mariozechner/pi-agent-core` behind a bare `node:http` SSE
+ * endpoint (reference-server.mjs), in one run on one machine.
+ *
+ *   npx tsx bench/memory/index.ts [--quick]
+ *     BENCH_MEMORY_STREAMS=100  BENCH_MEMORY_TOKENS=200  BENCH_MEMORY_DELAY_MS=10
+ *     BENCH_MEMORY_IDLE_MS=5000  BENCH_MEMORY_REPEATS=3 (1 with --quick)
+ *     BENCH_MEMORY_BASELINE=/path/to/another/checkout   adds that checkout's built server (its
+ *       dist/main.js, with its own node_modules) as a row, e.g. the commit before a change
+ *
+ * Every server is a fresh `node <entry>` process: ours is dist/main.js with the default
+ * configuration (built first when missing or older than src/, as `npm start` does), the reference
+ * is plain JavaScript, and the floor is node:http alone; so no TypeScript loader sits in a
+ * measured process. Each answers with the same stand-in model (the prompt streamed back one word
+ * per text delta, `BENCH_MEMORY_DELAY_MS` apart).
+ *
+ * Measured per server: RSS `BENCH_MEMORY_IDLE_MS` after it answered its first health check
+ * (idle); the highest RSS while `BENCH_MEMORY_STREAMS` sessions stream a `BENCH_MEMORY_TOKENS`-
+ * word answer at once (peak); and RSS one second after the last stream ended (after, the sessions
+ * kept as a server keeps them). Repeats start fresh processes in rotating order; the median is shown.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { createServer } from "node:net";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repoRoot = path.resolve(here, "../..");
+const quick = process.argv.includes("--quick");
+const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 100);
+const TOKENS = Number(process.env.BENCH_MEMORY_TOKENS ?? 200);
+const DELAY_MS = Number(process.env.BENCH_MEMORY_DELAY_MS ?? 10);
+const IDLE_MS = Number(process.env.BENCH_MEMORY_IDLE_MS ?? 5000);
+const REPEATS = Number(process.env.BENCH_MEMORY_REPEATS ?? (quick ? 1 : 3));
+/** The goals: our server idle, and after the streams. */
+const GOAL_IDLE_MB = 90;
+const GOAL_AFTER_MB = 110;
+
+/** How one kind of server is started and spoken to. */
+interface ServerKind {
+	name: string;
+	entry: string;
+	/** Where the process runs (default: this repository). */
+	cwd?: string;
+	env: (port: number, dir: string) => Record<string, string>;
+	/** Creates a session; returns the path its prompt is POSTed to (undefined: the server streams without one). */
+	createSession?: (url: string) => Promise<string>;
+	/** The path of a stream without a session (the floor). */
+	streamPath?: string;
+}
+
+const FLOOR_SERVER = `
+const http = require("node:http");
+const words = Number(process.env.TOKENS), delay = Number(process.env.FAUX_DELAY_MS);
+http.createServer((req, res) => {
+	if (req.url === "/healthz") return res.end("ok");
+	req.resume();
+	res.writeHead(200, { "content-type": "text/event-stream" });
+	let i = 0;
+	const step = () => {
+		if (i === words) return res.end();
+		res.write("id: " + i + "\\nevent: message_update\\ndata: " + JSON.stringify({ type: "message_update", assistantMessageEvent: { type: "text_delta", contentIndex: 0, delta: "w" + i++ + " " } }) + "\\n\\n");
+		delay > 0 ? setTimeout(step, delay) : setImmediate(step);
+	};
+	step();
+}).listen(Number(process.env.PORT), "127.0.0.1");
+process.on("SIGTERM", () => process.exit(0));
+`;
+
+async function postJson(url: string, body: unknown): Promise<{ status: number; json: any }> {
+	const res = await fetch(url, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: JSON.stringify(body),
+	});
+	return { status: res.status, json: await res.json() };
+}
+
+async function createWheelhouseSession(url: string): Promise<string> {
+	const { status, json } = await postJson(`${url}/v1/sessions`, { model: "faux/echo" });
+	if (status !== 201) throw new Error(`POST /v1/sessions: ${status}`);
+	return `/v1/sessions/${json.id}/prompt`;
+}
+
+/** Our server with its default configuration, from the checkout at `root`. */
+function wheelhouseDefaults(name: string, root: string): ServerKind {
+	return {
+		name,
+		entry: path.join(root, "dist/main.js"),
+		cwd: root,
+		env: (port, dir) => ({
+			PORT: String(port),
+			HOST: "127.0.0.1",
+			WHEELHOUSE_DB: path.join(dir, "wheelhouse.db"),
+			WHEELHOUSE_FAUX_DELAY_MS: String(DELAY_MS),
+		}),
+		createSession: createWheelhouseSession,
+	};
+}
+
+const BASELINE = process.env.BENCH_MEMORY_BASELINE;
+
+const KINDS: ServerKind[] = [
+	wheelhouseDefaults("wheelhouse (defaults: SQLite store, metrics on)", repoRoot),
+	...(BASELINE ? [wheelhouseDefaults(`baseline ${path.basename(path.resolve(BASELINE))} (defaults)`, BASELINE)] : []),
+	{
+		name: "wheelhouse, memory store",
+		entry: path.join(repoRoot, "dist/main.js"),
+		env: (port) => ({
+			PORT: String(port),
+			HOST: "127.0.0.1",
+			WHEELHOUSE_STORE: "memory",
+			WHEELHOUSE_FAUX_DELAY_MS: String(DELAY_MS),
+		}),
+		createSession: createWheelhouseSession,
+	},
+	{
+		name: "pi-agent-core 0.73.1 + node:http",
+		entry: path.join(here, "reference-server.mjs"),
+		env: (port) => ({ PORT: String(port), FAUX_DELAY_MS: String(DELAY_MS) }),
+		createSession: async (url) => {
+			const { status, json } = await postJson(`${url}/sessions`, {});
+			if (status !== 201) throw new Error(`POST /sessions: ${status}`);
+			return `/sessions/${json.id}/prompt`;
+		},
+	},
+	{
+		name: "node:http alone (floor)",
+		entry: "",
+		env: (port) => ({ PORT: String(port), FAUX_DELAY_MS: String(DELAY_MS), TOKENS: String(TOKENS) }),
+		streamPath: "/stream",
+	},
+];
+
+/** A free loopback port (closed again before the server takes it). */
+async function freePort(): Promise<number> {
+	const probe = createServer();
+	probe.listen(0, "127.0.0.1");
+	await once(probe, "listening");
+	const { port } = probe.address() as { port: number };
+	probe.close();
+	await once(probe, "close");
+	return port;
+}
+
+/** The process's resident set in MB (Linux: /proc; elsewhere: ps). */
+function rssMb(pid: number): number {
+	try {
+		const status = readFileSync(`/proc/${pid}/status`, "utf8");
+		const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
+		if (kb > 0) return kb / 1024;
+	} catch {
+		// not Linux: ask ps
+	}
+	return Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim()) / 1024;
+}
+
+async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
+	const deadline = Date.now() + 60_000;
+	for (;;) {
+		if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before answering`);
+		try {
+			const res = await fetch(`${url}/healthz`);
+			await res.arrayBuffer();
+			if (res.ok) return;
+		} catch {
+			// not listening yet
+		}
+		if (Date.now() > deadline) throw new Error(`${url}/healthz did not answer within 60 s`);
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+}
+
+/** One SSE stream read to its end; resolves with the number of events. */
+function stream(url: string, body: string | undefined): Promise<number> {
+	return new Promise((resolve, reject) => {
+		const req = request(
+			url,
+			{
+				method: body === undefined ? "GET" : "POST",
+				headers: { accept: "text/event-stream", "content-type": "application/json" },
+				agent: false,
+			},
+			(res) => {
+				if (res.statusCode !== 200) reject(new Error(`${url}: HTTP ${res.statusCode}`));
+				let events = 0;
+				let tail = "";
+				res.setEncoding("utf8");
+				res.on("data", (chunk: string) => {
+					const text = tail + chunk;
+					for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 2)) events++;
+					tail = text.slice(text.lastIndexOf("\n\n") + 2);
+				});
+				res.on("end", () => resolve(events));
+				res.on("error", reject);
+			},
+		);
+		req.on("error", reject);
+		req.end(body);
+	});
+}
+
+interface Sample {
+	idleMb: number;
+	peakMb: number;
+	afterMb: number;
+	events: number;
+}
+
+async function measure(kind: ServerKind): Promise<Sample> {
+	const port = await freePort();
+	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-memory-"));
+	const args = kind.entry ? [kind.entry] : ["-e", FLOOR_SERVER];
+	const child = spawn(process.execPath, args, {
+		cwd: kind.cwd ?? repoRoot,
+		env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...kind.env(port, dir) },
+		stdio: ["ignore", "ignore", "inherit"],
+	});
+	const url = `http://127.0.0.1:${port}`;
+	try {
+		await waitHealthy(url, child);
+		await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+		const idleMb = rssMb(child.pid!);
+		const prompt = Array.from({ length: TOKENS }, (_, i) => `w${i}`).join(" ");
+		const paths: string[] = [];
+		for (let i = 0; i < STREAMS; i++) paths.push(kind.createSession ? await kind.createSession(url) : kind.streamPath!);
+		let peakMb = rssMb(child.pid!);
+		const sampler = setInterval(() => {
+			peakMb = Math.max(peakMb, rssMb(child.pid!));
+		}, 25);
+		const counts = await Promise.all(
+			paths.map((p) => stream(`${url}${p}`, kind.createSession ? JSON.stringify({ message: prompt }) : undefined)),
+		);
+		clearInterval(sampler);
+		peakMb = Math.max(peakMb, rssMb(child.pid!));
+		await new Promise((resolve) => setTimeout(resolve, 1000));
+		const afterMb = rssMb(child.pid!);
+		return { idleMb, peakMb, afterMb, events: counts.reduce((sum, n) => sum + n, 0) };
+	} finally {
+		child.kill("SIGTERM");
+		if (child.exitCode === null) await once(child, "exit");
+		rmSync(dir, { recursive: true, force: true });
+	}
+}
+
+function median(values: number[]): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	const mid = Math.floor(sorted.length / 2);
+	return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+execFileSync(process.execPath, [path.join(repoRoot, "scripts/ensure-built.mjs")], { cwd: repoRoot, stdio: "inherit" });
+
+const samples = new Map<string, Sample[]>(KINDS.map((kind) => [kind.name, []]));
+for (let r = 0; r < REPEATS; r++) {
+	// Rotate the order, so a machine that gets busier during the run does not always hit the same server.
+	for (let i = 0; i < KINDS.length; i++) {
+		const kind = KINDS[(i + r) % KINDS.length]!;
+		const sample = await measure(kind);
+		samples.get(kind.name)!.push(sample);
+		console.log(
+			`  ${kind.name}: idle ${sample.idleMb.toFixed(1)} MB, peak ${sample.peakMb.toFixed(1)} MB, after ${sample.afterMb.toFixed(1)} MB (${sample.events} events)`,
+		);
+	}
+}
+
+const rows = KINDS.map((kind) => {
+	const runs = samples.get(kind.name)!;
+	return {
+		name: kind.name,
+		idle: median(runs.map((s) => s.idleMb)),
+		peak: median(runs.map((s) => s.peakMb)),
+		after: median(runs.map((s) => s.afterMb)),
+		range: `${Math.min(...runs.map((s) => s.idleMb)).toFixed(1)}–${Math.max(...runs.map((s) => s.idleMb)).toFixed(1)} / ${Math.min(...runs.map((s) => s.afterMb)).toFixed(1)}–${Math.max(...runs.map((s) => s.afterMb)).toFixed(1)}`,
+	};
+});
+const width = Math.max(...rows.map((row) => row.name.length));
+const rangeWidth = Math.max(18, ...rows.map((row) => row.range.length));
+console.log(
+	`\nbench/memory — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeat(s) (median), ${STREAMS} streams x ${TOKENS} tokens at ${DELAY_MS} ms, idle = ${IDLE_MS} ms after the first health check\n`,
+);
+console.log(
+	`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | ${"range idle / after".padEnd(rangeWidth)} |`,
+);
+console.log(
+	`|${"-".repeat(width + 2)}|---------|------------------------|------------------|${"-".repeat(rangeWidth + 2)}|`,
+);
+for (const row of rows) {
+	console.log(
+		`| ${row.name.padEnd(width)} | ${row.idle.toFixed(1).padStart(7)} | ${row.peak.toFixed(1).padStart(22)} | ${row.after.toFixed(1).padStart(16)} | ${row.range.padEnd(rangeWidth)} |`,
+	);
+}
+const ours = rows[0]!;
+console.log("\nGoals (our server with its defaults):");
+console.log(
+	`  ${ours.idle <= GOAL_IDLE_MB ? "met    " : "NOT met"}  idle ≤ ${GOAL_IDLE_MB} MB (${ours.idle.toFixed(1)})`,
+);
+console.log(
+	`  ${ours.after <= GOAL_AFTER_MB ? "met    " : "NOT met"}  after ${STREAMS} streams ≤ ${GOAL_AFTER_MB} MB (${ours.after.toFixed(1)})`,
+);
+console.log(`load average at the end: ${loadavg()[0]!.toFixed(1)}`);

@@ -1,0 +1,26 @@
+/**
+ * Response serializers compiled on a route's first response instead of at startup. Fastify compiles
+ * a fast-json-stringify function for every response schema of every route (each status code, each
+ * content type) when the app gets ready: generated code for ~100 routes × their error statuses,
+ * most of which a given deployment never answers. Compiling on first use keeps that code out of
+ * an idle server; each route pays once, on its first answer with that status. The serializers
+ * are Fastify's own (the same compiler and options), only later.
+ *
+ * Trade-off: a response schema fast-json-stringify cannot compile fails on the first response
+ * that uses it (a 500) instead of at startup; the route tests answer every status they declare.
+ */
+import SerializerSelector from "@fastify/fast-json-stringify-compiler";
+
+type SerializerFactory = ReturnType<typeof SerializerSelector>;
+
+/** For Fastify's `schemaController.compilersFactory.buildSerializer`: Fastify's factory, compiling lazily. */
+export const lazySerializerFactory: SerializerFactory = (externalSchemas, options) => {
+	const compile = SerializerSelector()(externalSchemas, options);
+	return (route) => {
+		let serialize: ((doc: unknown) => string) | undefined;
+		return function serializeOnFirstUse(doc: unknown): string {
+			serialize ??= compile(route);
+			return serialize(doc);
+		};
+	};
+};
