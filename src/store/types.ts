@@ -71,11 +71,13 @@
  * Timestamps are epoch milliseconds. Every timestamp is passed by the caller where a method takes
  * one, so tests and the server control time; the store never reads the clock except where noted.
  */
+
+import type { QueueMode } from "../agent/queue.js";
 import type { AgentMessage, ThinkingLevel, ToolExecutionMode } from "../agent/types.js";
 import type { Usage } from "../ai/types.js";
 
-/** How many queued messages one poll of a queue drains (the reference Agent's `QueueMode`). */
-export type QueueMode = "all" | "one-at-a-time";
+/** How many queued messages one poll of a queue drains: the Agent's own type, stored per session. */
+export type { QueueMode };
 
 /**
  * The run status of a session as persisted.
