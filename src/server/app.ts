@@ -41,6 +41,7 @@ import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
 import { defaultPlaygroundDir, playgroundRoutes } from "./playground.js";
+import { checkProfileTools, profilesFrom } from "./profiles.js";
 import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
@@ -184,6 +185,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const models = options.models ?? getProviders().flatMap((provider) => getModels(provider));
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel) checkDefaultModel(catalog, config.defaultModel);
+	const profiles = profilesFrom(config.profiles, catalog);
 
 	const toolOrigins = new Map<string, string>();
 	const tools: AgentTool<any>[] = [];
@@ -237,6 +239,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		config,
 		sessions,
 		catalog,
+		profiles,
 		stream: {
 			passes,
 			heartbeatMs: config.heartbeatMs,
@@ -286,6 +289,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await app.register(compactionRoutes, { compaction });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	try {
+		checkProfileTools(profiles, sessions.tools);
+	} catch (err) {
+		// The tools plugin started MCP servers: stop them before startup fails.
+		await app.close();
+		throw err;
+	}
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
 	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
 	const proxyStreams = new ProxyStreams();

@@ -5,9 +5,9 @@
  *
  * Precedence: environment variable > config file field > default. The file uses the camelCase
  * keys of {@link CONFIG_VARS} (e.g. `{ "port": 8080, "apiKeys": ["..."] }`), `providerKeys`
- * (`{ "openai": "sk-..." }`), and two sections validated by their owners: `tools` (MCP servers,
- * HTTP tools, approvals: `ToolsConfig` of src/tools) and `models` (custom models:
- * `CustomModelConfig[]` of src/ai/models.ts).
+ * (`{ "openai": "sk-..." }`), and three sections validated by their owners: `tools` (MCP servers,
+ * HTTP tools, approvals: `ToolsConfig` of src/tools), `models` (custom models:
+ * `CustomModelConfig[]` of src/ai/models.ts) and `profiles` (agent profiles: profiles.ts).
  */
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
@@ -345,6 +345,8 @@ export const ServerConfigSchema = Type.Object(
 		tools: Type.Optional(Type.Unknown()),
 		/** Config-file only: custom models (`CustomModelConfig[]` of src/ai/models.ts). */
 		models: Type.Optional(Type.Unknown()),
+		/** Config-file only: agent profiles by name (`AgentProfile` of profiles.ts), checked against the models and tools. */
+		profiles: Type.Optional(Type.Unknown()),
 	},
 	{ additionalProperties: false },
 );

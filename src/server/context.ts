@@ -8,6 +8,7 @@ import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
 import type { ServerConfig } from "./config.js";
 import type { ModelCatalog } from "./model-catalog.js";
+import type { AgentProfiles } from "./profiles.js";
 import type { MessageInput } from "./schemas.js";
 import type { SessionManager } from "./session/manager.js";
 import type { StreamSettings } from "./sse/open.js";
@@ -16,6 +17,8 @@ export interface ServerContext {
 	config: ServerConfig;
 	sessions: SessionManager;
 	catalog: ModelCatalog;
+	/** The agent profiles of the config (`profiles`), checked at startup. */
+	profiles: AgentProfiles;
 	stream: StreamSettings;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;

@@ -31,13 +31,22 @@ export const ERRORS = {
 		status: 400,
 		description: "The `Idempotency-Key` header is not 1–255 printable ASCII characters (space to `~`).",
 	},
-	UNKNOWN_MODEL: { status: 400, description: 'The `model` is not `"provider/id"` of a model in `GET /v1/models`.' },
+	UNKNOWN_MODEL: {
+		status: 400,
+		description:
+			'The `model` is not `"provider/id"` of a model in `GET /v1/models` (nor, in the OpenAI-compatible API, the name of an agent profile).',
+	},
 	MODEL_UNAVAILABLE: {
 		status: 400,
 		description:
 			"The model needs an API key the server does not have (`available: false` in `GET /v1/models`); `message` names the variable to set.",
 	},
 	UNKNOWN_TOOL: { status: 400, description: "A tool name is not one of `GET /v1/tools`." },
+	UNKNOWN_PROFILE: {
+		status: 400,
+		description:
+			"A `profile` (of `POST /v1/sessions`, or AG-UI's `forwardedProps.wheelhouse.profile`) is not an agent profile of the server config's `profiles`; `message` lists them.",
+	},
 	UNAUTHORIZED: {
 		status: 401,
 		description:

@@ -71,9 +71,13 @@ export const QueueMode = Type.Union([Type.Literal("all"), Type.Literal("one-at-a
 });
 export const ToolExecution = Type.Union([Type.Literal("parallel"), Type.Literal("sequential")]);
 
-const ModelSpec = Type.String({ pattern: "^[^/\\s]+/\\S+$", description: '`"provider/id"` of GET /v1/models.' });
+export const ModelSpec = Type.String({
+	pattern: "^[^/\\s]+/\\S+$",
+	description: '`"provider/id"` of GET /v1/models.',
+});
 
-const configFields = {
+/** The session settings `POST /v1/sessions`, `PATCH` and agent profiles (profiles.ts) share. */
+export const SessionConfigFields = {
 	model: Type.Optional(ModelSpec),
 	systemPrompt: Type.Optional(Type.String({ maxLength: 200_000 })),
 	thinkingLevel: Type.Optional(ThinkingLevel),
@@ -90,9 +94,19 @@ const configFields = {
 	...CompactionSessionFields,
 };
 
+/** An agent profile's name: no `/` (so it is never a model id) and no whitespace. */
+export const PROFILE_NAME = { minLength: 1, maxLength: 128, pattern: "^[^/\\s]+$" } as const;
+
 export const CreateSessionBody = Type.Object(
 	{
-		...configFields,
+		profile: Type.Optional(
+			Type.String({
+				...PROFILE_NAME,
+				description:
+					"Start from this agent profile of the server config (`profiles`): its settings, with the fields given here winning (metadata is merged).",
+			}),
+		),
+		...SessionConfigFields,
 		metadata: Type.Optional(Type.Record(Type.String(), Type.String(), { description: "Free-form string map." })),
 		messages: Type.Optional(Type.Array(AgentMessageSchema, { description: "A transcript to start from." })),
 		...CreateSessionToolFields,
@@ -101,7 +115,11 @@ export const CreateSessionBody = Type.Object(
 );
 
 export const PatchSessionBody = Type.Object(
-	{ ...configFields, metadata: Type.Optional(Type.Record(Type.String(), Type.String())), ...CreateSessionToolFields },
+	{
+		...SessionConfigFields,
+		metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+		...CreateSessionToolFields,
+	},
 	{
 		additionalProperties: false,
 		description:

@@ -1,6 +1,7 @@
 /**
  * A response id names its session, so `previous_response_id` continues a conversation after the
- * server restarted on the same SQLite store.
+ * server restarted on the same SQLite store; the response objects themselves are kept in memory,
+ * so `GET /responses/:id` of one from before the restart is a 404 that says so.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -35,13 +36,20 @@ it("previous_response_id continues the session after a restart", async () => {
 	stores.pop()?.close();
 
 	const after = await start();
+	const sessionId = `ses_${first.id.split("_")[1]}`;
+	for (const gone of [after.responses.retrieve(first.id), after.responses.cancel(first.id)]) {
+		const err = await gone.catch((e: unknown) => e);
+		expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+		expect((err as Error).message).toContain("responses are kept in memory");
+		expect((err as Error).message).toContain(`GET /v1/sessions/${sessionId}/messages`);
+	}
 	const second = await after.responses.create({
 		model: "faux/echo",
 		input: "still here",
 		previous_response_id: first.id,
 	});
 	expect(second.output_text).toBe("still here");
-	const sessionId = `ses_${first.id.split("_")[1]}`;
+	expect((await after.responses.retrieve(second.id)).output_text).toBe("still here");
 	const transcript = await servers[0]!.request("GET", `/v1/sessions/${sessionId}/messages`, { key: KEY });
 	expect(transcript.body.messages.map((m: { role: string }) => m.role)).toEqual([
 		"user",

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { AgentMessage } from "../../agent/types.js";
 import type { SessionConfig } from "../../store/types.js";
+import { profileNamed, profileSettings } from "../profiles.js";
 import {
 	CreateSessionBody,
 	ListQuery,
@@ -24,9 +25,13 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			schema: { tags, summary: "Create a session", body: CreateSessionBody, response: responses({ 201: SessionView }) },
 		},
 		async function createSession(request, reply) {
-			const body = request.body ?? {};
+			const { profile, ...body } = request.body ?? {};
+			const base =
+				profile === undefined ? {} : profileSettings(profile, profileNamed(app.wheelhouse.profiles, profile));
 			const session = await app.wheelhouse.sessions.create(request.ownerId, {
+				...base,
 				...(body as Partial<SessionConfig>),
+				...(base.metadata ? { metadata: { ...base.metadata, ...body.metadata } } : {}),
 				messages: body.messages as AgentMessage[] | undefined,
 			});
 			return reply.code(201).send(session.view());

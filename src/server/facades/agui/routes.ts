@@ -40,9 +40,9 @@ export interface AguiFacadeOptions {
 const SESSION_HEADER = "x-wheelhouse-session-id";
 
 export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { interactions }) => {
-	const { sessions, catalog } = app.wheelhouse;
+	const { sessions, catalog, profiles } = app.wheelhouse;
 	const threads = new Threads(sessions);
-	const begin = createRunStart({ sessions, catalog, interactions, threads });
+	const begin = createRunStart({ sessions, catalog, profiles, interactions, threads });
 	const tags = ["agui"];
 
 	app.post(

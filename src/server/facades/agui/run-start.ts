@@ -13,6 +13,11 @@
  * 4. Otherwise a new run: prompted with the tail's new user messages, or continued when there are
  *    none. The request's tools, system messages and `forwardedProps.wheelhouse` apply from it.
  *
+ * `forwardedProps.wheelhouse.profile` names an agent profile (profiles.ts): its settings apply to
+ * the thread's session on every run that names it, with the request's system messages after the
+ * profile's system prompt; `model`, `thinkingLevel` and `tools` given beside it win over the
+ * profile's.
+ *
  * The tail's messages the session already holds (ours, or ones prompted before) are left out.
  */
 import type { AgentMessage } from "../../../agent/types.js";
@@ -20,6 +25,7 @@ import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import type { SessionConfig } from "../../../store/types.js";
 import { apiError } from "../../errors.js";
 import type { ModelCatalog } from "../../model-catalog.js";
+import { type AgentProfiles, profileNamed, profileSettings } from "../../profiles.js";
 import type { LiveSession } from "../../session/live-session.js";
 import type { SessionManager } from "../../session/manager.js";
 import type { RunHandle } from "../../session/runs.js";
@@ -40,6 +46,7 @@ export interface RunInput {
 
 /** `forwardedProps.wheelhouse`. */
 export interface WheelhouseProps {
+	profile?: string;
 	model?: string;
 	thinkingLevel?: SessionConfig["thinkingLevel"];
 	tools?: string[];
@@ -63,6 +70,7 @@ export interface Begun {
 export interface RunStartDeps {
 	sessions: SessionManager;
 	catalog: ModelCatalog;
+	profiles: AgentProfiles;
 	interactions: ToolInteractions;
 	threads: Threads;
 }
@@ -80,7 +88,7 @@ function callsOf(messages: readonly AgentMessage[]): Map<string, string> {
 }
 
 export function createRunStart(deps: RunStartDeps): (ownerId: string | null, input: RunInput) => Promise<Begun> {
-	const { sessions, catalog, interactions, threads } = deps;
+	const { sessions, catalog, profiles, interactions, threads } = deps;
 
 	function resolveModel(spec: string): Model<any> {
 		const problem = catalog.problem(spec);
@@ -140,21 +148,39 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 		};
 	}
 
+	/**
+	 * The session settings the request asks for: its profile's (system messages after the profile's
+	 * prompt), then the request's own. Without a profile, the system prompt only when the request has
+	 * system messages.
+	 */
+	function wanted(input: RunInput): Partial<SessionConfig> {
+		const props = input.forwardedProps?.wheelhouse ?? {};
+		const system = systemPromptOf(input.messages);
+		const field = "body.forwardedProps.wheelhouse.profile";
+		return {
+			...(props.profile !== undefined
+				? profileSettings(props.profile, profileNamed(profiles, props.profile, field), system)
+				: system !== undefined
+					? { systemPrompt: system }
+					: {}),
+			...(props.model !== undefined ? { model: props.model } : {}),
+			...(props.thinkingLevel !== undefined ? { thinkingLevel: props.thinkingLevel } : {}),
+			...(props.tools !== undefined ? { tools: props.tools } : {}),
+			clientTools: clientToolsOf(input.tools),
+		};
+	}
+
 	/** The session settings the request asks for that differ from the session's. */
 	function changes(session: LiveSession, input: RunInput): Partial<SessionConfig> {
-		const props = input.forwardedProps?.wheelhouse ?? {};
-		const config = session.config;
-		const patch: Partial<SessionConfig> = {};
-		const clientTools = clientToolsOf(input.tools);
-		if (JSON.stringify(clientTools) !== JSON.stringify(config.clientTools)) patch.clientTools = clientTools;
-		const systemPrompt = systemPromptOf(input.messages);
-		if (systemPrompt !== undefined && systemPrompt !== config.systemPrompt) patch.systemPrompt = systemPrompt;
-		if (props.model !== undefined && props.model !== config.model) patch.model = props.model;
-		if (props.thinkingLevel !== undefined && props.thinkingLevel !== config.thinkingLevel)
-			patch.thinkingLevel = props.thinkingLevel;
-		if (props.tools !== undefined && JSON.stringify(props.tools) !== JSON.stringify(config.tools))
-			patch.tools = props.tools;
-		return patch;
+		const config = session.config as unknown as Record<string, unknown>;
+		const settings: Record<string, unknown> = wanted(input);
+		// A profile's metadata adds to the session's (which holds the thread's state).
+		if (settings.metadata) settings.metadata = { ...session.config.metadata, ...settings.metadata };
+		const patch: Record<string, unknown> = {};
+		for (const [key, value] of Object.entries(settings)) {
+			if (JSON.stringify(value) !== JSON.stringify(config[key])) patch[key] = value;
+		}
+		return patch as Partial<SessionConfig>;
 	}
 
 	async function applyChanges(session: LiveSession, input: RunInput): Promise<void> {
@@ -163,8 +189,8 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 	}
 
 	async function createThread(ownerId: string | null, input: RunInput): Promise<Begun> {
-		const props = input.forwardedProps?.wheelhouse ?? {};
-		const model = resolveModel(props.model ?? sessions.defaultModel);
+		const settings = wanted(input);
+		const model = resolveModel(settings.model ?? sessions.defaultModel);
 		const tail = tailOf(input.messages, new Map());
 		if (tail.prompt.length === 0 && tail.toolResults.length === 0) {
 			throw apiError(
@@ -174,13 +200,9 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 		}
 		const history = historyOf(input.messages, tail.start, model);
 		const session = await threads.create(ownerId, input.threadId, {
-			...(props.model !== undefined ? { model: props.model } : {}),
-			...(props.thinkingLevel !== undefined ? { thinkingLevel: props.thinkingLevel } : {}),
-			...(props.tools !== undefined ? { tools: props.tools } : {}),
-			systemPrompt: systemPromptOf(input.messages) ?? "",
-			clientTools: clientToolsOf(input.tools),
+			...settings,
 			messages: [...history, ...tail.toolResults.map((entry) => entry.message)],
-			metadata: { facade: "agui", "agui.threadId": input.threadId },
+			metadata: { ...settings.metadata, facade: "agui", "agui.threadId": input.threadId },
 		});
 		if (!session) {
 			throw apiError("THREAD_NOT_FOUND", `body.threadId: no session "${input.threadId}" exists for this API key.`);

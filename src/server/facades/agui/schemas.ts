@@ -4,7 +4,7 @@
  * mapping (input.ts), which names the field at fault.
  */
 import { Type } from "@sinclair/typebox";
-import { MAX_ID_LENGTH, ThinkingLevel } from "../../schemas.js";
+import { MAX_ID_LENGTH, PROFILE_NAME, ThinkingLevel } from "../../schemas.js";
 
 const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
 	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });
@@ -14,6 +14,13 @@ const Id = (description: string) => Type.String({ minLength: 1, maxLength: MAX_I
 /** `forwardedProps.wheelhouse`: the session's settings, applied when no run is active. */
 export const WheelhouseProps = Type.Object(
 	{
+		profile: Type.Optional(
+			Type.String({
+				...PROFILE_NAME,
+				description:
+					"An agent profile of the server config: its settings apply to the thread's session (the fields beside it win)",
+			}),
+		),
 		model: Type.Optional(Type.String({ minLength: 1, description: '"provider/id" (see GET /v1/models)' })),
 		thinkingLevel: Type.Optional(ThinkingLevel),
 		tools: Type.Optional(

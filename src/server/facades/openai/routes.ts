@@ -13,7 +13,10 @@
  *   the results.
  * - A response belongs to a session, named in its id: `previous_response_id` continues that session
  *   (durable like the session itself); `function_call_output` items answer the previous
- *   response's function calls, whose run waits for them.
+ *   response's function calls, whose run waits for them. Cancelling a response aborts its run,
+ *   also the run that waits for the outputs of its function calls.
+ * - `model` is a model (`provider/id`) or an agent profile (profiles.ts): a session made with a
+ *   profile gets its settings, with the request's system text after the profile's system prompt.
  * The session of every answer is in the `x-wheelhouse-session-id` header, for the native API
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
@@ -22,7 +25,9 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import { ApiError, apiError } from "../../errors.js";
+import { type AgentProfile, profileSettings } from "../../profiles.js";
 import type { LiveSession } from "../../session/live-session.js";
+import type { NewSessionInput } from "../../session/manager.js";
 import type { RunHandle } from "../../session/runs.js";
 import type { ToolInteractions } from "../../session/tool-interactions.js";
 import type { SseConnection } from "../../sse/connection.js";
@@ -53,6 +58,8 @@ const MAX_KEPT_RESPONSES = 1000;
 const MAX_WAITING_CALLS = 10_000;
 
 const SESSION_HEADER = "x-wheelhouse-session-id";
+/** `owned_by` of the agent profiles in `GET /models`. */
+const PROFILE_OWNER = "wheelhouse-profile";
 /** `visible`: the answer shows the server tools that ran inside the request (hidden by default). */
 const SERVER_TOOLS_HEADER = "x-wheelhouse-server-tools";
 
@@ -70,6 +77,11 @@ function sessionOfResponse(responseId: string): string | undefined {
 	return match ? `ses_${match[1]}` : undefined;
 }
 
+/** Why `GET /responses/:id` or its cancel finds no response, when the session it names exists. */
+function notKept(id: string): string {
+	return `No response "${id}" is kept by this server: responses are kept in memory, the latest ${MAX_KEPT_RESPONSES} of this process, so one from before a restart is gone. previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
+}
+
 function errorType(status: number): string {
 	if (status === 401) return "authentication_error";
 	if (status === 404) return "not_found_error";
@@ -84,6 +96,29 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 	if (map.size > max) map.delete(map.keys().next().value as K);
 }
 
+/** What a request's `model` names: a model, or an agent profile (and its model). */
+interface Target {
+	model: Model<any>;
+	profile?: { name: string; profile: AgentProfile };
+}
+
+/** A response kept for `GET /responses/:id` and cancel. */
+interface KeptResponse {
+	response: ResponseObject;
+	/**
+	 * Aborts the response's run while the response is in progress, or while the run waits for the
+	 * outputs of the response's function calls; resolves with the response as it then is.
+	 */
+	cancel(): Promise<ResponseObject>;
+}
+
+/** The settings a session gets for `target` with the request's system text, in config-patch form. */
+function settingsFor(target: Target, spec: string, system: string | undefined, facade: string): NewSessionInput {
+	if (!target.profile) return { model: spec, systemPrompt: system, metadata: { facade } };
+	const settings = profileSettings(target.profile.name, target.profile.profile, system);
+	return { ...settings, metadata: { ...settings.metadata, facade } };
+}
+
 /** What a request's stretch starts with: a new run, or the results the active run waits for. */
 interface Start {
 	session: LiveSession;
@@ -91,12 +126,12 @@ interface Start {
 }
 
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
-	const { sessions, catalog } = app.wheelhouse;
+	const { sessions, catalog, profiles } = app.wheelhouse;
 	const tags = ["openai"];
 	/** Client tool call id → the session whose run waits for its result (Chat Completions). */
 	const waitingCalls = new Map<string, string>();
 	/** Responses by id: the last state of each, and how to cancel it while it runs. */
-	const kept = new Map<string, { response: ResponseObject; cancel: () => void; done: Promise<ResponseObject> }>();
+	const kept = new Map<string, KeptResponse>();
 
 	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
 	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
@@ -109,6 +144,19 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		const problem = catalog.problem(spec);
 		if (problem) throw apiError(problem.code, `model: ${problem.message}`);
 		return catalog.resolve(spec) as Model<any>;
+	}
+
+	/** A name without `/` is an agent profile's. */
+	function resolveTarget(spec: string): Target {
+		if (spec.includes("/")) return { model: resolveModel(spec) };
+		const profile = profiles.get(spec);
+		if (!profile) {
+			throw apiError(
+				"UNKNOWN_MODEL",
+				`model: "${spec}" is neither a model ("provider/id") nor an agent profile; GET /openai/v1/models lists both.`,
+			);
+		}
+		return { model: resolveModel(profile.model), profile: { name: spec, profile } };
 	}
 
 	/**
@@ -240,7 +288,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				data: catalog
 					.list()
 					.filter((model) => model.available)
-					.map((model) => ({ id: model.id, object: "model" as const, created: 0, owned_by: model.provider })),
+					.map((model) => ({ id: model.id, object: "model" as const, created: 0, owned_by: model.provider }))
+					.concat(
+						[...profiles.keys()].map((id) => ({ id, object: "model" as const, created: 0, owned_by: PROFILE_OWNER })),
+					),
 			};
 		},
 	);
@@ -263,8 +314,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				stream_options?: { include_usage?: boolean };
 				tools?: unknown[];
 			};
-			const model = resolveModel(body.model);
-			const conversation = mapChatMessages(body.messages, model);
+			const target = resolveTarget(body.model);
+			const conversation = mapChatMessages(body.messages, target.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
 			const waiting =
 				conversation.toolResults.length > 0
@@ -274,12 +325,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				? resumeWith(waiting, conversation.toolResults)
 				: runOf(
 						await sessions.create(request.ownerId, {
-							model: body.model,
-							systemPrompt: conversation.systemPrompt,
+							...settingsFor(target, body.model, conversation.systemPrompt, "openai.chat.completions"),
 							messages: conversation.history,
 							clientTools: clientToolSpecs,
-							metadata: { facade: "openai.chat.completions" },
-						} as never),
+						}),
 						conversation,
 					);
 			// The session's declarations: a run resumed by tool results keeps the tools it started with.
@@ -332,6 +381,12 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
 	}
 
+	/** True while the session's run waits for the outputs of `response`'s function calls. */
+	function waitsForOutputs(session: LiveSession, response: ResponseObject): boolean {
+		const calls = new Set(response.output.map((item) => (item.type === "function_call" ? item.call_id : undefined)));
+		return interactions.pending(session).some((p) => p.kind === "client_tool" && calls.has(p.toolCallId));
+	}
+
 	/** Tool call ids of a session's transcript, with their tool names (what `function_call_output` may answer). */
 	function callsOf(session: LiveSession): Map<string, string> {
 		const calls = new Map<string, string>();
@@ -364,28 +419,40 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				tools?: unknown[];
 				metadata?: Record<string, string>;
 			};
-			const model = resolveModel(body.model);
+			const target = resolveTarget(body.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
 			const previous = body.previous_response_id ?? null;
 			let begun: Start;
 			if (previous) {
 				const session = await sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
-				const conversation = mapResponsesInput(body.input, undefined, model, callsOf(session));
+				const conversation = mapResponsesInput(
+					body.input,
+					body.instructions ?? undefined,
+					target.model,
+					callsOf(session),
+				);
 				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
 					if (!(await waitingSession(conversation.toolResults, request.ownerId, session))) {
+						const cancelled = kept.get(previous)?.response.status === "cancelled";
 						throw apiError(
 							"TOOL_CALL_FINISHED",
-							`body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
+							cancelled
+								? `body.input: ${previous} was cancelled, and the run that waited for the outputs of its function calls with it; send a new message instead.`
+								: `body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
 						);
 					}
 					begun = resumeWith(session, conversation.toolResults);
 				} else {
 					// A new turn of the same session: what the request changes applies from it.
 					if (!session.isBusy) {
+						const system = conversation.systemPrompt ?? body.instructions ?? undefined;
+						const settings = target.profile
+							? settingsFor(target, body.model, system, session.config.metadata.facade ?? "openai.responses")
+							: { model: body.model, ...(system !== undefined ? { systemPrompt: system } : {}) };
 						await sessions.update(session, {
-							model: body.model,
+							...settings,
+							...(settings.metadata ? { metadata: { ...session.config.metadata, ...settings.metadata } } : {}),
 							...(body.tools !== undefined ? { clientTools: clientToolSpecs } : {}),
-							...(typeof body.instructions === "string" ? { systemPrompt: body.instructions } : {}),
 						});
 					}
 					begun = runOf(session, {
@@ -395,15 +462,13 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					});
 				}
 			} else {
-				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, model);
+				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, target.model);
 				begun = runOf(
 					await sessions.create(request.ownerId, {
-						model: body.model,
-						systemPrompt: conversation.systemPrompt,
+						...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
 						messages: conversation.history,
 						clientTools: clientToolSpecs,
-						metadata: { facade: "openai.responses" },
-					} as never),
+					}),
 					conversation,
 				);
 			}
@@ -424,10 +489,18 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const done = new Promise<ResponseObject>((resolve) => {
 				settle = resolve;
 			});
-			const entry = {
+			const entry: KeptResponse = {
 				response: responseObject(head, "in_progress", []),
-				cancel: () => abort.abort(),
-				done,
+				async cancel() {
+					abort.abort(); // a response in progress ends (nothing once it ended)
+					await done;
+					if (waitsForOutputs(session, entry.response)) {
+						session.abort();
+						await session.waitForIdle();
+						entry.response = { ...entry.response, status: "cancelled" };
+					}
+					return entry.response;
+				},
 			};
 			remember(kept, head.id, entry, MAX_KEPT_RESPONSES);
 			try {
@@ -475,11 +548,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const { id } = request.params as { id: string };
 			await sessionOfKnownResponse(id, request.ownerId, "id");
 			const entry = kept.get(id);
-			if (!entry)
-				throw apiError(
-					"RESPONSE_NOT_FOUND",
-					`No response "${id}" is kept by this server (it keeps the latest ${MAX_KEPT_RESPONSES}).`,
-				);
+			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
 			return entry.response;
 		},
 	);
@@ -489,7 +558,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		{
 			schema: {
 				tags,
-				summary: "Cancel a response in progress: aborts its run (a finished response is returned as it is)",
+				summary:
+					"Cancel a response: aborts its run while it is in progress, or while the run waits for the outputs of its function calls (a finished response is returned as it is)",
 				params: ResponseParams,
 				response: openaiResponses({ 200: ResponseObjectSchema }),
 			},
@@ -498,9 +568,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const { id } = request.params as { id: string };
 			await sessionOfKnownResponse(id, request.ownerId, "id");
 			const entry = kept.get(id);
-			if (!entry) throw apiError("RESPONSE_NOT_FOUND", `No response "${id}" is kept by this server.`);
-			entry.cancel();
-			return entry.done;
+			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
+			return entry.cancel();
 		},
 	);
 };

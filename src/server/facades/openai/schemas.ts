@@ -35,7 +35,8 @@ export const SseStream = {
 
 const ModelField = Type.String({
 	minLength: 1,
-	description: 'A Wheelhouse model, "provider/id" (see GET /openai/v1/models).',
+	description:
+		'A Wheelhouse model, "provider/id", or the name of an agent profile of the server config (GET /openai/v1/models lists both).',
 });
 
 export const ChatCompletionBody = Open(
@@ -100,10 +101,10 @@ export const ModelListSchema = Type.Object({
 	object: Type.Literal("list"),
 	data: Type.Array(
 		Type.Object({
-			id: Type.String({ description: '"provider/id"' }),
+			id: Type.String({ description: '"provider/id" of a model, or the name of an agent profile' }),
 			object: Type.Literal("model"),
 			created: Type.Integer(),
-			owned_by: Type.String(),
+			owned_by: Type.String({ description: 'The provider, or "wheelhouse-profile" for an agent profile' }),
 		}),
 	),
 });
