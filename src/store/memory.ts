@@ -260,8 +260,8 @@ export class MemorySessionStore implements SessionStore {
 		const owner = s.record.ownerId;
 		for (const entry of usageEntriesOf(messages)) {
 			const key = JSON.stringify([owner, entry.day, entry.provider, entry.model]);
-			let row = this.usage.get(key);
-			if (!row) this.usage.set(key, (row = zeroRow(owner, entry.day, entry.provider, entry.model)));
+			const row = this.usage.get(key) ?? zeroRow(owner, entry.day, entry.provider, entry.model);
+			this.usage.set(key, row);
 			addEntry(row, entry);
 		}
 		s.record.messageCount = s.messages.length;
