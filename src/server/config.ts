@@ -7,7 +7,8 @@
  * keys of {@link CONFIG_VARS} (e.g. `{ "port": 8080, "apiKeys": ["..."] }`), `providerKeys`
  * (`{ "openai": "sk-..." }`), and three sections validated by their owners: `tools` (MCP servers,
  * HTTP tools, approvals: `ToolsConfig` of src/tools), `models` (custom models:
- * `CustomModelConfig[]` of src/ai/models.ts) and `profiles` (agent profiles: profiles.ts).
+ * `CustomModelConfig[]` of src/ai/models.ts), `profiles` (agent profiles: profiles.ts) and
+ * `keyBudgets` (spending limits per API key: budgets/config.ts).
  */
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
@@ -347,6 +348,8 @@ export const ServerConfigSchema = Type.Object(
 		models: Type.Optional(Type.Unknown()),
 		/** Config-file only: agent profiles by name (`AgentProfile` of profiles.ts), checked against the models and tools. */
 		profiles: Type.Optional(Type.Unknown()),
+		/** Config-file only: spending limits per API key (`keyBudgets` of budgets/config.ts), checked against `apiKeys`. */
+		keyBudgets: Type.Optional(Type.Unknown()),
 	},
 	{ additionalProperties: false },
 );
