@@ -37,13 +37,17 @@ function isUsage(value: unknown): value is Usage {
 /**
  * The usage entries of messages being appended: one per assistant message (a model call of a run:
  * one turn) and one per message of another role that records a model call of its own (a
- * compaction's summary: `model` is `"provider/id"`, no turn). Messages without usage add nothing.
+ * compaction's summary: `model` is `"provider/id"`, no turn). Messages without usage add nothing,
+ * nor does an error message that reports no tokens (a call refused before it was made, e.g. by a
+ * budget, is no turn).
  */
 export function usageEntriesOf(messages: readonly AgentMessage[]): UsageEntry[] {
 	const entries: UsageEntry[] = [];
 	for (const m of messages) {
 		const message = m as { role?: string; usage?: unknown; provider?: unknown; model?: unknown; timestamp?: unknown };
 		if (!isUsage(message.usage)) continue;
+		const stopReason = (m as { stopReason?: unknown }).stopReason;
+		if (stopReason === "error" && message.usage.totalTokens === 0 && message.usage.cost.total === 0) continue;
 		const at = typeof message.timestamp === "number" ? message.timestamp : Date.now();
 		if (message.role === "assistant") {
 			entries.push({
