@@ -58,7 +58,13 @@ describe("SSE write passes and an asynchronous barrier", () => {
 				if (typeof chunk !== "function") check(chunk);
 				return end(chunk, ...rest);
 			}) as typeof res.end;
-			const sse = new SseConnection(res, { heartbeatMs: 0, retryMs: 1000, maxBufferBytes: 1 << 24, stallMs: 0, passes });
+			const sse = new SseConnection(res, {
+				heartbeatMs: 0,
+				retryMs: 1000,
+				maxBufferBytes: 1 << 24,
+				stallMs: 0,
+				passes,
+			});
 			sse.open();
 			// Frames keep coming, faster than the barrier resolves: some are always queued while one is awaited.
 			const timer = setInterval(() => {
