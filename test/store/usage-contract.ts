@@ -64,6 +64,11 @@ export function usageContract(open: () => SessionStore): void {
 			store.appendMessages("s1", [reply("echo", DAY1, use(10, 5, 0.25)), reply("echo", DAY2, use(20, 2, 0.5))]);
 			store.appendMessages("s2", [reply("echo", DAY1, use(7, 3, 0.125)), reply("big", DAY1, use(100, 0, 1))]);
 			store.appendMessages("s3", [reply("echo", DAY1, use(1, 1, 1))]);
+			// A call refused before it was made (a budget's error message, no tokens) is no turn.
+			const refused = { ...reply("echo", DAY1, use(0, 0, 0)), stopReason: "error" as const, errorMessage: "limit" };
+			refused.usage.cacheRead = 0;
+			refused.usage.totalTokens = 0;
+			store.appendMessages("s1", [refused]);
 			const compaction = {
 				role: "compaction",
 				summary: "s",
