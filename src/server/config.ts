@@ -13,7 +13,7 @@
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { redactSecrets } from "./redact.js";
+import { REDACTED, redactSecrets } from "./redact.js";
 
 /** One configuration variable: its environment name, config-file key, default and meaning. */
 export interface ConfigVar {
@@ -568,5 +568,13 @@ function literalChoices(schema: unknown): string[] | undefined {
 
 /** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */
 export function redactConfig(config: ServerConfig): Record<string, unknown> {
-	return redactSecrets(config) as Record<string, unknown>;
+	const redacted = redactSecrets(config) as Record<string, unknown>;
+	// `keyBudgets` is keyed by the API keys themselves: the names are the secrets there.
+	const budgets = redacted.keyBudgets;
+	if (typeof budgets === "object" && budgets !== null && !Array.isArray(budgets)) {
+		redacted.keyBudgets = Object.fromEntries(
+			Object.entries(budgets).map(([key, value], i) => [key === "*" ? key : `${REDACTED} ${i + 1}`, value]),
+		);
+	}
+	return redacted;
 }

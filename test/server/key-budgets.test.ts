@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { fauxToolCall } from "../../src/ai/providers/faux.js";
 import { buildApp } from "../../src/server/app.js";
 import { ownerIdOf } from "../../src/server/auth.js";
-import { ConfigError } from "../../src/server/config.js";
+import { ConfigError, redactConfig } from "../../src/server/config.js";
 import { scriptedModel, usage } from "../helpers/scripted-session.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse } from "../helpers/sse.js";
@@ -212,6 +212,14 @@ describe("GET /v1/usage", () => {
 describe("the keyBudgets config", () => {
 	const build = (keyBudgets: unknown) =>
 		buildApp({ env: {}, config: { logLevel: "silent", apiKeys: [KEY_A], keyBudgets } as never });
+
+	it("keeps the keys that name the entries out of the logged configuration", () => {
+		const logged = JSON.stringify(
+			redactConfig({ apiKeys: [KEY_A], keyBudgets: { [KEY_A]: { maxTokens: 5 }, "*": { maxCostUsd: 1 } } } as never),
+		);
+		expect(logged).not.toContain(KEY_A);
+		expect(JSON.parse(logged).keyBudgets).toEqual({ "[redacted] 1": { maxTokens: 5 }, "*": { maxCostUsd: 1 } });
+	});
 
 	it("names the field of a bad entry at startup", async () => {
 		await expect(build({ [KEY_A]: { maxCostUsd: -1 } })).rejects.toThrow(
