@@ -22,6 +22,9 @@ import type { SessionStore } from "../store/types.js";
 import { builtinTools } from "../tools/builtin/index.js";
 import { installAuth } from "./auth.js";
 import { installBodyParser } from "./body-parser.js";
+import { keyBudgetsFrom } from "./budgets/config.js";
+import { KeyBudgets } from "./budgets/key-budgets.js";
+import { usageRoutes } from "./budgets/routes.js";
 import { compactionExtension } from "./compaction/extension.js";
 import { compactionRoutes } from "./compaction/routes.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
@@ -192,6 +195,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const catalog = new ModelCatalog([echo, ...models], hasKey, config.defaultModel || undefined);
 	if (config.defaultModel) checkDefaultModel(catalog, config.defaultModel);
 	const profiles = profilesFrom(config.profiles, catalog);
+	const keyBudgets = new KeyBudgets(keyBudgetsFrom(config.keyBudgets, config.apiKeys), store);
 
 	const toolOrigins = new Map<string, string>();
 	const tools: AgentTool<any>[] = [];
@@ -238,6 +242,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		},
 		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		logger: app.log,
+		keyBudgets,
 	});
 	sessions.addExtension(compaction);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
@@ -297,6 +302,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(eventRoutes);
 	await app.register(streamTokenRoutes, { tokens: streamTokens });
 	await app.register(compactionRoutes, { compaction });
+	await app.register(usageRoutes, { keyBudgets, store });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
 	try {
 		checkProfileTools(profiles, sessions.tools);

@@ -7,12 +7,13 @@
  * keys of {@link CONFIG_VARS} (e.g. `{ "port": 8080, "apiKeys": ["..."] }`), `providerKeys`
  * (`{ "openai": "sk-..." }`), and three sections validated by their owners: `tools` (MCP servers,
  * HTTP tools, approvals: `ToolsConfig` of src/tools), `models` (custom models:
- * `CustomModelConfig[]` of src/ai/models.ts) and `profiles` (agent profiles: profiles.ts).
+ * `CustomModelConfig[]` of src/ai/models.ts), `profiles` (agent profiles: profiles.ts) and
+ * `keyBudgets` (spending limits per API key: budgets/config.ts).
  */
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
-import { redactSecrets } from "./redact.js";
+import { REDACTED, redactSecrets } from "./redact.js";
 
 /** One configuration variable: its environment name, config-file key, default and meaning. */
 export interface ConfigVar {
@@ -347,6 +348,8 @@ export const ServerConfigSchema = Type.Object(
 		models: Type.Optional(Type.Unknown()),
 		/** Config-file only: agent profiles by name (`AgentProfile` of profiles.ts), checked against the models and tools. */
 		profiles: Type.Optional(Type.Unknown()),
+		/** Config-file only: spending limits per API key (`keyBudgets` of budgets/config.ts), checked against `apiKeys`. */
+		keyBudgets: Type.Optional(Type.Unknown()),
 	},
 	{ additionalProperties: false },
 );
@@ -565,5 +568,13 @@ function literalChoices(schema: unknown): string[] | undefined {
 
 /** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */
 export function redactConfig(config: ServerConfig): Record<string, unknown> {
-	return redactSecrets(config) as Record<string, unknown>;
+	const redacted = redactSecrets(config) as Record<string, unknown>;
+	// `keyBudgets` is keyed by the API keys themselves: the names are the secrets there.
+	const budgets = redacted.keyBudgets;
+	if (typeof budgets === "object" && budgets !== null && !Array.isArray(budgets)) {
+		redacted.keyBudgets = Object.fromEntries(
+			Object.entries(budgets).map(([key, value], i) => [key === "*" ? key : `${REDACTED} ${i + 1}`, value]),
+		);
+	}
+	return redacted;
 }

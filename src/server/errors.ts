@@ -99,6 +99,16 @@ export const ERRORS = {
 		description:
 			"The session has reached a limit of its `budget` (`maxTokens` or `maxCostUsd`): it takes no prompt, continue or compaction; `details` names the limit. Raise it with `PATCH /v1/sessions/:id`.",
 	},
+	KEY_BUDGET_EXHAUSTED: {
+		status: 429,
+		description:
+			"The API key has reached a limit of its budget (config `keyBudgets`: `maxTokens` or `maxCostUsd` per UTC day or month): no session of the key takes a prompt, continue or compaction until the period ends; `details` names the limit. `GET /v1/usage` shows what was spent.",
+	},
+	INVALID_USAGE_RANGE: {
+		status: 400,
+		description:
+			"`GET /v1/usage`: `from` or `to` is not a calendar day (YYYY-MM-DD), `from` is after `to`, or the range spans more than 366 days.",
+	},
 	NOTHING_TO_COMPACT: {
 		status: 409,
 		description:

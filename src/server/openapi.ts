@@ -20,6 +20,7 @@ export const OPENAPI_TAGS = [
 	{ name: "events", description: "The session's resumable Server-Sent Events stream." },
 	{ name: "messages", description: "The session transcript." },
 	{ name: "catalog", description: "Models and tools the server offers." },
+	{ name: "usage", description: "Tokens and cost the caller's API key spent, and its budget." },
 	{
 		name: "openai",
 		description:

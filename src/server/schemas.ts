@@ -7,6 +7,7 @@
  * exact shape is the pi-ai message types, and the serialiser must not drop fields of them.
  */
 import { type TSchema, Type } from "@sinclair/typebox";
+import { KeyBudgetStateFields } from "./budgets/schemas.js";
 import { CompactionSessionFields, CompactionStateFields } from "./compaction/settings.js";
 import { ERROR_CODES } from "./errors.js";
 import { CreateSessionToolFields, SessionToolStateFields } from "./session/tool-interactions.js";
@@ -175,6 +176,7 @@ export const SessionView = Type.Object(
 		usage: Usage,
 		...SessionToolStateFields,
 		...CompactionStateFields,
+		...KeyBudgetStateFields,
 	},
 	{ additionalProperties: true, $id: "Session", description: "A session's config and live state." },
 );

@@ -35,7 +35,10 @@ import type {
 	SessionStore,
 	StoredEvent,
 	StoreOptions,
+	UsageQuery,
+	UsageRow,
 } from "./types.js";
+import { addEntry, checkUsageQuery, compareRows, usageEntriesOf, zeroRow } from "./usage.js";
 
 interface StoredMessage {
 	json: string;
@@ -77,6 +80,8 @@ export class MemorySessionStore implements SessionStore {
 	/** Every run id of every stored session (run ids are unique store-wide; checked in O(1)). */
 	private readonly runIds = new Set<string>();
 	private nextQueueId = 1;
+	/** Usage rows by `JSON.stringify([ownerId, day, provider, model])`; kept when a session is deleted. */
+	private readonly usage = new Map<string, UsageRow>();
 	private closed = false;
 
 	constructor(options: StoreOptions = {}) {
@@ -252,6 +257,13 @@ export class MemorySessionStore implements SessionStore {
 
 	private addMessages(s: MemorySession, messages: AgentMessage[]): number {
 		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
+		const owner = s.record.ownerId;
+		for (const entry of usageEntriesOf(messages)) {
+			const key = JSON.stringify([owner, entry.day, entry.provider, entry.model]);
+			const row = this.usage.get(key) ?? zeroRow(owner, entry.day, entry.provider, entry.model);
+			this.usage.set(key, row);
+			addEntry(row, entry);
+		}
 		s.record.messageCount = s.messages.length;
 		return s.messages.length;
 	}
@@ -279,6 +291,15 @@ export class MemorySessionStore implements SessionStore {
 		if (!s) return false;
 		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, at);
 		return true;
+	}
+
+	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
+		this.open();
+		checkUsageQuery(query);
+		return [...this.usage.values()]
+			.filter((r) => r.ownerId === query.ownerId && r.day >= query.fromDay && r.day <= query.toDay)
+			.map((r) => ({ ...r }))
+			.sort(compareRows);
 	}
 
 	/** Nothing waits for a commit in memory. */

@@ -529,6 +529,48 @@ export interface IdempotencyStore {
 	deleteIdempotencyKeys(cutoff: number): Promise<number>;
 }
 
+/** The usage of one owner on one UTC day with one model: the sum of its messages' usage. */
+export interface UsageRow {
+	/** The API key's owner id; null for sessions created with auth off. */
+	ownerId: string | null;
+	/** `YYYY-MM-DD`, UTC, of the messages' timestamps. */
+	day: string;
+	provider: string;
+	model: string;
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	totalTokens: number;
+	/** USD, from the model's prices as the messages report them. */
+	costUsd: number;
+	/** Model calls of runs (assistant messages); a compaction's summary call adds usage, not a turn. */
+	turns: number;
+}
+
+/** Which usage rows to read: one owner, the days `fromDay..toDay` inclusive (`YYYY-MM-DD`, UTC). */
+export interface UsageQuery {
+	ownerId: string | null;
+	fromDay: string;
+	toDay: string;
+}
+
+/**
+ * Usage accounting by owner, UTC day and model. The rows are written by the transcript writes
+ * themselves — `appendMessages`, `startRun` and `drainQueued` add the usage of each message they
+ * append (an assistant message: its usage and one turn; a compaction message: the usage of its
+ * summary call) in the same write, so the rows always equal the sum over the stored messages, also
+ * after a crash, and accounting never reads the transcript. The history given to `createSession`
+ * is not accounted (it was not spent through this store). Deleting a session keeps its usage.
+ */
+export interface UsageStore {
+	/**
+	 * The owner's rows in the range, ordered by day, provider, model. Sees every write called before
+	 * it. Rejects on a malformed day or `fromDay > toDay` (misuse).
+	 */
+	readUsage(query: UsageQuery): Promise<UsageRow[]>;
+}
+
 /** Opening is the implementation's own (a factory); this is the rest of a store's life. */
 export interface StoreLifecycle {
 	/** `"memory"` or `"sqlite"`. */
@@ -552,4 +594,5 @@ export interface SessionStore
 		QueueStore,
 		PendingInteractionStore,
 		IdempotencyStore,
+		UsageStore,
 		StoreLifecycle {}

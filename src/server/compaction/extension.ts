@@ -4,6 +4,7 @@
  * the session state. One per app: the per-session controllers live in its own map.
  */
 import type { FastifyBaseLogger } from "fastify";
+import type { KeyBudgets } from "../budgets/key-budgets.js";
 import { apiError } from "../errors.js";
 import type { LiveSession, SessionExtension } from "../session/live-session.js";
 import { SessionCompaction } from "./session-compaction.js";
@@ -13,6 +14,7 @@ export interface CompactionExtensionOptions {
 	defaults: CompactionDefaults;
 	providerIdleTimeoutMs?: number;
 	logger: FastifyBaseLogger;
+	keyBudgets?: KeyBudgets;
 }
 
 export interface CompactionExtension extends SessionExtension {
@@ -28,12 +30,23 @@ export function compactionExtension(options: CompactionExtensionOptions): Compac
 		attach(session) {
 			if (!controllers.has(session)) controllers.set(session, new SessionCompaction(session, options));
 		},
+		async load(session) {
+			await options.keyBudgets?.load(session.ownerId);
+		},
 		beforeRun(session, kind) {
 			const controller = controllers.get(session);
 			if (!controller) return;
 			const limit = controller.sessionLimit();
 			if (limit) {
 				throw apiError("BUDGET_EXHAUSTED", limit.message, { limit: limit.limit, max: limit.max, used: limit.used });
+			}
+			const keyLimit = options.keyBudgets?.keyLimit(session.ownerId);
+			if (keyLimit) {
+				throw apiError("KEY_BUDGET_EXHAUSTED", keyLimit.message, {
+					limit: keyLimit.limit,
+					max: keyLimit.max,
+					used: keyLimit.used,
+				});
 			}
 			const problem = kind === "continue" ? controller.continueProblem() : undefined;
 			if (problem) throw apiError("CANNOT_CONTINUE_FROM_ASSISTANT", problem);
@@ -42,9 +55,13 @@ export function compactionExtension(options: CompactionExtensionOptions): Compac
 			if (event.type === "agent_start" || event.type === "agent_end") {
 				controllers.get(session)?.onRun(event.type === "agent_start");
 			}
+			if (event.type === "message_end" && event.message.role === "assistant") {
+				options.keyBudgets?.add(session.ownerId, event.message.usage);
+			}
 		},
 		state(session) {
-			return controllers.get(session)?.state() ?? {};
+			const state = controllers.get(session)?.state() ?? {};
+			return options.keyBudgets ? { ...state, keyBudget: options.keyBudgets.state(session.ownerId) } : state;
 		},
 	};
 }

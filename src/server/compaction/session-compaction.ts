@@ -20,6 +20,7 @@ import type { AgentMessage, StreamFn } from "../../agent/types.js";
 import { errorStream } from "../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions } from "../../ai/types.js";
 import type { CompactionEndEvent, CompactionStartEvent } from "../../wire/events.js";
+import type { KeyBudgets } from "../budgets/key-budgets.js";
 import type { LiveSession } from "../session/live-session.js";
 import { budgetState, callLimitReached, sessionLimitReached } from "./budget.js";
 import { chooseCut } from "./cut.js";
@@ -35,6 +36,8 @@ export interface SessionCompactionOptions {
 	/** Idle timeout of the summary call when the model sets none (the server's provider idle timeout). */
 	providerIdleTimeoutMs?: number;
 	logger: FastifyBaseLogger;
+	/** The per-API-key budgets: checked before each model call with the session's own. */
+	keyBudgets?: KeyBudgets;
 }
 
 /** What one compaction came to. */
@@ -95,7 +98,10 @@ export class SessionCompaction {
 
 	/** The limit the next model call would pass, if any. */
 	private limitReached() {
-		return callLimitReached(this.session.config.budget, this.session.usage, this.turns ?? 0);
+		return (
+			callLimitReached(this.session.config.budget, this.session.usage, this.turns ?? 0) ??
+			this.options.keyBudgets?.callLimit(this.session.ownerId, this.turns ?? 0)
+		);
 	}
 
 	/** The session-wide limit its usage has reached, if any (a prompt is refused then). */
@@ -229,6 +235,7 @@ export class SessionCompaction {
 			},
 		);
 		this.session.addRunUsage(outcome.usage);
+		this.options.keyBudgets?.add(this.session.ownerId, outcome.usage);
 
 		// 3.
 		if (outcome.kind === "failed") return this.failed(reason, tokensBefore, outcome.errorMessage, outcome.aborted);

@@ -180,6 +180,29 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
 		`,
 	},
+	{
+		version: 7,
+		description:
+			"usage accounting: tokens, cost and turns by owner, UTC day, provider and model, added with the messages " +
+			"that spent them (per-key budgets and GET /v1/usage); owner_id '' is the owner of sessions made with auth off",
+		// Accounting starts with this version: messages stored before it are not counted.
+		sql: `
+			CREATE TABLE usage_daily (
+				owner_id TEXT NOT NULL,
+				day TEXT NOT NULL,
+				provider TEXT NOT NULL,
+				model TEXT NOT NULL,
+				input INTEGER NOT NULL,
+				output INTEGER NOT NULL,
+				cache_read INTEGER NOT NULL,
+				cache_write INTEGER NOT NULL,
+				total_tokens INTEGER NOT NULL,
+				cost_usd REAL NOT NULL,
+				turns INTEGER NOT NULL,
+				PRIMARY KEY (owner_id, day, provider, model)
+			) WITHOUT ROWID;
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -9,6 +9,7 @@
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
 import type { RunEnd, UsageTotals } from "../types.js";
+import { usageEntriesOf } from "../usage.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { RefTarget } from "./event-batch.js";
 import { type RunRow, ZERO_USAGE_JSON } from "./rows.js";
@@ -34,7 +35,7 @@ export class RunWrites {
 		const rows = messages.map((m) => JSON.stringify(m));
 		if (rows.length === 0) return first;
 		const targets = rows.map((json, i) => ({ seq: first + i, json }));
-		this.commits.later(sessionId, () => this.insertMessages(sessionId, runId, rows), targets);
+		this.commits.later(sessionId, () => this.insertMessages(sessionId, runId, rows, messages), targets);
 		tally.messages += rows.length;
 		this.remember(state, targets);
 		return tally.messages;
@@ -56,7 +57,7 @@ export class RunWrites {
 			() => {
 				this.s.insertRun.run(runId, sessionId, startedAt, ZERO_USAGE_JSON);
 				this.s.setRunning.run(runId, startedAt, sessionId);
-				if (rows.length > 0) this.insertMessages(sessionId, runId, rows);
+				if (rows.length > 0) this.insertMessages(sessionId, runId, rows, messages);
 			},
 			targets,
 		);
@@ -107,7 +108,7 @@ export class RunWrites {
 		const stored = this.commits.durableFor(sessionId, () => {
 			if (!this.s.getSession.get(sessionId)) return false;
 			for (const id of ids) this.s.deleteQueued.run(sessionId, id);
-			if (rows.length > 0) this.insertMessages(sessionId, runId, rows);
+			if (rows.length > 0) this.insertMessages(sessionId, runId, rows, messages);
 			return true;
 		});
 		if (!stored) return undefined;
@@ -127,11 +128,31 @@ export class RunWrites {
 
 	/**
 	 * Appends `rows` (message JSON) to the transcript at the count on disk now (a queued write: the
-	 * same seqs as the tally gave unless an earlier write of the session failed, see `commit-queue.ts`).
+	 * same seqs as the tally gave unless an earlier write of the session failed, see `commit-queue.ts`),
+	 * and adds their usage to the owner's usage rows in the same transaction.
 	 */
-	insertMessages(sessionId: string, runId: string | null, rows: readonly string[]): void {
+	insertMessages(sessionId: string, runId: string | null, rows: readonly string[], messages: AgentMessage[]): void {
 		const first = (this.s.getCountAndRun.get(sessionId) as { message_count: number }).message_count;
 		for (let i = 0; i < rows.length; i++) this.s.insertMessage.run(sessionId, first + i, runId, rows[i]);
 		this.s.setMessageCount.run(first + rows.length, sessionId);
+		const entries = usageEntriesOf(messages);
+		if (entries.length === 0) return;
+		const owner = (this.s.getOwner.get(sessionId) as string | null) ?? "";
+		for (const e of entries) {
+			const u = e.usage;
+			this.s.addUsage.run(
+				owner,
+				e.day,
+				e.provider,
+				e.model,
+				u.input,
+				u.output,
+				u.cacheRead,
+				u.cacheWrite,
+				u.totalTokens,
+				u.cost.total,
+				e.turns,
+			);
+		}
 	}
 }

@@ -110,6 +110,18 @@ export function prepareStatements(db: Database.Database) {
 		),
 		getIdempotencyKey: prepare("SELECT * FROM idempotency_keys WHERE session_id = ? AND key = ?"),
 		expireIdempotencyKeys: prepare("DELETE FROM idempotency_keys WHERE created_at < ?"),
+		getOwner: prepare("SELECT owner_id FROM sessions WHERE id = ?").pluck(),
+		addUsage: prepare(
+			`INSERT INTO usage_daily (owner_id, day, provider, model, input, output, cache_read, cache_write, total_tokens,
+			 cost_usd, turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = input + excluded.input,
+			 output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
+			 cache_write = cache_write + excluded.cache_write, total_tokens = total_tokens + excluded.total_tokens,
+			 cost_usd = cost_usd + excluded.cost_usd, turns = turns + excluded.turns`,
+		),
+		readUsage: prepare(
+			`SELECT * FROM usage_daily WHERE owner_id = ? AND day >= ? AND day <= ? ORDER BY day, provider, model`,
+		),
 		listIdle: prepare(
 			"SELECT id FROM sessions WHERE last_active_at < ? AND status != 'running' ORDER BY last_active_at, id LIMIT ?",
 		),

@@ -39,8 +39,11 @@ import type {
 	SessionRecord,
 	SessionStore,
 	StoredEvent,
+	UsageQuery,
+	UsageRow,
 	UsageTotals,
 } from "../types.js";
+import { checkUsageQuery } from "../usage.js";
 import { CommitQueue } from "./commit-queue.js";
 import { EventLog, ID_RESERVATION } from "./event-log.js";
 import { LATEST_SCHEMA_VERSION } from "./migrations.js";
@@ -61,6 +64,21 @@ import {
 import { RunWrites } from "./run-writes.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { WorkingSet } from "./working-set.js";
+
+/** A row of `usage_daily`. */
+interface UsageDailyRow {
+	owner_id: string;
+	day: string;
+	provider: string;
+	model: string;
+	input: number;
+	output: number;
+	cache_read: number;
+	cache_write: number;
+	total_tokens: number;
+	cost_usd: number;
+	turns: number;
+}
 
 export { DEFAULT_DB_PATH, type SqliteStoreOptions } from "./open.js";
 
@@ -437,6 +455,26 @@ export class SqliteSessionStore implements SessionStore {
 		this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
 		this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
 		this.s.trimIdempotencyKeys.run(r.sessionId, this.settings.maxIdempotencyKeys);
+	}
+
+	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
+		this.open();
+		checkUsageQuery(query);
+		this.commits.settle();
+		const rows = this.s.readUsage.all(query.ownerId ?? "", query.fromDay, query.toDay) as UsageDailyRow[];
+		return rows.map((r) => ({
+			ownerId: r.owner_id === "" ? null : r.owner_id,
+			day: r.day,
+			provider: r.provider,
+			model: r.model,
+			input: r.input,
+			output: r.output,
+			cacheRead: r.cache_read,
+			cacheWrite: r.cache_write,
+			totalTokens: r.total_tokens,
+			costUsd: r.cost_usd,
+			turns: r.turns,
+		}));
 	}
 
 	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {

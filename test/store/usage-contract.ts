@@ -1,0 +1,146 @@
+/**
+ * The usage-accounting part of the `SessionStore` contract (run by `contract.ts` for every
+ * implementation): rows written with the messages, by owner, UTC day and model, equal to the sum
+ * of the stored messages' usage.
+ */
+import { describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/agent/types.js";
+import type { AssistantMessage } from "../../src/ai/types.js";
+import type { NewSession, SessionStore, UsageTotals } from "../../src/store/types.js";
+
+const DAY1 = Date.parse("2026-03-01T23:59:00Z");
+const DAY2 = Date.parse("2026-03-02T00:01:00Z");
+
+function session(id: string, ownerId: string | null): NewSession {
+	return {
+		id,
+		ownerId,
+		model: "faux/echo",
+		systemPrompt: "",
+		thinkingLevel: "off",
+		tools: [],
+		toolExecution: "parallel",
+		steeringMode: "one-at-a-time",
+		followUpMode: "one-at-a-time",
+		metadata: {},
+		createdAt: 1,
+	};
+}
+
+function use(input: number, output: number, cost: number): UsageTotals {
+	return {
+		input,
+		output,
+		cacheRead: 1,
+		cacheWrite: 0,
+		totalTokens: input + output + 1,
+		cost: { input: cost, output: 0, cacheRead: 0, cacheWrite: 0, total: cost },
+	};
+}
+
+function reply(model: string, timestamp: number, u: UsageTotals): AssistantMessage {
+	return {
+		role: "assistant",
+		content: [{ type: "text", text: "ok" }],
+		api: "faux",
+		provider: "faux",
+		model,
+		usage: u,
+		stopReason: "stop",
+		timestamp,
+	};
+}
+
+const all = { fromDay: "2000-01-01", toDay: "2100-01-01" };
+
+export function usageContract(open: () => SessionStore): void {
+	describe("usage accounting", () => {
+		it("adds each stored assistant message's usage to its owner, UTC day and model; one turn each", async () => {
+			const store = open();
+			await store.createSession(session("s1", "k1"), [reply("echo", DAY1, use(1000, 1000, 9))]);
+			await store.createSession(session("s2", "k1"));
+			await store.createSession(session("s3", "k2"));
+			await store.startRun("s1", "r1", DAY1, [{ role: "user", content: "hi", timestamp: DAY1 }]);
+			store.appendMessages("s1", [reply("echo", DAY1, use(10, 5, 0.25)), reply("echo", DAY2, use(20, 2, 0.5))]);
+			store.appendMessages("s2", [reply("echo", DAY1, use(7, 3, 0.125)), reply("big", DAY1, use(100, 0, 1))]);
+			store.appendMessages("s3", [reply("echo", DAY1, use(1, 1, 1))]);
+			// A call refused before it was made (a budget's error message, no tokens) is no turn.
+			const refused = { ...reply("echo", DAY1, use(0, 0, 0)), stopReason: "error" as const, errorMessage: "limit" };
+			refused.usage.cacheRead = 0;
+			refused.usage.totalTokens = 0;
+			store.appendMessages("s1", [refused]);
+			const compaction = {
+				role: "compaction",
+				summary: "s",
+				firstKeptIndex: 0,
+				reason: "manual",
+				tokensBefore: 1,
+				tokensAfter: 1,
+				model: "faux/echo",
+				usage: use(50, 10, 0.0625),
+				timestamp: DAY2,
+			} as unknown as AgentMessage;
+			store.appendMessages("s2", [compaction]);
+			const rows = await store.readUsage({ ownerId: "k1", ...all });
+			expect(rows).toEqual([
+				{
+					ownerId: "k1",
+					day: "2026-03-01",
+					provider: "faux",
+					model: "big",
+					input: 100,
+					output: 0,
+					cacheRead: 1,
+					cacheWrite: 0,
+					totalTokens: 101,
+					costUsd: 1,
+					turns: 1,
+				},
+				{
+					ownerId: "k1",
+					day: "2026-03-01",
+					provider: "faux",
+					model: "echo",
+					input: 17,
+					output: 8,
+					cacheRead: 2,
+					cacheWrite: 0,
+					totalTokens: 27,
+					costUsd: 0.375,
+					turns: 2,
+				},
+				{
+					ownerId: "k1",
+					day: "2026-03-02",
+					provider: "faux",
+					model: "echo",
+					input: 70,
+					output: 12,
+					cacheRead: 2,
+					cacheWrite: 0,
+					totalTokens: 84,
+					costUsd: 0.5625,
+					turns: 1,
+				},
+			]);
+			expect((await store.readUsage({ ownerId: "k2", ...all })).map((r) => r.totalTokens)).toEqual([3]);
+			expect(await store.readUsage({ ownerId: "k1", fromDay: "2026-03-02", toDay: "2026-03-02" })).toHaveLength(1);
+			expect(await store.readUsage({ ownerId: "nobody", ...all })).toEqual([]);
+		});
+
+		it("accounts the owner null (auth off), keeps usage when the session is deleted, and checks the days", async () => {
+			const store = open();
+			await store.createSession(session("s1", null));
+			await store.drainQueued("s1", [], [reply("echo", DAY1, use(3, 4, 0.5))]);
+			await store.deleteSession("s1");
+			const rows = await store.readUsage({ ownerId: null, ...all });
+			expect(rows.map((r) => [r.ownerId, r.totalTokens, r.turns])).toEqual([[null, 8, 1]]);
+			await expect(store.readUsage({ ownerId: null, fromDay: "2026-13-01", toDay: "2026-12-31" })).rejects.toThrow(
+				/fromDay must be a day/,
+			);
+			await expect(store.readUsage({ ownerId: null, fromDay: "2026-03-02", toDay: "2026-03-01" })).rejects.toThrow(
+				/must not be after/,
+			);
+		});
+	});
+}
