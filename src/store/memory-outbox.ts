@@ -54,7 +54,7 @@ export class MemoryWebhookOutbox implements WebhookOutbox {
 	async settleWebhook(id: string, outcome: Parameters<WebhookOutbox["settleWebhook"]>[1]): Promise<boolean> {
 		this.open();
 		const d = this.deliveries.get(id);
-		if (!d || d.status !== "pending") return false;
+		if (d?.status !== "pending") return false;
 		d.attempts = outcome.attempts;
 		if (outcome.status === "pending") {
 			d.nextAttemptAt = outcome.nextAttemptAt;
