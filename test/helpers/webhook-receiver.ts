@@ -24,7 +24,7 @@ export interface WebhookReceiver {
 	received: ReceivedWebhook[];
 	/** Verified requests answered 2xx, by event type. */
 	delivered(type?: string): ReceivedWebhook[];
-	/** The status the next requests get (default 204). */
+	/** The status the next requests get (default 204; 0 = no answer at all). */
 	respondWith(status: number): void;
 	/** Resolves once `predicate` holds of what was received (checked on every request). */
 	waitFor(predicate: (received: ReceivedWebhook[]) => boolean, timeoutMs?: number): Promise<void>;
@@ -67,7 +67,7 @@ export async function startWebhookReceiver(secret: string, port = 0): Promise<We
 					body: JSON.parse(text),
 					status: answer,
 				});
-				res.writeHead(answer).end();
+				if (answer !== 0) res.writeHead(answer).end(); // 0: never answer (a receiver that hangs)
 				for (const wake of waiters) wake();
 			});
 		});

@@ -112,6 +112,9 @@ describe("webhooks", () => {
 			args: { question: "favourite?" },
 		});
 
+		await server!.request("POST", `/v1/sessions/${withTool}/abort`);
+		await client.waitForEnd();
+
 		// run.failed
 		const failing = await session({ model: SCRIPTED });
 		faux.setResponses([{ content: "partial", stopReason: "error", errorMessage: "upstream exploded" }]);
@@ -223,6 +226,27 @@ describe("webhooks", () => {
 		const metrics = await (await fetch(`${server!.url}/metrics`)).text();
 		expect(metrics).toMatch(/wheelhouse_webhook_deliveries_total\{event="run.completed",outcome="failed"\} 2/);
 		expect(metrics).toMatch(/wheelhouse_webhook_deliveries_total\{event="run.completed",outcome="retry"\} 2/);
+	});
+
+	it("on close, an attempt in flight is cut and its delivery due again at once, the attempt uncounted", async () => {
+		const hooks = await receiver();
+		hooks.respondWith(0);
+		const store = createMemoryStore();
+		await start({ endpoints: [{ url: hooks.url, secret: hooks.secret }], timeoutMs: 60_000 }, store);
+		const id = await session();
+		await (await prompt(id, "hello")).waitForEnd();
+		await hooks.waitFor((r) => r.length === 1);
+		const before = Date.now();
+		await server!.close();
+		const [delivery] = await store.listWebhooks();
+		expect(delivery).toMatchObject({
+			id: hooks.received[0]!.id,
+			status: "pending",
+			attempts: 0,
+			lastError: "interrupted by a server stop",
+		});
+		expect(delivery!.nextAttemptAt).toBeGreaterThanOrEqual(before);
+		expect(delivery!.nextAttemptAt).toBeLessThanOrEqual(Date.now());
 	});
 
 	it("refuses a bad webhooks section, naming the field", async () => {
