@@ -347,19 +347,20 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	app.addHook("onClose", async function stopForceClose() {
 		clearTimeout(forceClose);
 	});
-	if (dispatcher) {
-		app.addHook("onReady", async function startWebhooks() {
-			dispatcher.start();
-		});
-		// Before the store closes: cut attempts are recorded as due again.
-		app.addHook("onClose", async function stopWebhooks() {
-			await dispatcher.close();
-		});
-	}
 	if (!options.store)
 		app.addHook("onClose", async function closeOwnStore() {
 			await store.close();
 		});
+	if (dispatcher) {
+		app.addHook("onReady", async function startWebhooks() {
+			dispatcher.start();
+		});
+		// onClose hooks run last-registered first: this one runs before the store closes, so the
+		// attempts it cuts are recorded as due again.
+		app.addHook("onClose", async function stopWebhooks() {
+			await dispatcher.close();
+		});
+	}
 
 	app.log.info(
 		{ model: catalog.defaultModel, store: store.kind, auth: config.apiKeys.length > 0 },
