@@ -228,6 +228,18 @@ describe("webhooks", () => {
 		expect(metrics).toMatch(/wheelhouse_webhook_deliveries_total\{event="run.completed",outcome="retry"\} 2/);
 	});
 
+	it("an attempt that gets no answer within timeoutMs fails as a timeout", async () => {
+		const hooks = await receiver();
+		hooks.respondWith(0);
+		const store = createMemoryStore();
+		await start({ endpoints: [{ url: hooks.url, secret: hooks.secret }], timeoutMs: 200, maxAttempts: 1 }, store);
+		const id = await session();
+		await (await prompt(id, "hello")).waitForEnd();
+		await expect.poll(async () => (await store.listWebhooks())[0]?.status, { timeout: 15_000 }).toBe("failed");
+		expect((await store.listWebhooks())[0]).toMatchObject({ attempts: 1, lastError: "timeout" });
+		expect(hooks.received).toHaveLength(1);
+	});
+
 	it("on close, an attempt in flight is cut and its delivery due again at once, the attempt uncounted", async () => {
 		const hooks = await receiver();
 		hooks.respondWith(0);

@@ -156,6 +156,11 @@ export class WebhookDispatcher {
 	/** One signed POST; never throws. */
 	private async send(endpoint: WebhookEndpoint, delivery: WebhookDelivery): Promise<Attempt> {
 		const { timeoutMs } = this.options.settings;
+		// One controller per attempt, cut by its timeout or the stop; the stop listener is removed after.
+		const cut = new AbortController();
+		const onStop = () => cut.abort(this.stopping.signal.reason);
+		this.stopping.signal.addEventListener("abort", onStop, { once: true });
+		const timer = setTimeout(() => cut.abort(new DOMException("webhook attempt timed out", "TimeoutError")), timeoutMs);
 		try {
 			const response = await request(endpoint.url, {
 				method: "POST",
@@ -167,7 +172,7 @@ export class WebhookDispatcher {
 				body: delivery.payload,
 				headersTimeout: timeoutMs,
 				bodyTimeout: timeoutMs,
-				signal: AbortSignal.any([this.stopping.signal, AbortSignal.timeout(timeoutMs)]),
+				signal: cut.signal,
 			});
 			await response.body.dump();
 			if (response.statusCode >= 200 && response.statusCode < 300) return { status: "delivered" };
@@ -176,6 +181,9 @@ export class WebhookDispatcher {
 			const name = (error as Error).name;
 			const message = name === "TimeoutError" || name === "HeadersTimeoutError" ? "timeout" : (error as Error).message;
 			return { status: "error", error: message };
+		} finally {
+			clearTimeout(timer);
+			this.stopping.signal.removeEventListener("abort", onStop);
 		}
 	}
 
