@@ -15,6 +15,8 @@ import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
 import { recoverInterruptedRuns } from "./server/recovery.js";
+import { WebhookEvents } from "./server/webhooks/events.js";
+import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
 import { openStore } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
@@ -47,10 +49,21 @@ async function main(): Promise<void> {
 		throw err;
 	}
 
+	let webhooks: WebhookSettings | undefined;
+	try {
+		webhooks = resolveWebhookSettings(config, process.env);
+	} catch (err) {
+		if (err instanceof ConfigError) {
+			process.stderr.write(`${err.message}\n`);
+			process.exit(1);
+		}
+		throw err;
+	}
+
 	let store: SessionStore;
 	try {
 		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
-		const interrupted = await recoverInterruptedRuns(store, Date.now());
+		const interrupted = await recoverInterruptedRuns(store, Date.now(), webhooks && new WebhookEvents(webhooks));
 		if (interrupted.length > 0) {
 			process.stdout.write(
 				`${interrupted.length} run(s) were interrupted by the last stop; POST /continue resumes them\n`,

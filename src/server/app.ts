@@ -58,6 +58,10 @@ import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./session/manager.js";
 import { WritePasses } from "./sse/write-passes.js";
 import { registerTools } from "./tools-plugin.js";
 import { installEmptyBodyDefault, validatorFactory } from "./validation.js";
+import { WebhookDispatcher } from "./webhooks/dispatcher.js";
+import { WebhookEvents } from "./webhooks/events.js";
+import { resolveWebhookSettings } from "./webhooks/settings.js";
+import { withWebhookDeliveries } from "./webhooks/store.js";
 
 export interface BuildAppOptions {
 	/** Configuration values; missing ones come from the environment and defaults (`loadConfig`). */
@@ -218,8 +222,15 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);
 	const runSlots =
 		config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined;
-	const sessions = new SessionManager({
-		store,
+	// Webhooks: run ends and pending interactions put their deliveries in the outbox with them.
+	const webhookSettings = resolveWebhookSettings(config, env);
+	const dispatcher =
+		webhookSettings && new WebhookDispatcher({ store, settings: webhookSettings, logger: app.log, metrics });
+	const sessions: SessionManager = new SessionManager({
+		store:
+			webhookSettings && dispatcher
+				? withWebhookDeliveries(store, new WebhookEvents(webhookSettings), () => dispatcher.wake())
+				: store,
 		logger: app.log,
 		resolveModel: (spec) => catalog.resolve(spec),
 		modelProblem: (spec) => catalog.problem(spec),
@@ -366,6 +377,16 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		app.addHook("onClose", async function closeOwnStore() {
 			await store.close();
 		});
+	if (dispatcher) {
+		app.addHook("onReady", async function startWebhooks() {
+			dispatcher.start();
+		});
+		// onClose hooks run last-registered first: this one runs before the store closes, so the
+		// attempts it cuts are recorded as due again.
+		app.addHook("onClose", async function stopWebhooks() {
+			await dispatcher.close();
+		});
+	}
 
 	app.log.info(
 		{ model: catalog.defaultModel, store: store.kind, auth: config.apiKeys.length > 0 },

@@ -286,6 +286,29 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"About how many tokens of the most recent messages a compaction keeps verbatim (at most half the threshold counts). Per session: `compaction.keepRecentTokens`.",
 	},
 	{
+		env: "WHEELHOUSE_WEBHOOK_URL",
+		key: "webhookUrl",
+		kind: "string",
+		default: "",
+		description:
+			"A webhook endpoint (http or https) told of run ends and pending interactions; more endpoints: `webhooks` in the config file (see Webhooks).",
+	},
+	{
+		env: "WHEELHOUSE_WEBHOOK_SECRET",
+		key: "webhookSecret",
+		kind: "string",
+		default: "",
+		description: "The signing secret of `WHEELHOUSE_WEBHOOK_URL`, in the Standard Webhooks form `whsec_<base64>`.",
+	},
+	{
+		env: "WHEELHOUSE_WEBHOOK_EVENTS",
+		key: "webhookEvents",
+		kind: "list",
+		default: "",
+		description:
+			"Comma-separated event types `WHEELHOUSE_WEBHOOK_URL` gets (empty = all): `run.completed`, `run.failed`, `run.interrupted`, `approval.requested`, `client_tool.requested`.",
+	},
+	{
 		env: "WHEELHOUSE_TOOL_MODULES",
 		key: "toolModules",
 		kind: "list",
@@ -340,6 +363,9 @@ export const ServerConfigSchema = Type.Object(
 		compaction: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		compactionReserveTokens: Int(0, 100_000_000),
 		compactionKeepRecentTokens: Int(0, 100_000_000),
+		webhookUrl: Type.String(),
+		webhookSecret: Type.String(),
+		webhookEvents: Type.Array(Type.String({ minLength: 1 })),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */
@@ -350,6 +376,8 @@ export const ServerConfigSchema = Type.Object(
 		profiles: Type.Optional(Type.Unknown()),
 		/** Config-file only: spending limits per API key (`keyBudgets` of budgets/config.ts), checked against `apiKeys`. */
 		keyBudgets: Type.Optional(Type.Unknown()),
+		/** Config-file only: webhook endpoints and delivery settings, validated by src/server/webhooks/settings.ts. */
+		webhooks: Type.Optional(Type.Unknown()),
 	},
 	{ additionalProperties: false },
 );

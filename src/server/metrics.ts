@@ -77,6 +77,7 @@ export class ServerMetrics {
 	private readonly toolDuration: Histogram<"tool" | "outcome">;
 	private readonly commits: Histogram;
 	private readonly rateLimited: Counter<"limit">;
+	private readonly webhookAttempts: Counter<"event" | "outcome">;
 	private readonly calls = new WeakMap<LiveSession, CallState>();
 	private readonly models = new BoundedLabel();
 	private readonly tools = new BoundedLabel();
@@ -233,6 +234,12 @@ export class ServerMetrics {
 			labelNames: ["limit"],
 			registers,
 		});
+		this.webhookAttempts = new Counter({
+			name: "wheelhouse_webhook_deliveries_total",
+			help: "Webhook delivery attempts by event type and outcome: delivered (2xx), retry (failed, tried again later), failed (given up: attempts used up, 410, or endpoint no longer configured).",
+			labelNames: ["event", "outcome"],
+			registers,
+		});
 		collectDefaultMetrics({ register: this.registry });
 		this.extension = { name: "metrics", onEvent: (session, event) => this.onEvent(session, event) };
 	}
@@ -257,6 +264,11 @@ export class ServerMetrics {
 	/** A request was refused by a limit. */
 	countLimited(limit: "requests" | "runs"): void {
 		this.rateLimited.inc({ limit });
+	}
+
+	/** A webhook delivery attempt came to `outcome` (event types are a fixed set). */
+	countWebhook(event: string, outcome: "delivered" | "retry" | "failed"): void {
+		this.webhookAttempts.inc({ event, outcome });
 	}
 
 	private onEvent(session: LiveSession, event: AgentEvent): void {

@@ -19,13 +19,22 @@ import type { AssistantMessage, ToolCall, ToolResultMessage } from "../ai/types.
 import type { SessionStore } from "../store/types.js";
 import { INTERRUPTED_RESOLUTION } from "../tools/index.js";
 import { type ApprovalResolvedEvent, encodeWireData, type RunInterruptedEvent } from "../wire/events.js";
+import type { WebhookEvents } from "./webhooks/events.js";
 
 /** How much of the transcript's end is read to find the last assistant message and its results. */
 const TAIL = 1000;
 
 /** Marks the runs of a dead process interrupted and announces each on its session's stream. Returns the session ids. */
-export async function recoverInterruptedRuns(store: SessionStore, at: number): Promise<string[]> {
-	const sessionIds = await store.recoverInterrupted(at);
+export async function recoverInterruptedRuns(
+	store: SessionStore,
+	at: number,
+	webhooks?: WebhookEvents,
+): Promise<string[]> {
+	// The `run.interrupted` deliveries commit with the interruption itself.
+	const sessionIds = await store.recoverInterrupted(
+		at,
+		webhooks && ((sessionId, runId) => webhooks.runInterrupted(sessionId, runId, at)),
+	);
 	for (const sessionId of sessionIds) await announceInterruption(store, sessionId, at);
 	await store.flush();
 	return sessionIds;

@@ -7,6 +7,7 @@
  * session is in the working set (this store created it: there is no other process to share with).
  */
 import type { AgentMessage } from "../agent/types.js";
+import { MemoryWebhookOutbox } from "./memory-outbox.js";
 import {
 	addUsage,
 	checkLimit,
@@ -24,6 +25,7 @@ import {
 import type {
 	IdempotencyRecord,
 	NewSession,
+	NewWebhookDelivery,
 	PendingInteraction,
 	QueuedMessage,
 	QueueKind,
@@ -37,6 +39,9 @@ import type {
 	StoreOptions,
 	UsageQuery,
 	UsageRow,
+	WebhookDelivery,
+	WebhookOutbox,
+	WebhookStatus,
 } from "./types.js";
 import { addEntry, checkUsageQuery, compareRows, usageEntriesOf, zeroRow } from "./usage.js";
 
@@ -83,6 +88,7 @@ export class MemorySessionStore implements SessionStore {
 	/** Usage rows by `JSON.stringify([ownerId, day, provider, model])`; kept when a session is deleted. */
 	private readonly usage = new Map<string, UsageRow>();
 	private closed = false;
+	private readonly outbox = new MemoryWebhookOutbox(() => this.closed);
 
 	constructor(options: StoreOptions = {}) {
 		this.maxEventsPerSession = checkLimit(
@@ -268,10 +274,11 @@ export class MemorySessionStore implements SessionStore {
 		return s.messages.length;
 	}
 
-	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
+	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
 		const s = this.get(sessionId);
 		const run = s?.runs.get(runId);
 		if (!s || !run) return false;
+		if (webhooks) this.outbox.put(webhooks);
 		Object.assign(run, {
 			status: end.status,
 			endedAt: end.endedAt,
@@ -434,13 +441,17 @@ export class MemorySessionStore implements SessionStore {
 			.map((r) => structuredClone(r));
 	}
 
-	async recoverInterrupted(at: number): Promise<string[]> {
+	async recoverInterrupted(
+		at: number,
+		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+	): Promise<string[]> {
 		this.open();
 		const changed: string[] = [];
 		for (const s of this.sessions.values()) {
 			if (s.record.status !== "running") continue;
 			const runId = s.record.currentRunId;
 			const run = runId === null ? undefined : s.runs.get(runId);
+			if (webhooks) this.outbox.put(webhooks(s.record.id, run ? runId : null));
 			if (run) {
 				const usage = sumAssistantUsage(
 					s.messages.filter((m) => m.runId === runId).map((m) => JSON.parse(m.json) as AgentMessage),
@@ -456,9 +467,13 @@ export class MemorySessionStore implements SessionStore {
 
 	// --- pending interactions -------------------------------------------------------------------
 
-	async putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): Promise<boolean> {
+	async putPending(
+		interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">,
+		webhooks?: (runId: string | null) => NewWebhookDelivery[],
+	): Promise<boolean> {
 		const s = this.get(interaction.sessionId);
 		if (!s) return false;
+		if (webhooks) this.outbox.put(webhooks(s.record.currentRunId));
 		// Replacing keeps the original position (Map order) as SQLite's upsert keeps the row.
 		s.pending.set(interaction.toolCallId, {
 			sessionId: interaction.sessionId,
@@ -526,6 +541,28 @@ export class MemorySessionStore implements SessionStore {
 			}
 		}
 		return n;
+	}
+
+	// --- webhook outbox -------------------------------------------------------------------------
+
+	enqueueWebhooks(deliveries: NewWebhookDelivery[]): Promise<void> {
+		return this.outbox.enqueueWebhooks(deliveries);
+	}
+
+	claimWebhooks(now: number, limit: number, claimUntil: number): Promise<WebhookDelivery[]> {
+		return this.outbox.claimWebhooks(now, limit, claimUntil);
+	}
+
+	settleWebhook(id: string, outcome: Parameters<WebhookOutbox["settleWebhook"]>[1]): Promise<boolean> {
+		return this.outbox.settleWebhook(id, outcome);
+	}
+
+	listWebhooks(options?: { status?: WebhookStatus; limit?: number }): Promise<WebhookDelivery[]> {
+		return this.outbox.listWebhooks(options);
+	}
+
+	pruneWebhooks(cutoff: number): Promise<number> {
+		return this.outbox.pruneWebhooks(cutoff);
 	}
 
 	// --- lifecycle ------------------------------------------------------------------------------

@@ -75,6 +75,9 @@
 import type { QueueMode } from "../agent/queue.js";
 import type { AgentMessage, ThinkingLevel, ToolExecutionMode } from "../agent/types.js";
 import type { Usage } from "../ai/types.js";
+import type { NewWebhookDelivery, WebhookOutbox } from "./webhook-types.js";
+
+export type * from "./webhook-types.js";
 
 /** How many queued messages one poll of a queue drains: the Agent's own type, stored per session. */
 export type { QueueMode };
@@ -351,9 +354,10 @@ export interface SessionWriter {
 	/**
 	 * Records the end of a run: its status, end time, usage and error; adds the usage to the
 	 * session's totals; session status back to `idle` when `runId` is the current run.
-	 * Returns false for an unknown run (or session). Durable at the next barrier.
+	 * Returns false for an unknown run (or session). Durable at the next barrier, with `webhooks`
+	 * (the deliveries that report the run's end, `WebhookOutbox`) in the same commit.
 	 */
-	endRun(sessionId: string, runId: string, end: RunEnd): boolean;
+	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean;
 
 	/**
 	 * Moves `lastActiveAt` forward to `at` (never back), e.g. on every request or SSE subscribe.
@@ -453,8 +457,13 @@ export interface RunStore {
 	 * `interruptedAt = at`; its current run gets status `interrupted`, `endedAt = at` and the usage
 	 * of its persisted assistant messages (also added to the session's totals). Resolves to the ids
 	 * of the sessions it changed. Call once after opening, before serving. Durable on resolve.
+	 * `webhooks` is called for each session changed, with its interrupted run (null if it had
+	 * none), and its deliveries (`WebhookOutbox`) are put in the same commit.
 	 */
-	recoverInterrupted(at: number): Promise<string[]>;
+	recoverInterrupted(
+		at: number,
+		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+	): Promise<string[]>;
 }
 
 /** The steering and follow-up queues. */
@@ -498,8 +507,15 @@ export interface QueueStore {
 
 /** Pending interactions (approvals, client-side tools). */
 export interface PendingInteractionStore {
-	/** Stores (or replaces) the pending interaction of `(sessionId, toolCallId)`. Resolves to false for an unknown session. Durable on resolve. */
-	putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): Promise<boolean>;
+	/**
+	 * Stores (or replaces) the pending interaction of `(sessionId, toolCallId)`. Resolves to false
+	 * for an unknown session. Durable on resolve. `webhooks` is called with the session's current
+	 * run (null if none) and its deliveries (`WebhookOutbox`) are put in the same commit.
+	 */
+	putPending(
+		interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">,
+		webhooks?: (runId: string | null) => NewWebhookDelivery[],
+	): Promise<boolean>;
 
 	/** Records the client's answer. Resolves to false if there is no such unresolved interaction. Durable on resolve. */
 	resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean>;
@@ -595,4 +611,5 @@ export interface SessionStore
 		PendingInteractionStore,
 		IdempotencyStore,
 		UsageStore,
+		WebhookOutbox,
 		StoreLifecycle {}

@@ -16,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/server/app.js";
+import { loadConfig, redactConfig } from "../../src/server/config.js";
 import { redactSecrets } from "../../src/server/redact.js";
 import { fixtureCommand } from "../tools/helpers.js";
 
@@ -204,5 +205,27 @@ describe("secrets in the configuration", () => {
 			streamTokenTtlMs: 1000,
 		});
 		expect((redacted as { url: string }).url).toContain("page=2");
+	});
+
+	it("webhook secrets are redacted from the logged configuration, the rest of the section kept", () => {
+		const config = loadConfig(
+			{
+				WHEELHOUSE_WEBHOOK_URL: "https://hooks.example.com/a",
+				WHEELHOUSE_WEBHOOK_SECRET: "whsec_env-webhook-secret-10",
+			},
+			{
+				webhooks: {
+					endpoints: [
+						{ url: "https://hooks.example.com/b", secret: "whsec_file-webhook-secret-11", events: ["run.failed"] },
+					],
+					maxAttempts: 3,
+				},
+			},
+		);
+		const logged = JSON.stringify(redactConfig(config));
+		expect(logged).not.toMatch(/webhook-secret-1[01]/);
+		expect(logged).toContain("https://hooks.example.com/a");
+		expect(logged).toContain('"events":["run.failed"]');
+		expect(logged).toContain('"maxAttempts":3');
 	});
 });

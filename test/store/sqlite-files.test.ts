@@ -295,6 +295,33 @@ describe("SQLite store files", () => {
 		await store.close();
 	});
 
+	it("opens a version-8 database (immutable fixture): the webhook outbox is there and works on", async () => {
+		const path = join(dir, "v8.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v8.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		const listed = await store.listWebhooks();
+		expect(listed.map((d) => [d.id, d.status, d.attempts, d.lastError])).toEqual([
+			["msg_v8delivered", "delivered", 1, null],
+			["msg_v8pending", "pending", 2, "HTTP 503"],
+		]);
+		expect(JSON.parse(listed[1]?.payload ?? "")).toMatchObject({
+			type: "run.completed",
+			data: { sessionId: "v8-session" },
+		});
+		expect(await store.claimWebhooks(1_767_000_019_999, 10, 1_767_000_030_000)).toEqual([]);
+		expect((await store.claimWebhooks(1_767_000_020_000, 10, 1_767_000_030_000)).map((d) => d.id)).toEqual([
+			"msg_v8pending",
+		]);
+		expect(
+			await store.settleWebhook("msg_v8pending", { status: "delivered", attempts: 3, at: 1_767_000_020_100 }),
+		).toBe(true);
+		expect(await store.pruneWebhooks(1_767_000_020_101)).toBe(2);
+		await store.close();
+	});
+
 	it("opens a version-6 database (immutable fixture): idempotency records are there", async () => {
 		const path = join(dir, "v6.db");
 		const db = new Database(path);

@@ -203,6 +203,31 @@ export const MIGRATIONS: readonly Migration[] = [
 			) WITHOUT ROWID;
 		`,
 	},
+	{
+		version: 8,
+		description:
+			"webhook outbox: the deliveries of run ends and pending interactions to the configured endpoints, put in " +
+			"the same commit as the fact they report and kept until delivered or given up, so a restart loses none",
+		// Not tied to a session row: a delivery outlives the session it reports (a deleted session's run
+		// still ended). The due index serves the dispatcher's claim; the finished index serves pruning.
+		sql: `
+			CREATE TABLE webhook_outbox (
+				id TEXT PRIMARY KEY,
+				endpoint TEXT NOT NULL,
+				event_type TEXT NOT NULL,
+				payload TEXT NOT NULL,
+				created_at INTEGER NOT NULL,
+				status TEXT NOT NULL DEFAULT 'pending',
+				attempts INTEGER NOT NULL DEFAULT 0,
+				next_attempt_at INTEGER NOT NULL,
+				last_error TEXT,
+				finished_at INTEGER
+			);
+			CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at);
+			CREATE INDEX webhook_outbox_by_created ON webhook_outbox (created_at, id);
+			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -69,8 +69,8 @@ export class RunWrites {
 		return true;
 	}
 
-	/** See `SessionWriter.endRun`. */
-	endRun(state: SessionState, runId: string, end: RunEnd): boolean {
+	/** See `SessionWriter.endRun`; `alsoWrite` (the run end's webhook deliveries) runs in the same queued write. */
+	endRun(state: SessionState, runId: string, end: RunEnd, alsoWrite?: () => void): boolean {
 		const sessionId = state.sessionId;
 		const tally = this.sessions.tally(state);
 		// The session's current run is its own; any other run is looked up.
@@ -86,6 +86,7 @@ export class RunWrites {
 			this.s.finishRun.run(end.status, end.endedAt, usageJson, errorMessage, runId);
 			const total = addUsage(JSON.parse(this.s.getUsage.get(sessionId) as string) as UsageTotals, usage);
 			this.s.endRunSession.run({ usage: JSON.stringify(total), at: end.endedAt, runId, sessionId });
+			alsoWrite?.();
 		});
 		if (tally.runId === runId) {
 			tally.runId = null;

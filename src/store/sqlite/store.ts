@@ -29,6 +29,7 @@ import type {
 	IdempotencyRecord,
 	MessagePage,
 	NewSession,
+	NewWebhookDelivery,
 	PendingInteraction,
 	QueuedMessage,
 	QueueKind,
@@ -42,6 +43,9 @@ import type {
 	UsageQuery,
 	UsageRow,
 	UsageTotals,
+	WebhookDelivery,
+	WebhookOutbox,
+	WebhookStatus,
 } from "../types.js";
 import { checkUsageQuery } from "../usage.js";
 import { CommitQueue } from "./commit-queue.js";
@@ -63,6 +67,7 @@ import {
 } from "./rows.js";
 import { RunWrites } from "./run-writes.js";
 import { prepareStatements, type Statements } from "./statements.js";
+import { SqliteWebhookOutbox } from "./webhook-outbox.js";
 import { WorkingSet } from "./working-set.js";
 
 /** A row of `usage_daily`. */
@@ -102,6 +107,7 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly log: EventLog;
 	private readonly commits: CommitQueue;
 	private readonly runs: RunWrites;
+	private readonly outbox: SqliteWebhookOutbox;
 	private closed = false;
 
 	constructor(options: SqliteStoreOptions = {}) {
@@ -130,6 +136,7 @@ export class SqliteSessionStore implements SessionStore {
 			throw error;
 		}
 		this.runs = new RunWrites(this.s, this.sessions, this.commits);
+		this.outbox = new SqliteWebhookOutbox(this.db, this.commits);
 	}
 
 	private open(): void {
@@ -268,10 +275,11 @@ export class SqliteSessionStore implements SessionStore {
 		return state && this.runs.appendMessages(state, messages);
 	}
 
-	endRun(sessionId: string, runId: string, end: RunEnd): boolean {
+	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
 		this.open();
 		const state = this.sessions.get(sessionId);
-		return state !== undefined && this.runs.endRun(state, runId, end);
+		const put = webhooks && webhooks.length > 0 ? () => this.outbox.put(webhooks) : undefined;
+		return state !== undefined && this.runs.endRun(state, runId, end, put);
 	}
 
 	touchSession(sessionId: string, at: number): boolean {
@@ -388,11 +396,16 @@ export class SqliteSessionStore implements SessionStore {
 		return (this.s.listRuns.all(sessionId, max) as RunRow[]).reverse().map(toRunRecord);
 	}
 
-	async recoverInterrupted(at: number): Promise<string[]> {
+	async recoverInterrupted(
+		at: number,
+		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+	): Promise<string[]> {
 		const changed = this.commits.durable(() => {
 			const rows = this.s.listRunning.all() as SessionRow[];
 			for (const row of rows) {
-				if (row.current_run_id !== null && this.s.getRun.get(row.current_run_id)) {
+				const hasRun = row.current_run_id !== null && this.s.getRun.get(row.current_run_id) !== undefined;
+				if (webhooks) this.outbox.put(webhooks(row.id, hasRun ? row.current_run_id : null));
+				if (row.current_run_id !== null && hasRun) {
 					const messages = (this.s.runMessages.pluck().all(row.id, row.current_run_id) as string[]).map(
 						(d) => JSON.parse(d) as AgentMessage,
 					);
@@ -412,11 +425,17 @@ export class SqliteSessionStore implements SessionStore {
 
 	// --- pending interactions -------------------------------------------------------------------
 
-	async putPending(interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">): Promise<boolean> {
+	async putPending(
+		interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">,
+		webhooks?: (runId: string | null) => NewWebhookDelivery[],
+	): Promise<boolean> {
 		return this.commits.durableFor(interaction.sessionId, () => {
-			if (!this.row(interaction.sessionId)) return false;
+			const row = this.row(interaction.sessionId);
+			if (!row) return false;
 			const i = interaction;
 			this.s.upsertPending.run(i.sessionId, i.toolCallId, i.kind, i.payload, i.createdAt);
+			// The session's queued writes (its run start) committed first in this transaction: the row is current.
+			if (webhooks) this.outbox.put(webhooks(row.current_run_id));
 			return true;
 		});
 	}
@@ -485,6 +504,33 @@ export class SqliteSessionStore implements SessionStore {
 
 	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
 		return this.commits.durable(() => this.s.expireIdempotencyKeys.run(cutoff).changes, []);
+	}
+
+	// --- webhook outbox -------------------------------------------------------------------------
+
+	async enqueueWebhooks(deliveries: NewWebhookDelivery[]): Promise<void> {
+		this.open();
+		return this.outbox.enqueueWebhooks(deliveries);
+	}
+
+	async claimWebhooks(now: number, limit: number, claimUntil: number): Promise<WebhookDelivery[]> {
+		this.open();
+		return this.outbox.claimWebhooks(now, limit, claimUntil);
+	}
+
+	async settleWebhook(id: string, outcome: Parameters<WebhookOutbox["settleWebhook"]>[1]): Promise<boolean> {
+		this.open();
+		return this.outbox.settleWebhook(id, outcome);
+	}
+
+	async listWebhooks(options?: { status?: WebhookStatus; limit?: number }): Promise<WebhookDelivery[]> {
+		this.open();
+		return this.outbox.listWebhooks(options);
+	}
+
+	async pruneWebhooks(cutoff: number): Promise<number> {
+		this.open();
+		return this.outbox.pruneWebhooks(cutoff);
 	}
 
 	// --- lifecycle ------------------------------------------------------------------------------
