@@ -2,7 +2,9 @@
  * Helpers both store implementations share: argument checks (misuse throws with the fix), the
  * session-list cursor, and usage arithmetic. Kept here so both behave identically.
  */
+
 import type { AgentMessage } from "../agent/types.js";
+import { zeroUsage } from "../ai/usage.js";
 import type { StoredEvent, UsageTotals } from "./types.js";
 
 export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
@@ -83,17 +85,6 @@ export function decodeCursor(cursor: string): SessionCursor {
 	throw new RangeError("invalid session list cursor: pass the nextCursor of a previous listSessions page unchanged");
 }
 
-export function zeroUsage(): UsageTotals {
-	return {
-		input: 0,
-		output: 0,
-		cacheRead: 0,
-		cacheWrite: 0,
-		totalTokens: 0,
-		cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
-	};
-}
-
 /** `a + b`, field by field, as a new object. Missing fields of `b` count as 0 (usage from old data). */
 export function addUsage(a: UsageTotals, b: Partial<UsageTotals> | undefined): UsageTotals {
 	const bc: Partial<UsageTotals["cost"]> = b?.cost ?? {};
@@ -133,3 +124,6 @@ export function duplicateSessionError(id: string): Error {
 export function duplicateRunError(id: string): Error {
 	return new Error(`run "${id}" already exists: generate a unique id for each startRun call`);
 }
+
+/** The AI layer's zero usage, for the stores' callers of this module: one definition. */
+export { zeroUsage };

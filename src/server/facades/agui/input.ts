@@ -9,6 +9,7 @@
  * they become its transcript.
  */
 import type { AgentMessage } from "../../../agent/types.js";
+import { createAssistantMessage } from "../../../ai/assistant-message.js";
 import type {
 	AssistantMessage,
 	ImageContent,
@@ -18,7 +19,6 @@ import type {
 	ToolResultMessage,
 	UserMessage,
 } from "../../../ai/types.js";
-import { zeroUsage } from "../../../ai/usage.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
 import { apiError } from "../../errors.js";
 
@@ -171,14 +171,9 @@ function assistantMessage(message: InputMessage, field: string, model: Model<any
 		} satisfies ToolCall);
 	}
 	return {
-		role: "assistant",
+		...createAssistantMessage(model),
 		content,
-		api: model.api,
-		provider: model.provider,
-		model: model.id,
-		usage: zeroUsage(),
 		stopReason: content.some((block) => block.type === "toolCall") ? "toolUse" : "stop",
-		timestamp: Date.now(),
 	};
 }
 
