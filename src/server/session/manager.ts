@@ -176,6 +176,7 @@ export class SessionManager {
 			metadata: input.metadata ?? {},
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
+			onInterrupt: input.onInterrupt ?? "continue",
 			...(input.compaction ? { compaction: input.compaction } : {}),
 			...(input.budget ? { budget: input.budget } : {}),
 		};
