@@ -10,7 +10,11 @@ import { type ResumeOutcome, resumeInterruptedSession } from "./session/interrup
 import type { WebhookEvents } from "./webhooks/events.js";
 
 /** Marks the runs of a dead process interrupted (durably). Returns the ids of their sessions. */
-export async function markInterruptedRuns(store: SessionStore, at: number, webhooks?: WebhookEvents): Promise<string[]> {
+export async function markInterruptedRuns(
+	store: SessionStore,
+	at: number,
+	webhooks?: WebhookEvents,
+): Promise<string[]> {
 	const sessionIds = await store.recoverInterrupted(
 		at,
 		webhooks && ((sessionId, runId) => webhooks.runInterrupted(sessionId, runId, at)),

@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { json, startMain, stopAll } from "../helpers/main-process.js";
-import { openSse, type SseEvent } from "../helpers/sse.js";
 import { startServer, type TestServer } from "../helpers/server.js";
+import { openSse, type SseEvent } from "../helpers/sse.js";
 
 const dirs: string[] = [];
 const servers: Server[] = [];
@@ -64,7 +64,7 @@ async function setup(endpoint?: string, env: Record<string, string> = {}) {
 }
 
 /** The events after `lastSeen`, checked to be each once and in order. */
-function after(events: SseEvent[], lastSeen: number): SseEvent[] {
+function eventsAfter(events: SseEvent[], lastSeen: number): SseEvent[] {
 	const later = events.filter((e) => e.id !== undefined && e.id > lastSeen);
 	const ids = later.map((e) => e.id!);
 	expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b));
@@ -95,7 +95,7 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 		await resumed.waitForType("agent_end", 30_000);
 		await new Promise((resolve) => setTimeout(resolve, 300)); // nothing more may come
 		resumed.close();
-		const later = after(resumed.events, lastSeen);
+		const later = eventsAfter(resumed.events, lastSeen);
 		const names = later.map((e) => e.event);
 		const at = names.indexOf("run_interrupted");
 		expect(at).toBeGreaterThanOrEqual(0);
@@ -142,7 +142,7 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
 		const end = await resumed.waitForType("agent_end", 30_000);
 		resumed.close();
-		const later = after(resumed.events, lastSeen);
+		const later = eventsAfter(resumed.events, lastSeen);
 		expect(later.map((e) => e.event).slice(0, 5)).toEqual([
 			"tool_execution_end",
 			"message_start",
@@ -159,7 +159,9 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 		expect(endpoint.calls).toEqual(["/write_once"]);
 	});
 
-	it("mid-tool, an idempotent tool: it is called again and the model gets its result", { timeout: 90_000 }, async () => {
+	it("mid-tool, an idempotent tool: it is called again and the model gets its result", {
+		timeout: 90_000,
+	}, async () => {
 		const endpoint = await toolEndpoint();
 		const options = await setup(endpoint.url);
 		const first = await startMain(options);
@@ -178,7 +180,7 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
 		const end = await resumed.waitForType("agent_end", 30_000);
 		resumed.close();
-		const later = after(resumed.events, lastSeen);
+		const later = eventsAfter(resumed.events, lastSeen);
 		expect(later.map((e) => e.event).slice(0, 5)).toEqual([
 			"tool_execution_end",
 			"message_start",
@@ -216,7 +218,7 @@ describe('onInterrupt: "stop"', () => {
 		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
 		const interrupted = await resumed.waitForType("run_interrupted", 15_000);
 		await new Promise((resolve) => setTimeout(resolve, 500));
-		expect(after(resumed.events, lastSeen).map((e) => e.event)).toEqual([
+		expect(eventsAfter(resumed.events, lastSeen).map((e) => e.event)).toEqual([
 			"tool_execution_end",
 			"message_start",
 			"message_end",

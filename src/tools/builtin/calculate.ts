@@ -1,7 +1,7 @@
 import { type Static, Type } from "@sinclair/typebox";
 import type { AgentTool } from "../../agent/types.js";
-import { ARITHMETIC_CONSTANTS, ARITHMETIC_FUNCTIONS, evaluateArithmetic, formatNumber } from "./arithmetic.js";
 import type { IdempotentMark } from "../idempotent.js";
+import { ARITHMETIC_CONSTANTS, ARITHMETIC_FUNCTIONS, evaluateArithmetic, formatNumber } from "./arithmetic.js";
 
 const CalculateParameters = Type.Object({
 	expression: Type.String({

@@ -9,9 +9,9 @@ import type { TSchema } from "@sinclair/typebox";
 import type { AgentTool, AgentToolResult } from "../../agent/types.js";
 import type { McpServerConfig } from "../config.js";
 import { substituteEnv, substituteEnvRecord } from "../env.js";
+import type { IdempotentMark } from "../idempotent.js";
 import { type McpLogger, McpServerConnection, type McpServerStatus, type ResolvedMcpServer } from "./connection.js";
 import { type McpToolResultDetails, resultContent, resultErrorText } from "./content.js";
-import type { IdempotentMark } from "../idempotent.js";
 
 export interface McpManagerOptions {
 	/** Environment for `${ENV}` substitution; default `process.env`. */
