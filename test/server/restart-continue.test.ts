@@ -14,7 +14,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { json, startMain, stopAll } from "../helpers/main-process.js";
+import { type ReceivedEvent, streamPrompt } from "../../src/client/index.js";
+import { freePort, json, startMain, stopAll } from "../helpers/main-process.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, type SseEvent } from "../helpers/sse.js";
 
@@ -193,6 +194,45 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 		expect(endpoint.calls).toEqual(["/read_again", "/read_again"]);
 		const transcript = (await json(`${base}/messages`)).body.messages;
 		expect(transcript.map((m: any) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+	});
+});
+
+describe("the client's streamPrompt across the crash", () => {
+	it("resumes after the restart and ends at the continued run's agent_end, every event once", {
+		timeout: 90_000,
+	}, async () => {
+		const options = { ...(await setup(undefined, { WHEELHOUSE_FAUX_DELAY_MS: "40" })), port: await freePort() };
+		const first = await startMain(options);
+		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const words = Array.from({ length: 30 }, (_, i) => `v${i}`).join(" ");
+		const received: ReceivedEvent[] = [];
+		let restarted: Promise<unknown> | undefined;
+		for await (const event of streamPrompt({
+			baseUrl: first.url,
+			sessionId: id,
+			message: words,
+			retryDelayMs: 200,
+			maxRetries: 100,
+		})) {
+			received.push(event);
+			if (!restarted && received.filter((e) => e.type === "message_update").length === 3) {
+				first.child.kill("SIGKILL");
+				restarted = first.exited.then(() => startMain(options));
+			}
+		}
+		await restarted;
+		const ids = received.map((e) => e.id!);
+		expect(ids).toEqual([...new Set(ids)].sort((a, b) => a - b));
+		const names = received.map((e) => e.type);
+		expect(names.filter((n) => n === "agent_start" || n === "run_interrupted" || n === "agent_end")).toEqual([
+			"agent_start",
+			"run_interrupted",
+			"agent_start",
+			"agent_end",
+		]);
+		const end = received.at(-1)!;
+		expect(end.type).toBe("agent_end");
+		expect((end.data as any).messages.at(-1).content[0].text).toBe(words);
 	});
 });
 
