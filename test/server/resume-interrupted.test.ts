@@ -170,5 +170,13 @@ describe("resumeInterruptedSession (a replica takes over a lost one's session)",
 		const transcript = (await server.request("GET", "/v1/sessions/ses_stop/messages")).body.messages;
 		expect(transcript.at(-1)).toMatchObject({ role: "toolResult", isError: true });
 		expect(transcript.at(-1).content[0].text).toMatch(/before its result was recorded; it may or may not/);
+
+		// A second call (a takeover retried) announces nothing twice.
+		const lastEventId = state.lastEventId;
+		expect(await resumeInterruptedSession(server.app.wheelhouse, "ses_stop", "replica_lost")).toMatchObject({
+			kind: "skipped",
+			why: expect.stringMatching(/settled already/),
+		});
+		expect((await server.request("GET", "/v1/sessions/ses_stop")).body.lastEventId).toBe(lastEventId);
 	});
 });

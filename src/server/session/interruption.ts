@@ -49,6 +49,13 @@ export type ResumeOutcome =
 const TAIL = 1000;
 
 /**
+ * How long a tool run again may take. The server does not listen while it runs (at startup), so a
+ * tool that never returns must not hold it; the tool's signal is aborted then, and the call gets an
+ * error result.
+ */
+export const RERUN_TIMEOUT_MS = 120_000;
+
+/**
  * Settles the interrupted run of session `sessionId` on its stream and applies its `onInterrupt`
  * policy (see the file comment). Call it once per interrupted run, in the process that now holds
  * the session, after the app is ready (tools registered, MCP servers connected):
@@ -60,8 +67,9 @@ const TAIL = 1000;
  *   with its `run.interrupted` webhook). The session must not be in this process's memory with
  *   a transcript older than the store's.
  *
- * Durable when it resolves (the store is flushed): the events, the results, the continued run's
- * start. The continued run goes on in the background. Never rejects for the session's state (a
+ * A second call for the same interruption does nothing (`skipped`). Durable when it resolves (the
+ * store is flushed): the events, the results, the continued run's start. The continued run goes
+ * on in the background. A tool run again delays it (at most {@link RERUN_TIMEOUT_MS}). Never rejects for the session's state (a
  * value says what happened); rejects only when the store does.
  */
 export async function resumeInterruptedSession(
@@ -90,6 +98,9 @@ export async function resumeInterruptedSession(
 	// The stored interactions are settled before the session is loaded: the tools extension reads
 	// them when it loads the session, and must find none waiting.
 	if (!(await store.openSession(sessionId))) return { kind: "skipped", sessionId, why: "no such session" };
+	if (await alreadyAnnounced(store, sessionId, runId)) {
+		return { kind: "skipped", sessionId, why: "its interruption was settled already; it waits for a client" };
+	}
 	const pending = await store.listPending(sessionId, { includeResolved: true });
 	const waiting = pending.filter((p) => p.resolvedAt === null);
 	for (const interaction of waiting) {
@@ -170,6 +181,15 @@ export async function resumeInterruptedSession(
 	return { kind: "stopped", sessionId, interruptedRunId: runId, why };
 }
 
+/** Whether the session's last event is the `run_interrupted` of run `runId` (a second call changes nothing). */
+async function alreadyAnnounced(store: SessionStore, sessionId: string, runId: string | null): Promise<boolean> {
+	const last = store.lastEventId(sessionId) ?? 0;
+	if (last === 0) return false;
+	const [event] = await store.readEvents(sessionId, last - 1, 1);
+	if (event?.id !== last || event.type !== "run_interrupted") return false;
+	return (JSON.parse(event.data) as { runId?: unknown }).runId === runId;
+}
+
 function appendServerEvent(store: SessionStore, sessionId: string, type: string, payload: object, at: number): void {
 	store.appendEvent(sessionId, type, JSON.stringify({ ...payload, type }), at);
 }
@@ -190,11 +210,26 @@ function mayRunWithoutAsking(
 	return (JSON.parse(decided.resolution) as { approve?: unknown }).approve === true;
 }
 
-/** Runs `call` of an idempotent tool again: its result, or an error result as the loop makes one. */
+/**
+ * Runs `call` of an idempotent tool again: its result, or an error result as the loop makes one
+ * (also when it takes longer than {@link RERUN_TIMEOUT_MS}).
+ */
 async function runAgain(tool: AgentTool<any>, call: ToolCall): Promise<ToolResultMessage> {
+	const controller = new AbortController();
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => {
+			const error = new Error(
+				`The tool call was interrupted before its result was recorded; running it again did not finish within ${RERUN_TIMEOUT_MS / 1000} s.`,
+			);
+			controller.abort(error);
+			reject(error);
+		}, RERUN_TIMEOUT_MS);
+	});
 	try {
 		const prepared = tool.prepareArguments ? { ...call, arguments: tool.prepareArguments(call.arguments) } : call;
-		const result = await tool.execute(call.id, validateToolArguments(tool, prepared));
+		const args = validateToolArguments(tool, prepared);
+		const result = await Promise.race([tool.execute(call.id, args, controller.signal), timeout]);
 		return {
 			role: "toolResult",
 			toolCallId: call.id,
@@ -214,5 +249,7 @@ async function runAgain(tool: AgentTool<any>, call: ToolCall): Promise<ToolResul
 			isError: true,
 			timestamp: Date.now(),
 		};
+	} finally {
+		clearTimeout(timer);
 	}
 }
