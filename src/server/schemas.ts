@@ -364,6 +364,10 @@ export const ToolList = Type.Object({
 			description: Type.String(),
 			parameters: Open({}),
 			origin: Type.String({ description: "Where the tool comes from: builtin, library, module, mcp, http, ..." }),
+			idempotent: Type.Boolean({
+				description:
+					"Declared safe to run again with the same arguments: a call cut short by the death of the server process runs again when its session continues (otherwise the model gets an error result).",
+			}),
 		}),
 	),
 });

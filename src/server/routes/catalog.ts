@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
+import { isIdempotentTool } from "../../tools/index.js";
 import { ModelList, responses, ToolList } from "../schemas.js";
 
 /** `GET /v1/models` and `GET /v1/tools`. */
@@ -36,6 +37,7 @@ export const catalogRoutes: FastifyPluginAsync = async (app) => {
 					description: tool.description,
 					parameters: tool.parameters as Record<string, unknown>,
 					origin: toolOrigins.get(tool.name) ?? "library",
+					idempotent: isIdempotentTool(tool),
 					...(tool.executionMode ? { executionMode: tool.executionMode } : {}),
 				})),
 			};
