@@ -25,7 +25,10 @@ let inProcess: TestServer | undefined;
 afterEach(async () => {
 	stopAll();
 	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-	for (const server of servers.splice(0)) server.closeAllConnections(), server.close();
+	for (const server of servers.splice(0)) {
+		server.closeAllConnections();
+		server.close();
+	}
 	await inProcess?.close();
 	inProcess = undefined;
 });
