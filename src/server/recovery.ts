@@ -5,8 +5,7 @@
  * or left stopped per its `onInterrupt` policy (`resumeInterruptedSession`).
  */
 import type { SessionStore } from "../store/types.js";
-import type { ServerContext } from "./context.js";
-import { type ResumeOutcome, resumeInterruptedSession } from "./session/interruption.js";
+import { type ResumeContext, type ResumeOutcome, resumeInterruptedSession } from "./session/interruption.js";
 import type { WebhookEvents } from "./webhooks/events.js";
 
 /** Marks the runs of a dead process interrupted (durably). Returns the ids of their sessions. */
@@ -28,7 +27,7 @@ export async function markInterruptedRuns(
  * run again takes its time). A session whose resumption fails is logged and left interrupted.
  */
 export async function resumeAfterRestart(
-	ctx: ServerContext,
+	ctx: ResumeContext,
 	sessionIds: string[],
 	at: number,
 	log: { error(obj: object, msg: string): void },

@@ -36,6 +36,9 @@ import { type InterruptionReason, interruptedToolResult, unansweredToolCalls } f
 
 export type { InterruptionReason };
 
+/** What {@link resumeInterruptedSession} needs of the server: its sessions, and the tools' approval policy. */
+export type ResumeContext = Pick<ServerContext, "sessions" | "toolApprovalPolicy">;
+
 /** What {@link resumeInterruptedSession} did. */
 export type ResumeOutcome =
 	/** A new run continues the session. */
@@ -73,7 +76,7 @@ export const RERUN_TIMEOUT_MS = 120_000;
  * value says what happened); rejects only when the store does.
  */
 export async function resumeInterruptedSession(
-	ctx: ServerContext,
+	ctx: ResumeContext,
 	sessionId: string,
 	reason: InterruptionReason,
 	at: number = Date.now(),
@@ -199,7 +202,7 @@ function appendServerEvent(store: SessionStore, sessionId: string, type: string,
  * or a human approved this very call before the process died.
  */
 function mayRunWithoutAsking(
-	ctx: ServerContext,
+	ctx: ResumeContext,
 	record: SessionRecord,
 	call: ToolCall,
 	pending: StoredPending[],
