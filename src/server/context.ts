@@ -22,6 +22,12 @@ export interface ServerContext {
 	stream: StreamSettings;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;
+	/**
+	 * The approval policy of a server tool for a session with approval rules `sessionRules` (the
+	 * config's rules, then the session's); set once the tools are registered. Absent: no tool
+	 * needs approval.
+	 */
+	toolApprovalPolicy?: (toolName: string, sessionRules: Record<string, "always" | "never">) => "always" | "never";
 	/** True once shutdown began (`/readyz` answers 503). */
 	isShuttingDown(): boolean;
 }

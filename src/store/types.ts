@@ -126,15 +126,25 @@ export interface SessionConfig {
 	compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
 	/** Spending limits of this session; absent: none. Stored as given. */
 	budget?: { maxTokens?: number; maxCostUsd?: number; maxTurnsPerRun?: number };
+	/** What happens to a run its process died during (see {@link OnInterruptPolicy}). */
+	onInterrupt: OnInterruptPolicy;
 }
 
-/** Config fields a new session may leave out (they default to none). */
-export type OptionalConfigKey = "clientTools" | "toolApprovals";
+/**
+ * What the server does with a run cut short by the death of its process, once another process
+ * (the restarted one, or in a cluster another replica) finds it: `"continue"` starts a new run
+ * from the last stored message by itself; `"stop"` leaves the session `interrupted` until a
+ * client continues it.
+ */
+export type OnInterruptPolicy = "continue" | "stop";
+
+/** Config fields a new session may leave out (`clientTools`, `toolApprovals`: none; `onInterrupt`: `"continue"`). */
+export type OptionalConfigKey = "clientTools" | "toolApprovals" | "onInterrupt";
 
 /** Accumulated token usage and cost (USD) of a session or a run; same shape as a message's `Usage`. */
 export type UsageTotals = Usage;
 
-/** What `createSession` takes; `clientTools` and `toolApprovals` default to none. */
+/** What `createSession` takes; `clientTools` and `toolApprovals` default to none, `onInterrupt` to `"continue"`. */
 export interface NewSession
 	extends Omit<SessionConfig, OptionalConfigKey>,
 		Partial<Pick<SessionConfig, OptionalConfigKey>> {
@@ -456,11 +466,13 @@ export interface RunStore {
 	 * of its persisted assistant messages (also added to the session's totals). Resolves to the ids
 	 * of the sessions it changed. Call once after opening, before serving. Durable on resolve.
 	 * `webhooks` is called for each session changed, with its interrupted run (null if it had
-	 * none), and its deliveries (`WebhookOutbox`) are put in the same commit.
+	 * none), and its deliveries (`WebhookOutbox`) are put in the same commit. With `sessionIds`,
+	 * only those sessions are looked at (a process that took over the sessions of a dead one).
 	 */
 	recoverInterrupted(
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+		sessionIds?: readonly string[],
 	): Promise<string[]>;
 }
 

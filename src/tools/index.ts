@@ -32,6 +32,7 @@ export {
 	type HttpToolDetails,
 	type HttpToolOrigin,
 } from "./http-tools.js";
+export { type IdempotentMark, isIdempotentTool } from "./idempotent.js";
 export * from "./mcp.js";
 export {
 	type ApprovalDecision,

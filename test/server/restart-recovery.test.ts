@@ -32,7 +32,7 @@ describe("restart recovery", () => {
 		const db = path.join(dir, "wheelhouse.db");
 
 		const first = await start(db);
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const id = (await json(`${first.url}/v1/sessions`, "POST", { onInterrupt: "stop" })).body.id;
 		const live = await openSse(`${first.url}/v1/sessions/${id}/events`);
 		await live.waitForType("session_snapshot");
 		const prompt = await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: "/tool block {}" });
@@ -114,7 +114,7 @@ describe("restart recovery", () => {
 		dirs.push(dir);
 		const db = path.join(dir, "wheelhouse.db");
 		const first = await start(db, { WHEELHOUSE_FAUX_DELAY_MS: "20" });
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const id = (await json(`${first.url}/v1/sessions`, "POST", { onInterrupt: "stop" })).body.id;
 		const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
 		const live = await openSse(`${first.url}/v1/sessions/${id}/events`);
 		await live.waitForType("session_snapshot");

@@ -1,7 +1,8 @@
 /**
  * Webhooks across processes (the real entry, src/main.ts, on a SQLite file): deliveries the first
- * process could not make are sent by the next one with the same `webhook-id`, and a run cut by the
- * crash is reported as `run.interrupted`; a bad webhook configuration stops startup naming the field.
+ * process could not make are sent by the next one with the same `webhook-id`, a run cut by the
+ * crash is reported as `run.interrupted` and the run that continues it (`onInterrupt: "continue"`)
+ * as `run.completed`; a bad webhook configuration stops startup naming the field.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -72,20 +73,33 @@ describe("webhooks across a restart", () => {
 
 		hooks.respondWith(204);
 		const second = await startMain(options);
-		await hooks.waitFor(() => hooks.delivered().length === 3);
+		// The cut run's session continues by itself (onInterrupt "continue"): its new run's end is a fourth delivery.
+		await hooks.waitFor(() => hooks.delivered().length === 4);
 		const delivered = new Map(hooks.delivered().map((r) => [r.body.type as string, r]));
-		expect([...delivered.keys()].sort()).toEqual(["approval.requested", "run.completed", "run.interrupted"]);
-		expect(delivered.get("run.completed")!.id).toBe(triedIds.get("run.completed"));
+		expect(
+			hooks
+				.delivered()
+				.map((r) => r.body.type as string)
+				.sort(),
+		).toEqual(["approval.requested", "run.completed", "run.completed", "run.interrupted"]);
+		const completed = hooks.delivered().filter((r) => r.body.type === "run.completed");
+		const earlier = completed.find((r) => r.body.data.runId === done.body.runId);
+		expect(earlier!.id).toBe(triedIds.get("run.completed"));
+		expect(earlier!.body.data).toMatchObject({ sessionId: id });
 		expect(delivered.get("approval.requested")!.id).toBe(triedIds.get("approval.requested"));
-		expect(delivered.get("run.completed")!.body.data).toMatchObject({ sessionId: id, runId: done.body.runId });
 		expect(delivered.get("run.interrupted")!.body.data).toMatchObject({
 			sessionId: id,
 			runId: cut.body.runId,
 			status: "interrupted",
 			reason: "server_restart",
 		});
-		// Nothing was delivered twice, and nothing but these three was sent after the restart.
-		expect(hooks.received.length).toBe(refusedAttempts + 3);
+		const continued = completed.find((r) => r !== earlier)!.body.data;
+		expect(continued).toMatchObject({ sessionId: id, status: "completed" });
+		expect([done.body.runId, cut.body.runId]).not.toContain(continued.runId);
+		expect((await json(`${second.url}/v1/sessions/${id}`)).body.status).toBe("idle");
+		// Nothing was delivered twice, and nothing but these four was sent after the restart.
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect(hooks.received.length).toBe(refusedAttempts + 4);
 		expect(second.output()).not.toMatch(/given up/);
 	});
 

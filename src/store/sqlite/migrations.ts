@@ -228,6 +228,17 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
 		`,
 	},
+	{
+		version: 9,
+		description:
+			"a session's config holds its onInterrupt policy (continue: a run its process died during goes on by " +
+			"itself; stop: it waits for a client); older builds would drop it on the next config change and leave " +
+			"runs stopped, so they must refuse this version",
+		// Existing sessions get the default, written out (json_insert keeps a present value).
+		sql: `
+			UPDATE sessions SET config = json_insert(config, '$.onInterrupt', 'continue');
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
