@@ -11,8 +11,8 @@
  * ```
  */
 import cors from "@fastify/cors";
-import type { TracerProvider } from "@opentelemetry/api";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { TracerProvider } from "@opentelemetry/api";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
@@ -232,15 +232,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	// The tracing modules, and the SDK with them, are loaded only when tracing is on.
 	const tracing: ServerTracing | undefined =
 		options.tracerProvider || tracingSettings.export
-			? await (await import("./tracing/server-tracing.js")).ServerTracing.start(
-					tracingSettings,
-					options.tracerProvider,
-				)
+			? await (await import("./tracing/server-tracing.js")).ServerTracing.start(tracingSettings, options.tracerProvider)
 			: undefined;
 	if (tracing) {
 		// Registered first, so it runs last: after the drain has ended every run and its spans.
 		app.addHook("onClose", async function flushSpans() {
-			await tracing.shutdown();
+			const err = await tracing.shutdown();
+			if (err) app.log.warn({ err }, "tracing: the last spans could not be exported");
 		});
 	}
 	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);

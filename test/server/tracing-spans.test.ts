@@ -266,7 +266,10 @@ describe("tracing: runs started by the facades", () => {
 		const request = await recorder.waitFor(named("POST /api/stream"));
 		const chat = await recorder.waitFor(named("chat echo"));
 		expect(recorder.parentOf(chat)).toBe(request.spanContext().spanId);
-		expect(chat.attributes).toMatchObject({ "gen_ai.operation.name": "chat", "gen_ai.response.finish_reasons": ["stop"] });
+		expect(chat.attributes).toMatchObject({
+			"gen_ai.operation.name": "chat",
+			"gen_ai.response.finish_reasons": ["stop"],
+		});
 		expect(recorder.spans().filter(named("invoke_agent"))).toEqual([]);
 	});
 });

@@ -6,7 +6,7 @@
  */
 import { type Attributes, type Context, type Span, SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
 import type { AssistantMessageEventStream } from "../../ai/event-stream.js";
-import type { AssistantMessage, Context as ModelContext, Model, SimpleStreamOptions } from "../../ai/types.js";
+import type { AssistantMessage, Model, Context as ModelContext, SimpleStreamOptions } from "../../ai/types.js";
 import {
 	ATTR,
 	finishReason,

@@ -158,7 +158,8 @@ export class RunSpans {
 			span.end();
 		}
 		run.span.setAttributes(attributes);
-		if (attributes[ATTR.errorType] !== undefined) run.span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage });
+		if (attributes[ATTR.errorType] !== undefined)
+			run.span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage });
 		run.span.end();
 	}
 

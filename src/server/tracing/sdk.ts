@@ -19,8 +19,10 @@ export interface OwnedTracerProvider {
 
 /** Builds the SDK for `settings` (the SDK modules are loaded now). */
 export async function startTracerProvider(settings: ExportSettings): Promise<OwnedTracerProvider> {
-	const [{ BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter }, { defaultResource, resourceFromAttributes }] =
-		await Promise.all([import("@opentelemetry/sdk-trace-base"), import("@opentelemetry/resources")]);
+	const [
+		{ BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter },
+		{ defaultResource, resourceFromAttributes },
+	] = await Promise.all([import("@opentelemetry/sdk-trace-base"), import("@opentelemetry/resources")]);
 	const processors = [];
 	for (const kind of settings.exporters) {
 		if (kind === "console") {
@@ -31,7 +33,9 @@ export async function startTracerProvider(settings: ExportSettings): Promise<Own
 			settings.protocol === "http/json"
 				? await import("@opentelemetry/exporter-trace-otlp-http")
 				: await import("@opentelemetry/exporter-trace-otlp-proto");
-		processors.push(new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers })));
+		processors.push(
+			new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers })),
+		);
 	}
 	const provider = new BasicTracerProvider({
 		// The SDK's own attributes (telemetry.sdk.*), then the configured ones.

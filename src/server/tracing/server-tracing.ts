@@ -58,8 +58,16 @@ export class ServerTracing {
 		return ChatSpan.start(this.tracer, parent ?? ROOT_CONTEXT, request, this.captureContent);
 	}
 
-	/** Exports the spans still queued and stops the exporters of an SDK this app built. */
-	async shutdown(): Promise<void> {
-		await this.shutdownProvider?.();
+	/**
+	 * Exports the spans still queued and stops the exporters of an SDK this app built. Resolves to
+	 * why that failed (a collector that is down), if it did: the close goes on.
+	 */
+	async shutdown(): Promise<Error | undefined> {
+		try {
+			await this.shutdownProvider?.();
+			return undefined;
+		} catch (err) {
+			return err instanceof Error ? err : new Error(String(err));
+		}
 	}
 }
