@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
+ *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30, or 6 with --quick)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -25,6 +26,12 @@
  * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
  * (`pipeline-floor.ts`).
  *
+ * `--tracing` measures observability at full use: a server with Prometheus metrics and OpenTelemetry
+ * tracing on (spans exported over OTLP/HTTP protobuf to a stand-in collector in a process of its own,
+ * otlp-receiver.ts) against one with both off, memory store, in interleaved pairs as above; only those
+ * pairs run. `BENCH_SSE_TRACING_VARIANT=tracing` turns metrics off on the variant (tracing alone),
+ * `aa` runs both servers with everything off (the noise floor).
+ *
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
  * `git archive` into a temporary folder that shares this checkout's node_modules) against this
  * tree's, for each store, in interleaved pairs as above; only those pairs run.
@@ -38,6 +45,7 @@ import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
 import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
 import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
+import type { ReceiverReply } from "./otlp-receiver.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -62,6 +70,12 @@ const COMPARE_REF = process.argv.includes("--compare")
 const COMPARE_PAIRS = Number(
 	process.env.BENCH_SSE_COMPARE_PAIRS ?? (process.argv.includes("--quick") ? 6 : STORE_PAIRS),
 );
+/** `--tracing`: run only the pairs of metrics and tracing on against both off. */
+const TRACING_ONLY = process.argv.includes("--tracing");
+/** Interleaved off/on pairs for `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
+const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
+/** What the `--tracing` variant turns on: `both` (default), `tracing` (metrics off), `aa` (nothing: A/A). */
+const TRACING_VARIANT = process.env.BENCH_SSE_TRACING_VARIANT ?? "both";
 /** The checkout this file is in. */
 const REPO = path.resolve(here, "..", "..");
 const SIZES = [200, 2_000, 10_000];
@@ -607,8 +621,72 @@ async function mainCompare(ref: string): Promise<void> {
 	}
 }
 
+/** The stand-in collector of `--tracing`, in its own process. */
+async function startReceiver(): Promise<{ url: string; count(): Promise<ReceiverReply>; stop(): void }> {
+	const child = forkTs("otlp-receiver.ts");
+	const [ready] = (await once(child, "message")) as [ReceiverReply];
+	if (ready.type !== "ready") throw new Error(`receiver failed: ${JSON.stringify(ready)}`);
+	return {
+		url: ready.url,
+		async count() {
+			child.send({ type: "count" });
+			const [reply] = (await once(child, "message")) as [ReceiverReply];
+			return reply;
+		},
+		stop: () => child.kill(),
+	};
+}
+
+/** `--tracing`: metrics and tracing on (exporting to a local collector) against both off, with the goal. */
+async function mainTracing(): Promise<void> {
+	const receiver = await startReceiver();
+	try {
+		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
+		const on: ServerStart =
+			TRACING_VARIANT === "aa"
+				? off
+				: {
+						kind: "wheelhouse",
+						store: "memory",
+						metrics: TRACING_VARIANT === "tracing" ? "off" : "on",
+						otlpEndpoint: receiver.url,
+					};
+		const onName = TRACING_VARIANT === "aa" ? "off (A/A)" : TRACING_VARIANT === "tracing" ? "tracing" : "metrics+tracing";
+		console.log(
+			`bench/sse --tracing (variant: ${onName}) — node ${process.version}, ${cpus().length} cores, ` +
+				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions`,
+		);
+		const pairs = {
+			concurrent: await benchPairs(off, on, TRACING_PAIRS, concurrentJob),
+			single: await benchPairs(off, on, TRACING_PAIRS, singleJob),
+		};
+		printPairs(`${onName} vs everything off, memory store`, ["off", onName], TRACING_PAIRS, pairs);
+		// The servers were stopped (their last spans flushed at close): what reached the collector.
+		const received = await receiver.count();
+		if (received.type === "count") {
+			console.log(
+				`\nthe collector received ${fmt(received.requests)} OTLP requests, ${fmt(received.bytes)} bytes; ` +
+					`${fmt(received.spanNames)} of them with invoke_agent spans`,
+			);
+		}
+		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)}`);
+		console.log("\nGoals (median pair):");
+		for (const [name, p] of [
+			[`${SESSIONS} sessions`, pairs.concurrent],
+			["one stream", pairs.single],
+		] as const) {
+			const ok = med(p.eventsRatio) >= 0.95;
+			console.log(`  ${ok ? "met    " : "NOT met"}  ${onName} ≥ 0.95x events/s of everything off (${name})`);
+		}
+	} finally {
+		receiver.stop();
+		clientChild?.kill();
+	}
+}
+
 export async function main(): Promise<void> {
 	if (METRICS_ONLY) return mainMetricsOnly();
+	if (TRACING_ONLY) return mainTracing();
 	if (COMPARE_REF) return mainCompare(COMPARE_REF);
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
 	try {

@@ -39,11 +39,12 @@ async function serveOneRun(env: Record<string, string>): Promise<TestServer> {
 describe("tracing off", () => {
 	it("loads no SDK module without OTEL_* settings, with OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true", async () => {
 		const endpoint = "http://127.0.0.1:9/";
-		for (const env of [
+		const envs: Record<string, string>[] = [
 			{},
 			{ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_EXPORTER: "none" },
 			{ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: "true" },
-		]) {
+		];
+		for (const env of envs) {
 			const server = await serveOneRun(env);
 			expect(server.app.wheelhouse.tracing).toBeUndefined();
 			expect(sdkModules()).toEqual([]);

@@ -7,7 +7,7 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
-import { scriptedModel, usage } from "../helpers/scripted-session.js";
+import { scriptedModel } from "../helpers/scripted-session.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { recordSpans, type SpanRecorder } from "../helpers/spans.js";
 import { promptSse } from "../helpers/sse.js";
