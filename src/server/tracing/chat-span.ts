@@ -26,17 +26,6 @@ export interface ModelCallRequest {
 	attributes?: Attributes;
 }
 
-/** `server.address` / `server.port` of a model's base URL (absent when it is not a URL). */
-function serverAttributes(baseUrl: string): Attributes {
-	try {
-		const url = new URL(baseUrl);
-		const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
-		return { "server.address": url.hostname, "server.port": port };
-	} catch {
-		return {};
-	}
-}
-
 export class ChatSpan {
 	private ended = false;
 
@@ -52,7 +41,6 @@ export class ChatSpan {
 			[ATTR.operationName]: "chat",
 			[ATTR.providerName]: providerName(model.provider),
 			[ATTR.requestModel]: model.id,
-			...serverAttributes(model.baseUrl),
 			...request.attributes,
 		};
 		if (options?.maxTokens !== undefined) attributes[ATTR.requestMaxTokens] = options.maxTokens;

@@ -37,7 +37,6 @@ export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
 			"http.request.method": request.method,
 			"url.path": query === -1 ? url : url.slice(0, query),
 			"url.scheme": request.protocol,
-			"wheelhouse.request.id": request.id,
 		};
 		if (route) attributes["http.route"] = route;
 		const parent = requestParentContext(request.headers);

@@ -145,7 +145,9 @@ export class RunSpans {
 		}
 		const last = lastAssistant(messages);
 		const status = last?.stopReason === "error" ? "error" : last?.stopReason === "aborted" ? "aborted" : "completed";
-		const attributes: Attributes = { [ATTR.runStatus]: status, ...usageAttributes(usage) };
+		// Only a run that did not complete says how it ended: every attribute costs on every span.
+		const attributes: Attributes = usageAttributes(usage);
+		if (status !== "completed") attributes[ATTR.runStatus] = status;
 		if (last && status === "error") attributes[ATTR.errorType] = modelErrorType(last);
 		this.finish(run, attributes, status === "error" ? last?.errorMessage : undefined);
 	}
