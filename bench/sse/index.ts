@@ -44,8 +44,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
 import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
-import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
+import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -651,7 +651,8 @@ async function mainTracing(): Promise<void> {
 						metrics: TRACING_VARIANT === "tracing" ? "off" : "on",
 						otlpEndpoint: receiver.url,
 					};
-		const onName = TRACING_VARIANT === "aa" ? "off (A/A)" : TRACING_VARIANT === "tracing" ? "tracing" : "metrics+tracing";
+		const onName =
+			TRACING_VARIANT === "aa" ? "off (A/A)" : TRACING_VARIANT === "tracing" ? "tracing" : "metrics+tracing";
 		console.log(
 			`bench/sse --tracing (variant: ${onName}) — node ${process.version}, ${cpus().length} cores, ` +
 				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions`,
