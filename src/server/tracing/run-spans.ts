@@ -79,7 +79,8 @@ export class RunSpans {
 				run?.context ?? ROOT_CONTEXT,
 				{
 					model: state.model,
-					context: { ...context, systemPrompt: state.systemPrompt },
+					// Read only to record content: the copy is made only then.
+					context: this.options.captureContent ? { ...context, systemPrompt: state.systemPrompt } : context,
 					options,
 					attributes: { [ATTR.conversationId]: session.id },
 				},
