@@ -7,7 +7,7 @@
 import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it } from "vitest";
-import { scriptedModel } from "../helpers/scripted-session.js";
+import { promptAndWait, scriptedModel, text400, usage } from "../helpers/scripted-session.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { recordSpans, type SpanRecorder } from "../helpers/spans.js";
 import { promptSse } from "../helpers/sse.js";
@@ -172,6 +172,39 @@ describe("tracing: spans of a prompt", () => {
 		expect(tool.status.code).toBe(SpanStatusCode.ERROR);
 		expect(tool.attributes["error.type"]).toBe("tool_error");
 		expect(recorder.one("invoke_agent").status.code).toBe(SpanStatusCode.UNSET);
+	});
+
+	it("a retry after a context overflow is a second chat span of the same run", async () => {
+		const recorder = recordSpans();
+		const server = await start(recorder);
+		const id = await createSession(server, {
+			model: model.spec,
+			compaction: { reserveTokens: 1000, keepRecentTokens: 150 },
+		});
+		model.script({ content: text400("A1"), usage: usage(300) }, { content: text400("A2"), usage: usage(500) });
+		await promptAndWait(server, id, text400("U1"));
+		await promptAndWait(server, id, text400("U2"));
+		model.requests.length = 0;
+		model.script(
+			{ content: [], stopReason: "error", errorMessage: "prompt is too long: 5210 tokens > 4000 maximum" },
+			{ content: "SUMMARY", usage: usage(400) },
+			{ content: "answered", usage: usage(700) },
+		);
+		await promptAndWait(server, id, text400("U3"));
+		expect(model.requests).toHaveLength(3);
+		await recorder.waitFor(() => recorder.spans().filter(named("invoke_agent")).length === 3);
+		const last = recorder
+			.spans()
+			.filter(named("invoke_agent"))
+			.sort((a, b) => b.startTime[0] - a.startTime[0] || b.startTime[1] - a.startTime[1])[0];
+		const calls = recorder
+			.spans()
+			.filter((span) => span.name === "chat small" && recorder.parentOf(span) === last.spanContext().spanId)
+			.sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+		// The refused call and the retry; the summary request is the compaction's, not a call of the loop.
+		expect(calls.map((span) => span.attributes["gen_ai.response.finish_reasons"])).toEqual([["error"], ["stop"]]);
+		expect(calls[0].status.code).toBe(SpanStatusCode.ERROR);
+		expect(last.status.code).toBe(SpanStatusCode.UNSET);
 	});
 
 	it("records message content only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true", async () => {
