@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
- *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30, or 6 with --quick)
+ *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30 rounds, or 6 with --quick)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -28,9 +28,10 @@
  *
  * `--tracing` measures observability at full use: a server with Prometheus metrics and OpenTelemetry
  * tracing on (spans exported over OTLP/HTTP protobuf to a stand-in collector in a process of its own,
- * otlp-receiver.ts) against one with both off, memory store, in interleaved pairs as above; only those
- * pairs run. `BENCH_SSE_TRACING_VARIANT=tracing` turns metrics off on the variant (tracing alone),
- * `aa` runs both servers with everything off (the noise floor).
+ * otlp-receiver.ts) against one with both off, memory store; in the same rounds, tracing alone and a
+ * second server with both off (the A/A noise floor). Four servers up side by side, each round runs
+ * the job on all four in a rotating order, and each figure is the median of the per-round ratios to
+ * the first server; only these rounds run.
  *
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
  * `git archive` into a temporary folder that shares this checkout's node_modules) against this
@@ -72,10 +73,8 @@ const COMPARE_PAIRS = Number(
 );
 /** `--tracing`: run only the pairs of metrics and tracing on against both off. */
 const TRACING_ONLY = process.argv.includes("--tracing");
-/** Interleaved off/on pairs for `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
+/** Rounds of `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
 const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
-/** What the `--tracing` variant turns on: `both` (default), `tracing` (metrics off), `aa` (nothing: A/A). */
-const TRACING_VARIANT = process.env.BENCH_SSE_TRACING_VARIANT ?? "both";
 /** The checkout this file is in. */
 const REPO = path.resolve(here, "..", "..");
 const SIZES = [200, 2_000, 10_000];
@@ -637,31 +636,70 @@ async function startReceiver(): Promise<{ url: string; count(): Promise<Receiver
 	};
 }
 
-/** `--tracing`: metrics and tracing on (exporting to a local collector) against both off, with the goal. */
+/**
+ * Servers measured in rounds, for comparisons of more than two: each round runs the same job on
+ * every server, in an order that rotates from round to round (each server is first as often as
+ * the others). Returns each server's figures, round by round.
+ */
+async function benchRounds(
+	starts: ServerStart[],
+	rounds: number,
+	jobs: (url: string) => Promise<ClientJob>,
+): Promise<Figures[][]> {
+	const servers: ServerChild[] = [];
+	try {
+		for (const start of starts) servers.push(await ServerChild.start(start));
+		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
+		for (const server of servers) await once(server); // warm-up
+		const out: Figures[][] = servers.map(() => []);
+		for (let r = 0; r < rounds; r++) {
+			for (let k = 0; k < servers.length; k++) {
+				const i = (r + k) % servers.length;
+				out[i].push(await once(servers[i]));
+			}
+		}
+		return out;
+	} finally {
+		for (const server of servers) await server.stop();
+	}
+}
+
+/** The round-by-round ratios of `variant` to `base` (both from {@link benchRounds}). */
+function pairsOf(base: Figures[], variant: Figures[]): Pairs {
+	return {
+		base,
+		variant,
+		eventsRatio: base.map((b, i) => variant[i].eventsPerSec / b.eventsPerSec),
+		cpuRatio: base.map((b, i) => b.serverCpuPerEventUs! / variant[i].serverCpuPerEventUs!),
+	};
+}
+
+/**
+ * `--tracing`: metrics and tracing on (spans exported to a local collector) against both off, with
+ * the goal; in the same rounds, tracing alone, and a second server with both off whose ratio to the
+ * first is the noise floor of the machine at the time (an A/A comparison).
+ */
 async function mainTracing(): Promise<void> {
 	const receiver = await startReceiver();
 	try {
 		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
-		const on: ServerStart =
-			TRACING_VARIANT === "aa"
-				? off
-				: {
-						kind: "wheelhouse",
-						store: "memory",
-						metrics: TRACING_VARIANT === "tracing" ? "off" : "on",
-						otlpEndpoint: receiver.url,
-					};
-		const onName =
-			TRACING_VARIANT === "aa" ? "off (A/A)" : TRACING_VARIANT === "tracing" ? "tracing" : "metrics+tracing";
+		const variants: [string, ServerStart][] = [
+			["off again (A/A)", off],
+			["tracing", { ...off, otlpEndpoint: receiver.url }],
+			["metrics+tracing", { ...off, metrics: "on", otlpEndpoint: receiver.url }],
+		];
 		console.log(
-			`bench/sse --tracing (variant: ${onName}) — node ${process.version}, ${cpus().length} cores, ` +
-				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions`,
+			`bench/sse --tracing — node ${process.version}, ${cpus().length} cores, ` +
+				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers`,
 		);
-		const pairs = {
-			concurrent: await benchPairs(off, on, TRACING_PAIRS, concurrentJob),
-			single: await benchPairs(off, on, TRACING_PAIRS, singleJob),
-		};
-		printPairs(`${onName} vs everything off, memory store`, ["off", onName], TRACING_PAIRS, pairs);
+		const starts = [off, ...variants.map(([, start]) => start)];
+		const concurrent = await benchRounds(starts, TRACING_PAIRS, concurrentJob);
+		const single = await benchRounds(starts, TRACING_PAIRS, singleJob);
+		const results = variants.map(([name], i) => {
+			const runs = { concurrent: pairsOf(concurrent[0], concurrent[i + 1]), single: pairsOf(single[0], single[i + 1]) };
+			printPairs(`${name} vs everything off, memory store`, ["off", name], TRACING_PAIRS, runs);
+			return [name, runs] as const;
+		});
 		// The servers were stopped (their last spans flushed at close): what reached the collector.
 		const received = await receiver.count();
 		if (received.type === "count") {
@@ -671,13 +709,14 @@ async function mainTracing(): Promise<void> {
 			);
 		}
 		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)}`);
-		console.log("\nGoals (median pair):");
+		console.log("\nGoals (median round):");
+		const [, both] = results[results.length - 1];
 		for (const [name, p] of [
-			[`${SESSIONS} sessions`, pairs.concurrent],
-			["one stream", pairs.single],
+			[`${SESSIONS} sessions`, both.concurrent],
+			["one stream", both.single],
 		] as const) {
 			const ok = med(p.eventsRatio) >= 0.95;
-			console.log(`  ${ok ? "met    " : "NOT met"}  ${onName} ≥ 0.95x events/s of everything off (${name})`);
+			console.log(`  ${ok ? "met    " : "NOT met"}  metrics+tracing ≥ 0.95x events/s of everything off (${name})`);
 		}
 	} finally {
 		receiver.stop();
