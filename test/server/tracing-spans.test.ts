@@ -140,6 +140,16 @@ describe("tracing: spans of a prompt", () => {
 		expect(recorder.parentOf(list)).toBeUndefined();
 	});
 
+	it("a session made from a profile: the profile is the agent's name", async () => {
+		const recorder = recordSpans();
+		const server = await start(recorder, { config: { profiles: { support: { model: "faux/echo" } } } });
+		const id = await createSession(server, { profile: "support" });
+		const run = await promptSse(server.url, id, { message: "hello" });
+		await run.waitForEnd();
+		const agent = await recorder.waitFor(named("invoke_agent support"));
+		expect(agent.attributes["gen_ai.agent.name"]).toBe("support");
+	});
+
 	it("a failed model call: chat and invoke_agent carry error.type and an error status", async () => {
 		const recorder = recordSpans();
 		const server = await start(recorder);
