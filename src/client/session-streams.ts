@@ -1,3 +1,7 @@
+/**
+ * A session's event streams for a client: the live stream, and a prompt streamed up to its run's
+ * end, each resuming after disconnects.
+ */
 import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
 
 export interface SessionStreamOptions extends Omit<StreamEventsOptions, "url" | "init" | "resumeUrl" | "headers"> {

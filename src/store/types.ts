@@ -79,9 +79,6 @@ import type { NewWebhookDelivery, WebhookOutbox } from "./webhook-types.js";
 
 export type * from "./webhook-types.js";
 
-/** How many queued messages one poll of a queue drains: the Agent's own type, stored per session. */
-export type { QueueMode };
-
 /**
  * The run status of a session as persisted.
  * - `idle`: no run active.
@@ -116,6 +113,7 @@ export interface SessionConfig {
 	/** Names of the enabled server tools. */
 	tools: string[];
 	toolExecution: ToolExecutionMode;
+	/** How many queued messages one poll of a queue drains: the Agent's own setting, stored per session. */
 	steeringMode: QueueMode;
 	followUpMode: QueueMode;
 	/** Free-form string map from the client. */

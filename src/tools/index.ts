@@ -1,3 +1,7 @@
+/**
+ * The tools layer's public surface: built-in, HTTP, MCP and client tools, approval policies and
+ * pending calls, their configuration, and the server's tool set.
+ */
 export {
 	type ApprovalHookOptions,
 	type ApprovalOutcome,

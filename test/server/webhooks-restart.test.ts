@@ -3,13 +3,11 @@
  * process could not make are sent by the next one with the same `webhook-id`, and a run cut by the
  * crash is reported as `run.interrupted`; a bad webhook configuration stops startup naming the field.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { json, repoRoot, startMain, stopAll } from "../helpers/main-process.js";
+import { json, refusedStartup, startMain, stopAll } from "../helpers/main-process.js";
 import { openSse } from "../helpers/sse.js";
 import { newSecret, startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
@@ -92,19 +90,7 @@ describe("webhooks across a restart", () => {
 	});
 
 	it("a bad webhook configuration stops startup with one line naming the field", { timeout: 30_000 }, async () => {
-		const refused = async (env: Record<string, string>) => {
-			const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-				cwd: repoRoot,
-				env: { PATH: process.env.PATH, PORT: "0", WHEELHOUSE_STORE: "memory", ...env },
-			});
-			let stderr = "";
-			child.stderr.on("data", (chunk: Buffer) => {
-				stderr += chunk.toString();
-			});
-			const [code] = (await once(child, "exit")) as [number | null];
-			return { code, stderr };
-		};
-		const env = await refused({
+		const env = await refusedStartup({
 			WHEELHOUSE_WEBHOOK_URL: "http://127.0.0.1:9/hooks",
 			WHEELHOUSE_WEBHOOK_SECRET: "hunter2",
 		});
@@ -120,7 +106,7 @@ describe("webhooks across a restart", () => {
 				webhooks: { endpoints: [{ url: "http://127.0.0.1:9/hooks", secret: newSecret(), events: ["run.done"] }] },
 			}),
 		);
-		const fromFile = await refused({ WHEELHOUSE_CONFIG: file });
+		const fromFile = await refusedStartup({ WHEELHOUSE_CONFIG: file });
 		expect(fromFile.code).toBe(1);
 		expect(fromFile.stderr).toMatch(/webhooks\.endpoints\[0\]\.events: unknown event type "run.done"/);
 	});

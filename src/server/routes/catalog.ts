@@ -1,3 +1,6 @@
+/**
+ * The catalogue routes: the models and the server tools a session can use.
+ */
 import type { FastifyPluginAsync } from "fastify";
 import { ModelList, responses, ToolList } from "../schemas.js";
 

@@ -1,3 +1,7 @@
+/**
+ * The routes that put messages into a session's runs (prompt, continue, steer, follow-up) and take
+ * them out (clear queue, abort).
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../ai/types.js";

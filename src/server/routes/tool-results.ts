@@ -1,3 +1,7 @@
+/**
+ * The client tool result route, and the answers shared by every route that resolves a waiting
+ * call.
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { ClientToolResultBodySchema } from "../../tools/index.js";

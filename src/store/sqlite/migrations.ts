@@ -129,9 +129,9 @@ export const MIGRATIONS: readonly Migration[] = [
 			"refers to them instead; older builds would misread a ref frame, so they must refuse this version. " +
 			"messages and event_batches become rowid tables with a unique index, so rows are appended in write order",
 		// v4 batches are valid v5 batches. The tables are rebuilt because WITHOUT ROWID suits small rows only:
-		// its leaves hold ~1 KB of a row, so each message or batch longer than that took an overflow page,
+		// its leaves hold only a small part of a row, so each longer message or batch took an overflow page,
 		// and rows went to scattered pages by session. As rowid tables, concurrent sessions' new rows share the
-		// last pages (bench: 4.3 -> 2.5 pages written per 200-token run with 30 runs per commit).
+		// last pages, so a commit writes fewer pages (bench/sse/results.md).
 		sql: `
 			CREATE TABLE messages_v5 (
 				id INTEGER PRIMARY KEY,

@@ -1,3 +1,6 @@
+/**
+ * The `calculate` tool: arithmetic for the model, evaluated by a real parser.
+ */
 import { type Static, Type } from "@sinclair/typebox";
 import type { AgentTool } from "../../agent/types.js";
 import { ARITHMETIC_CONSTANTS, ARITHMETIC_FUNCTIONS, evaluateArithmetic, formatNumber } from "./arithmetic.js";

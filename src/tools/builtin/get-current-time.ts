@@ -1,3 +1,6 @@
+/**
+ * The `get_current_time` tool: the wall-clock time in a time zone.
+ */
 import { type Static, Type } from "@sinclair/typebox";
 import type { AgentTool } from "../../agent/types.js";
 

@@ -31,6 +31,7 @@ import type { LiveSession } from "../../session/live-session.js";
 import type { SessionManager } from "../../session/manager.js";
 import type { RunHandle } from "../../session/runs.js";
 import type { ToolInteractions } from "../../session/tool-interactions.js";
+import { deliverToolResults } from "../client-tool-results.js";
 import { clientToolsOf, historyOf, type InputMessage, systemPromptOf, type Tail, tailOf } from "./input.js";
 import type { Threads } from "./threads.js";
 
@@ -133,18 +134,7 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			async start() {
 				const runId = session.runId;
 				for (const entry of steer) await session.enqueue("steer", entry.message);
-				for (const result of results) {
-					const outcome = interactions.resolveToolResult(session, result.toolCallId, {
-						content: result.content,
-						isError: result.isError,
-					});
-					if (outcome !== "resolved") {
-						throw apiError(
-							"TOOL_CALL_FINISHED",
-							`The call ${result.toolCallId} no longer waits for a result (${outcome}); send a new message instead.`,
-						);
-					}
-				}
+				deliverToolResults(interactions, session, results, { instead: "send a new message instead" });
 				const run = runId ? session.activeRunHandle(runId) : undefined;
 				if (!run) throw apiError("TOOL_CALL_FINISHED", "The run that waited for these results is over.");
 				return run;

@@ -33,6 +33,7 @@ import type { RunHandle } from "../../session/runs.js";
 import type { ToolInteractions } from "../../session/tool-interactions.js";
 import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
+import { deliverToolResults } from "../client-tool-results.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
@@ -203,19 +204,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			session,
 			async start() {
 				const runId = session.runId;
-				for (const result of results) {
-					waitingCalls.delete(result.toolCallId);
-					const outcome = interactions.resolveToolResult(session, result.toolCallId, {
-						content: result.content,
-						isError: result.isError,
-					});
-					if (outcome !== "resolved") {
-						throw apiError(
-							"TOOL_CALL_FINISHED",
-							`The call ${result.toolCallId} no longer waits for a result (${outcome}); send the conversation again without it.`,
-						);
-					}
-				}
+				deliverToolResults(interactions, session, results, {
+					instead: "send the conversation again without it",
+					forget: (toolCallId) => waitingCalls.delete(toolCallId),
+				});
 				return runId ? session.activeRunHandle(runId) : undefined;
 			},
 		};
