@@ -127,12 +127,11 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				const sse = wantsSse(request);
 				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-				const result = await session.prompt(
-					[message],
-					request.body.ifBusy ?? "reject",
-					attachRun(keyed, stream),
-					queuedRecord(keyed),
-				);
+				const result = await session.prompt([message], request.body.ifBusy ?? "reject", {
+					attach: attachRun(keyed, stream),
+					withKey: queuedRecord(keyed),
+					trace: request.traceContext,
+				});
 				if (result.kind === "queued") return reply.code(202).send(queuedBody(result));
 				return await answerRun(reply, result.run, sse);
 			} finally {
@@ -160,7 +159,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			try {
 				const sse = wantsSse(request);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-				const run = await session.continue(attachRun(keyed, stream));
+				const run = await session.continue({ attach: attachRun(keyed, stream), trace: request.traceContext });
 				return await answerRun(reply, run, sse);
 			} finally {
 				keyed?.release();

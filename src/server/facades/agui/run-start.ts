@@ -20,6 +20,7 @@
  *
  * The tail's messages the session already holds (ours, or ones prompted before) are left out.
  */
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import type { SessionConfig } from "../../../store/types.js";
@@ -56,8 +57,11 @@ export interface WheelhouseProps {
 /** How the request's run begins. */
 export interface Begun {
 	session: LiveSession;
-	/** Starts the run, or hands the results to the run that waits for them. Throws on refusal. */
-	start(): Promise<RunHandle | undefined>;
+	/**
+	 * Starts the run, or hands the results to the run that waits for them. Throws on refusal.
+	 * `trace`: the request's trace context, the parent of a new run's spans.
+	 */
+	start(trace?: TraceContext): Promise<RunHandle | undefined>;
 	/** What must happen before the stretch is read (the waiting run the request abandons ends first). */
 	prepare?(): Promise<void>;
 	/** True when the run was under way (its turn is open). */
@@ -113,9 +117,9 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			resumed: false,
 			sentByClient: new Set(messages),
 			sentIds: tail.map((entry) => entry.id),
-			async start() {
-				if (messages.length === 0) return session.continue();
-				const result = await session.prompt(messages, "reject");
+			async start(trace) {
+				if (messages.length === 0) return session.continue({ trace });
+				const result = await session.prompt(messages, "reject", { trace });
 				return result.kind === "started" ? result.run : undefined;
 			},
 		};

@@ -21,6 +21,7 @@
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
 import { randomBytes } from "node:crypto";
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
@@ -123,7 +124,8 @@ function settingsFor(target: Target, spec: string, system: string | undefined, f
 /** What a request's stretch starts with: a new run, or the results the active run waits for. */
 interface Start {
 	session: LiveSession;
-	start(): Promise<RunHandle | undefined>;
+	/** Starts (or resumes) the run; `trace`: the request's trace context, the parent of a new run's spans. */
+	start(trace?: TraceContext): Promise<RunHandle | undefined>;
 }
 
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
@@ -215,9 +217,9 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	function runOf(session: LiveSession, conversation: MappedConversation): Start {
 		return {
 			session,
-			async start() {
-				if (conversation.prompt.length === 0) return session.continue();
-				const result = await session.prompt(conversation.prompt, "reject");
+			async start(trace) {
+				if (conversation.prompt.length === 0) return session.continue({ trace });
+				const result = await session.prompt(conversation.prompt, "reject", { trace });
 				return result.kind === "started" ? result.run : undefined;
 			},
 		};
@@ -251,7 +253,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const result = await runSegment(
 				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
 				async () => {
-					const run = await begun.start();
+					const run = await begun.start(reply.request.traceContext);
 					if (stream) {
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
 						for (const frame of early.splice(0)) sse.send(frame);
