@@ -166,12 +166,13 @@ export async function resumeInterruptedSession(
 	let why = "its onInterrupt policy is stop. POST /v1/sessions/:id/continue resumes the session.";
 	if (policy === "continue") {
 		try {
-			const run = await session.continue((started) =>
-				session.publish(
-					"run_interrupted",
-					interrupted(true, `a new run (${started.id}) continues from the last stored message.`),
-				),
-			);
+			const run = await session.continue({
+				attach: (started) =>
+					session.publish(
+						"run_interrupted",
+						interrupted(true, `a new run (${started.id}) continues from the last stored message.`),
+					),
+			});
 			await store.flush();
 			return { kind: "continued", sessionId, interruptedRunId: runId, runId: run.id };
 		} catch (err) {
