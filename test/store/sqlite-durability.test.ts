@@ -56,7 +56,7 @@ describe("SQLite store durability", () => {
 		expect((await s.readEvents("s1", 0)).map((e) => e.id)).toEqual([1002]);
 	});
 
-	it("keeps the WAL bounded under continuous writes (the checkpoint thread truncates it past walLimitBytes)", async () => {
+	it("keeps the WAL bounded under continuous writes (past walLimitBytes)", async () => {
 		const path = join(dir, "wal.db");
 		const s = store(path, { walLimitBytes: 1024 * 1024, checkpointIntervalMs: 20 });
 		await s.createSession(newSession("s1"));
@@ -377,7 +377,7 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(threadPath)).toBe(4), { timeout: 10_000, interval: 5 });
 	});
 
-	it("checkpoints the WAL while the store runs (on the background thread: the main connection has autocheckpoint off)", async () => {
+	it("checkpoints the WAL while the store runs (between transactions: the main connection has autocheckpoint off)", async () => {
 		const path = join(dir, "checkpoint.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
 		await s.createSession(newSession("s1"));
