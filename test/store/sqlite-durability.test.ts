@@ -4,7 +4,8 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -392,6 +393,23 @@ describe("SQLite store durability", () => {
 			timeout: 15_000,
 			interval: 50,
 		});
+	});
+
+	it("starts no thread of its own by default; the writer thread only with eventWriter: thread", async () => {
+		if (!existsSync("/proc/self/task")) {
+			console.log("skipped: counting this process's threads needs Linux /proc");
+			return;
+		}
+		const threads = () => readdirSync("/proc/self/task").length;
+		await stat(dir); // libuv's thread pool starts on its first use: before the counts, not between them
+		const before = threads();
+		const inline = store(join(dir, "inline.db"));
+		await inline.createSession(newSession("s1"));
+		for (let i = 0; i < 100; i++) inline.appendEvent("s1", "e", String(i));
+		await inline.flush();
+		expect(threads()).toBe(before);
+		store(join(dir, "thread.db"), { eventWriter: "thread" });
+		expect(threads()).toBeGreaterThan(before);
 	});
 
 	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", async () => {
