@@ -4,11 +4,15 @@
  * Startup and every burst of traffic grow the young generation's semi-spaces to their maximum,
  * and V8 shrinks them only at a full collection that finds the allocation rate low; a quiet Node
  * process runs no collection at all, so it keeps that memory for good. Here a timer watches the
- * event loop's utilization, and once the process has been quiet for `quietMs` it asks for one full
+ * event loop's utilization, and once the process has been quiet for `quietMs` it asks for a full
  * collection: `vm.measureMemory({ execution: "eager" })` runs one (no flag such as `--expose-gc`
- * needed), and V8 shrinks the young generation in it when allocation was low over its window.
- * If that did not shrink it (allocation over V8's window was not low yet), one more try follows
- * after `retryMs` more of quiet; then nothing until the process has been busy again.
+ * needed). V8 judges the allocation rate over its last few seconds of allocation samples, which are
+ * taken at collections; the last one before the quiet period still counts everything the burst
+ * allocated since the scavenge before it, so this first collection frees the old generation's
+ * garbage but often keeps the young generation. It also starts a new sample, nearly empty after
+ * `retryMs` more of quiet: the second collection then shrinks the young generation. A collection
+ * is skipped when the young generation is at its initial size already; after the second, nothing
+ * until the process has been busy again.
  *
  * Cost: one or two full collections per quiet period that follows activity, none while busy, so
  * the young generation keeps its size, and the scavenges their pace, under load. It is a process
@@ -23,9 +27,9 @@ export interface IdleMemoryOptions {
 	checkMs?: number;
 	/** A sample with at most this utilization (0–1) counts as quiet. Default 0.05. */
 	quietUtilization?: number;
-	/** Quiet this long after activity: the first full collection. Default 6,000 ms. */
+	/** Quiet this long after activity: the first full collection. Default 1,000 ms. */
 	quietMs?: number;
-	/** Still quiet this much longer and the young generation not shrunk: the second and last. Default 10,000 ms. */
+	/** Still quiet this much longer and the young generation not shrunk: the second and last. Default 6,000 ms. */
 	retryMs?: number;
 	/** Told of each collection asked for (tests, diagnostics): the young generation's size before and after, bytes. */
 	onReclaim?: (youngBefore: number, youngAfter: number) => void;
@@ -72,7 +76,7 @@ function askForFullCollection(): Promise<unknown> {
 export function startIdleMemory(options: IdleMemoryOptions = {}): IdleMemory {
 	const checkMs = options.checkMs ?? 1000;
 	const quietUtilization = options.quietUtilization ?? 0.05;
-	const attemptsAt = [options.quietMs ?? 6000, (options.quietMs ?? 6000) + (options.retryMs ?? 10_000)];
+	const attemptsAt = [options.quietMs ?? 1000, (options.quietMs ?? 1000) + (options.retryMs ?? 6000)];
 	let last = performance.eventLoopUtilization();
 	/** Quiet time so far (ms), counted in samples. */
 	let quietFor = 0;
