@@ -1,8 +1,9 @@
 /**
- * The background thread of the SQLite store: a worker with its own connection that runs the WAL
- * checkpoints (and their fsyncs, tens of milliseconds each) off the event loop, always; and, with
- * `eventWriter: "thread"`, also commits the event batches, so the SQLite work of the SSE hot path
- * (UTF-8 encoding, b-tree and WAL writes) runs on another core.
+ * The writer thread of the SQLite store with `eventWriter: "thread"`: a worker with its own
+ * connection that commits the event batches, so the SQLite work of the SSE hot path (UTF-8
+ * encoding, b-tree and WAL writes) runs on another core, and runs the WAL checkpoints beside them.
+ * Without it (the default) there is no thread: checkpoints run on the store's connection between
+ * transactions (`checkpoints.ts`).
  *
  * Protocol: the main thread posts `{ seq, batches }` messages in order; the worker commits each
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
