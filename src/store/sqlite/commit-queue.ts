@@ -315,7 +315,7 @@ export class CommitQueue {
 	}
 
 	/**
-	 * Called from the flush timer: if the background thread failed to start, checkpoint on this
+	 * Called from the flush timer: if the writer thread failed to start, checkpoint on this
 	 * connection again (else the WAL would grow without bound) and say so once.
 	 */
 	private writerHealth(): void {

@@ -32,9 +32,9 @@ const ACK = 0;
 const STATE = 1;
 const STATE_READY = 1;
 const STATE_FAILED = 2;
-/** WAL size past which the checkpoint thread truncates it (see the worker source). */
+/** The WAL bound (`walLimitBytes`): past it the writer thread truncates the WAL; inline, SQLite cuts the file back to it. */
 export const DEFAULT_WAL_LIMIT_BYTES = 64 * 1024 * 1024;
-/** How often the checkpoint thread checkpoints. */
+/** How often the WAL is checkpointed (`checkpointIntervalMs`). */
 export const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
 
 /** Longest synchronous wait for the writer before it is declared stuck. */
