@@ -412,6 +412,35 @@ describe("SQLite store durability", () => {
 		expect(threads()).toBeGreaterThan(before);
 	});
 
+	it("checkpoints on a thread while much is written, and stops that thread once writes stop", async () => {
+		if (!existsSync("/proc/self/task")) {
+			console.log("skipped: counting this process's threads needs Linux /proc");
+			return;
+		}
+		const threads = () => readdirSync("/proc/self/task").length;
+		await stat(dir);
+		const path = join(dir, "busy.db");
+		const s = store(path, { checkpointIntervalMs: 20 });
+		await s.createSession(newSession("s1"));
+		const before = threads();
+		const payload = "x".repeat(2000);
+		let most = before;
+		// ~4 MB over about a second: far more than the thread threshold per 20 ms interval.
+		for (let i = 0; i < 2000; i++) {
+			s.appendEvent("s1", "tool_execution_update", payload, i);
+			if (i % 20 === 19) {
+				await s.flush();
+				await new Promise((resolve) => setTimeout(resolve, 5));
+				most = Math.max(most, threads());
+			}
+		}
+		expect(most).toBeGreaterThan(before);
+		// Quiet: the thread stops after a few intervals without a commit; everything is still there.
+		await vi.waitFor(() => expect(threads()).toBe(before), { timeout: 5000, interval: 20 });
+		expect((await s.readEvents("s1", 1998)).map((e) => e.id)).toEqual([1999, 2000]);
+		expect(statSync(path).size).toBeGreaterThan(2_000_000); // the checkpoints copied the pages into the file
+	});
+
 	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", async () => {
 		const path = join(dir, "idempotency.db");
 		const s = store(path, { syncDelayMs: 60_000 });

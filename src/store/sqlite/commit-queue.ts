@@ -9,8 +9,8 @@
  *   back instead of each between the server's other work.
  * - Buffered events and activity times ride along with the next commit, or are written by the
  *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread).
- * - WAL checkpoints run between transactions (`checkpoints.ts`), or on the writer thread with
- *   `eventWriter: "thread"`.
+ * - WAL checkpoints run between transactions or, while much is written, on a thread
+ *   (`checkpoints.ts`); with `eventWriter: "thread"`, on the writer thread.
  *
  * A failed commit leaves queued writes queued and events buffered for the next try; a queued write
  * that fails on its own loses only itself (its caller has returned) and is reported.
@@ -82,8 +82,8 @@ export class CommitQueue {
 	private readonly savepoint: (fn: () => unknown) => unknown;
 	/** The writer thread of `eventWriter: "thread"` (event batches and checkpoints); none for `:memory:`. */
 	readonly writer: EventWriter | undefined;
-	/** Checkpoints on this connection when there is no writer thread; none for `:memory:`. */
-	private readonly checkpointer: Checkpointer | undefined;
+	/** Checkpoints when there is no writer thread (here, or on a thread while much is written); none for `:memory:`. */
+	readonly checkpointer: Checkpointer | undefined;
 	private checkpointFallback = false;
 	private flushTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private flushTimerIsImmediate = false;
@@ -121,7 +121,7 @@ export class CommitQueue {
 		if (settings.path !== ":memory:" && settings.threadWrites) {
 			this.writer = new EventWriter(settings.path, settings.synchronous, settings.checkpoints);
 		} else if (settings.path !== ":memory:") {
-			this.checkpointer = new Checkpointer(db, settings.checkpoints.checkpointIntervalMs, settings.onFlushError);
+			this.checkpointer = new Checkpointer(db, settings, settings.onFlushError);
 		}
 	}
 
@@ -177,6 +177,7 @@ export class CommitQueue {
 		try {
 			outcome = this.tx(this.log.batchesOf(states), later, fn);
 			this.commitObserver?.(performance.now() - startedAt);
+			this.checkpointer?.noteCommit();
 		} catch (failure) {
 			if (later.length === 0) throw failure;
 			this.requeue(later);

@@ -192,11 +192,15 @@ export class EventWriter {
 		return first;
 	}
 
-	/** Waits for every sent batch, then stops the thread (its connection is closed first). Idempotent. */
-	close(): string | undefined {
+	/**
+	 * Waits for every sent batch, then stops the thread (its connection is closed first, after one
+	 * more checkpoint). A thread that was never sent anything is terminated at once, unless
+	 * `finalCheckpoint` asks for that last checkpoint (a checkpoint-only thread that has run). Idempotent.
+	 */
+	close(finalCheckpoint = false): string | undefined {
 		if (this.closed) return undefined;
 		this.closed = true;
-		if (this.sent === 0) {
+		if (this.sent === 0 && (!finalCheckpoint || Atomics.load(this.shared, STATE) !== STATE_READY)) {
 			// Never used: no write can be pending, so stop the thread without waiting for it to boot.
 			void this.worker.terminate();
 			this.errors.close();
