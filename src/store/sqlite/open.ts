@@ -41,14 +41,15 @@ export interface SqliteStoreOptions extends StoreOptions {
 	 */
 	eventWriter?: "thread" | "inline";
 	/**
-	 * The bound on the WAL file. Inline (default): checkpoints run between this connection's
-	 * transactions, so they copy every frame and the next commit restarts the WAL, which SQLite then
-	 * cuts back to this size (`journal_size_limit`). With the writer thread, whose passive checkpoints
-	 * run beside concurrent writes and never let SQLite restart the WAL, past this size it truncates it
-	 * (a `TRUNCATE` checkpoint, which waits for the current write transaction). Default 64 MiB.
+	 * The bound on the WAL file. Checkpoints on this connection (between its transactions) copy every
+	 * frame, and the next commit restarts the WAL, which SQLite then cuts back to this size
+	 * (`journal_size_limit`). A checkpoint thread (while much is written, or the writer thread of
+	 * `eventWriter: "thread"`) checkpoints beside concurrent writes, which never lets SQLite restart the
+	 * WAL; past this size it truncates it (a `TRUNCATE` checkpoint, which waits for the current write
+	 * transaction). See `checkpoints.ts`. Default 64 MiB.
 	 */
 	walLimitBytes?: number;
-	/** How often the WAL is checkpointed (`checkpoints.ts`; with `eventWriter: "thread"`, by that thread). Default 1,000 ms. */
+	/** How often the WAL is checkpointed (`checkpoints.ts`). Default 1,000 ms. */
 	checkpointIntervalMs?: number;
 	/** How often this process refreshes its ownership of the file (`owner-lock.ts`). Default 3,000 ms. */
 	lockHeartbeatMs?: number;
@@ -147,8 +148,8 @@ export function openDatabase(
 		// Before migrating: a newer build must not migrate a file an older one is still serving.
 		if (path !== ":memory:") lock = new OwnerLock(db, path, { ...settings.lock, onLost });
 		migrate(db, path);
-		// Checkpoints (and their fsyncs) run between transactions (`checkpoints.ts`) or on the writer thread,
-		// never inside a commit. If that thread cannot start, autocheckpointing is switched back on (see
+		// Checkpoints (and their fsyncs) run between transactions or on a thread (`checkpoints.ts`), never
+		// inside a commit. If that thread cannot start, autocheckpointing is switched back on (see
 		// `CommitQueue.writerHealth`).
 		if (path !== ":memory:") {
 			db.pragma("wal_autocheckpoint = 0");
