@@ -71,6 +71,11 @@ export class Checkpointer {
 				this.onError(new Error(`session store: ${this.thread.failureMessage()}; checkpointing on the main thread`));
 				this.threadFailed = true;
 				this.stopThread();
+			} else if (!this.thread.started) {
+				// Still booting (tens of milliseconds, more on a busy machine): checkpoint here meanwhile,
+				// or the WAL would grow unchecked for that long.
+				this.checkpoint();
+				return;
 			} else {
 				this.quietIntervals = commits > 0 ? 0 : this.quietIntervals + 1;
 				if (this.quietIntervals >= QUIET_INTERVALS) this.stopThread();

@@ -144,6 +144,11 @@ export class EventWriter {
 		this.ready = true;
 	}
 
+	/** True once the thread has opened the database and runs (non-blocking check). */
+	get started(): boolean {
+		return Atomics.load(this.shared, STATE) === STATE_READY;
+	}
+
 	/** True once the thread reported that it could not open the database (non-blocking check). */
 	get failed(): boolean {
 		return Atomics.load(this.shared, STATE) === STATE_FAILED;
