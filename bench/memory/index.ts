@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/memory/index.ts [--quick]
  *     BENCH_MEMORY_STREAMS=100  BENCH_MEMORY_TOKENS=200  BENCH_MEMORY_DELAY_MS=10
- *     BENCH_MEMORY_IDLE_MS=5000  BENCH_MEMORY_REPEATS=3 (1 with --quick)
+ *     BENCH_MEMORY_IDLE_MS=5000  BENCH_MEMORY_SETTLE_MS=12000  BENCH_MEMORY_REPEATS=3 (1 with --quick)
  *     BENCH_MEMORY_BASELINE=/path/to/another/checkout   adds that checkout's built server (its
  *       dist/main.js, with its own node_modules) as a row, e.g. the commit before a change
  *
@@ -16,9 +16,14 @@
  * per text delta, `BENCH_MEMORY_DELAY_MS` apart).
  *
  * Measured per server: RSS `BENCH_MEMORY_IDLE_MS` after it answered its first health check
- * (idle); the highest RSS while `BENCH_MEMORY_STREAMS` sessions stream a `BENCH_MEMORY_TOKENS`-
- * word answer at once (peak); and RSS one second after the last stream ended (after, the sessions
- * kept as a server keeps them). Repeats start fresh processes in rotating order; the median is shown.
+ * (idle) and `BENCH_MEMORY_SETTLE_MS` after it (idle, settled); the highest RSS while
+ * `BENCH_MEMORY_STREAMS` sessions stream a `BENCH_MEMORY_TOKENS`-word answer at once (peak); RSS
+ * one second after the last stream ended (after) and `BENCH_MEMORY_SETTLE_MS` after it (after,
+ * settled), the sessions kept as a server keeps them. The settled figures are those of a server
+ * that has been quiet for a while: V8 gives its young generation back only at a full collection
+ * that finds the allocation rate low over the last seconds, which our server asks for once it has
+ * been quiet for 1 s and again at 7 s (src/server/idle-memory.ts). The goals are checked on the settled figures.
+ * Repeats start fresh processes in rotating order; the median is shown.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -36,6 +41,7 @@ const STREAMS = Number(process.env.BENCH_MEMORY_STREAMS ?? 100);
 const TOKENS = Number(process.env.BENCH_MEMORY_TOKENS ?? 200);
 const DELAY_MS = Number(process.env.BENCH_MEMORY_DELAY_MS ?? 10);
 const IDLE_MS = Number(process.env.BENCH_MEMORY_IDLE_MS ?? 5000);
+const SETTLE_MS = Math.max(IDLE_MS, Number(process.env.BENCH_MEMORY_SETTLE_MS ?? 12_000));
 const REPEATS = Number(process.env.BENCH_MEMORY_REPEATS ?? (quick ? 1 : 3));
 /** The goals: our server idle, and after the streams. */
 const GOAL_IDLE_MB = 90;
@@ -207,8 +213,10 @@ function stream(url: string, body: string | undefined): Promise<number> {
 
 interface Sample {
 	idleMb: number;
+	idleSettledMb: number;
 	peakMb: number;
 	afterMb: number;
+	afterSettledMb: number;
 	events: number;
 }
 
@@ -226,6 +234,8 @@ async function measure(kind: ServerKind): Promise<Sample> {
 		await waitHealthy(url, child);
 		await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
 		const idleMb = rssMb(child.pid!);
+		await new Promise((resolve) => setTimeout(resolve, SETTLE_MS - IDLE_MS));
+		const idleSettledMb = rssMb(child.pid!);
 		const prompt = Array.from({ length: TOKENS }, (_, i) => `w${i}`).join(" ");
 		const paths: string[] = [];
 		for (let i = 0; i < STREAMS; i++) paths.push(kind.createSession ? await kind.createSession(url) : kind.streamPath!);
@@ -240,7 +250,9 @@ async function measure(kind: ServerKind): Promise<Sample> {
 		peakMb = Math.max(peakMb, rssMb(child.pid!));
 		await new Promise((resolve) => setTimeout(resolve, 1000));
 		const afterMb = rssMb(child.pid!);
-		return { idleMb, peakMb, afterMb, events: counts.reduce((sum, n) => sum + n, 0) };
+		await new Promise((resolve) => setTimeout(resolve, SETTLE_MS - 1000));
+		const afterSettledMb = rssMb(child.pid!);
+		return { idleMb, idleSettledMb, peakMb, afterMb, afterSettledMb, events: counts.reduce((sum, n) => sum + n, 0) };
 	} finally {
 		child.kill("SIGTERM");
 		if (child.exitCode === null) await once(child, "exit");
@@ -256,6 +268,7 @@ function median(values: number[]): number {
 
 execFileSync(process.execPath, [path.join(repoRoot, "scripts/ensure-built.mjs")], { cwd: repoRoot, stdio: "inherit" });
 
+console.log(`load average at the start: ${loadavg()[0]!.toFixed(1)}`);
 const samples = new Map<string, Sample[]>(KINDS.map((kind) => [kind.name, []]));
 for (let r = 0; r < REPEATS; r++) {
 	// Rotate the order, so a machine that gets busier during the run does not always hit the same server.
@@ -264,43 +277,57 @@ for (let r = 0; r < REPEATS; r++) {
 		const sample = await measure(kind);
 		samples.get(kind.name)!.push(sample);
 		console.log(
-			`  ${kind.name}: idle ${sample.idleMb.toFixed(1)} MB, peak ${sample.peakMb.toFixed(1)} MB, after ${sample.afterMb.toFixed(1)} MB (${sample.events} events)`,
+			`  ${kind.name}: idle ${sample.idleMb.toFixed(1)} → ${sample.idleSettledMb.toFixed(1)} MB, peak ${sample.peakMb.toFixed(1)} MB, after ${sample.afterMb.toFixed(1)} → ${sample.afterSettledMb.toFixed(1)} MB (${sample.events} events)`,
 		);
 	}
 }
 
 const rows = KINDS.map((kind) => {
 	const runs = samples.get(kind.name)!;
+	const range = (pick: (s: Sample) => number) =>
+		`${Math.min(...runs.map(pick)).toFixed(1)}–${Math.max(...runs.map(pick)).toFixed(1)}`;
 	return {
 		name: kind.name,
 		idle: median(runs.map((s) => s.idleMb)),
+		idleSettled: median(runs.map((s) => s.idleSettledMb)),
 		peak: median(runs.map((s) => s.peakMb)),
 		after: median(runs.map((s) => s.afterMb)),
-		range: `${Math.min(...runs.map((s) => s.idleMb)).toFixed(1)}–${Math.max(...runs.map((s) => s.idleMb)).toFixed(1)} / ${Math.min(...runs.map((s) => s.afterMb)).toFixed(1)}–${Math.max(...runs.map((s) => s.afterMb)).toFixed(1)}`,
+		afterSettled: median(runs.map((s) => s.afterSettledMb)),
+		range: `${range((s) => s.idleSettledMb)} / ${range((s) => s.afterSettledMb)}`,
 	};
 });
 const width = Math.max(...rows.map((row) => row.name.length));
-const rangeWidth = Math.max(18, ...rows.map((row) => row.range.length));
+const rangeWidth = Math.max(26, ...rows.map((row) => row.range.length));
+const idleS = `${IDLE_MS / 1000} s`;
+const settleS = `${SETTLE_MS / 1000} s`;
 console.log(
-	`\nbench/memory — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeat(s) (median), ${STREAMS} streams x ${TOKENS} tokens at ${DELAY_MS} ms, idle = ${IDLE_MS} ms after the first health check\n`,
+	`\nbench/memory — node ${process.version}, ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)}, ${REPEATS} repeat(s) (median), ${STREAMS} streams x ${TOKENS} tokens at ${DELAY_MS} ms; idle at ${idleS} and ${settleS} after the first health check, after at 1 s and ${settleS} after the last stream\n`,
+);
+const heads = [
+	`idle ${idleS} MB`,
+	`idle ${settleS} MB`,
+	"peak during streams MB",
+	"after 1 s MB",
+	`after ${settleS} MB`,
+];
+console.log(
+	`| ${"server".padEnd(width)} | ${heads.join(" | ")} | ${"range idle / after (settled)".padEnd(rangeWidth)} |`,
 );
 console.log(
-	`| ${"server".padEnd(width)} | idle MB | peak during streams MB | after streams MB | ${"range idle / after".padEnd(rangeWidth)} |`,
-);
-console.log(
-	`|${"-".repeat(width + 2)}|---------|------------------------|------------------|${"-".repeat(rangeWidth + 2)}|`,
+	`|${"-".repeat(width + 2)}|${heads.map((h) => "-".repeat(h.length + 2)).join("|")}|${"-".repeat(rangeWidth + 2)}|`,
 );
 for (const row of rows) {
-	console.log(
-		`| ${row.name.padEnd(width)} | ${row.idle.toFixed(1).padStart(7)} | ${row.peak.toFixed(1).padStart(22)} | ${row.after.toFixed(1).padStart(16)} | ${row.range.padEnd(rangeWidth)} |`,
+	const cells = [row.idle, row.idleSettled, row.peak, row.after, row.afterSettled].map((v, i) =>
+		v.toFixed(1).padStart(heads[i]!.length),
 	);
+	console.log(`| ${row.name.padEnd(width)} | ${cells.join(" | ")} | ${row.range.padEnd(rangeWidth)} |`);
 }
 const ours = rows[0]!;
-console.log("\nGoals (our server with its defaults):");
+console.log("\nGoals (our server with its defaults, settled figures; the earlier sample points in brackets):");
 console.log(
-	`  ${ours.idle <= GOAL_IDLE_MB ? "met    " : "NOT met"}  idle ≤ ${GOAL_IDLE_MB} MB (${ours.idle.toFixed(1)})`,
+	`  ${ours.idleSettled <= GOAL_IDLE_MB ? "met    " : "NOT met"}  idle ≤ ${GOAL_IDLE_MB} MB (${ours.idleSettled.toFixed(1)}; at ${idleS}: ${ours.idle.toFixed(1)})`,
 );
 console.log(
-	`  ${ours.after <= GOAL_AFTER_MB ? "met    " : "NOT met"}  after ${STREAMS} streams ≤ ${GOAL_AFTER_MB} MB (${ours.after.toFixed(1)})`,
+	`  ${ours.afterSettled <= GOAL_AFTER_MB ? "met    " : "NOT met"}  after ${STREAMS} streams ≤ ${GOAL_AFTER_MB} MB (${ours.afterSettled.toFixed(1)}; at 1 s: ${ours.after.toFixed(1)})`,
 );
 console.log(`load average at the end: ${loadavg()[0]!.toFixed(1)}`);

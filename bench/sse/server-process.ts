@@ -81,6 +81,9 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 		},
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
+	// As the server process does (src/main.ts): the young generation is given back when quiet.
+	const { startIdleMemory } = await import("../../src/server/idle-memory.js");
+	startIdleMemory();
 	const address = app.server.address() as { port: number };
 	process.on("SIGTERM", () => {
 		app.close().finally(() => process.exit(0));

@@ -4,14 +4,24 @@
  * (`npm run openapi` rewrites it; a test fails when it is stale).
  *
  * Register {@link openApiPlugin} before the routes (it collects them through an `onRoute` hook).
+ * The document is generated on its first request, by @fastify/swagger on a scratch Fastify
+ * instance given the same routes, and kept: a server nobody asks for it never loads swagger and
+ * the YAML and JSON-schema libraries it brings.
  * Routes need no OpenAPI-specific fields: the `transform` here derives each operation's tag from
  * its URL and marks every operation not declared open (`config: { public: true }`) as needing
  * the bearer key.
  */
 import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
-import fastifySwagger from "@fastify/swagger";
-import type { FastifyInstance } from "fastify";
+import type { SwaggerOptions } from "@fastify/swagger";
+import type { FastifyInstance, RouteOptions } from "fastify";
+
+declare module "fastify" {
+	interface FastifyInstance {
+		/** The OpenAPI document of this app's routes (after `ready()`), generated on the first call and kept. */
+		openApiDocument(): Promise<Record<string, unknown>>;
+	}
+}
 
 /** Operation tags, in the order the document lists them. */
 export const OPENAPI_TAGS = [
@@ -80,46 +90,94 @@ function packageVersion(): string {
 	}
 }
 
-/**
- * Registers @fastify/swagger (OpenAPI 3.1, bearer security scheme, tags) on the instance it is
- * registered on, and `GET /openapi.json`. It skips encapsulation (like `fastify-plugin`) so the
- * `swagger()` decorator and the route collection cover the whole app.
- */
-export async function openApiPlugin(app: FastifyInstance): Promise<void> {
-	await app.register(fastifySwagger, {
-		openapi: {
-			openapi: "3.1.0",
-			info: {
-				title: "Wheelhouse",
-				version: packageVersion(),
-				description:
-					"HTTP/SSE agent server: sessions each owning an agent; runs stream AgentEvents as resumable " +
-					"Server-Sent Events (per-session integer ids, `Last-Event-ID` resume); steering and follow-up queues. " +
-					"When the server has API keys configured, every operation marked with `bearerAuth` needs `Authorization: Bearer <key>` " +
-					"(the event stream also opens with a stream token in `?token=`).",
-				license: { name: "MIT", identifier: "MIT" },
-			},
-			components: {
-				securitySchemes: {
-					bearerAuth: {
-						type: "http",
-						scheme: "bearer",
-						description: "One of the keys in WHEELHOUSE_API_KEYS (only enforced when keys are configured).",
-					},
+/** @fastify/swagger's options: OpenAPI 3.1, the bearer security scheme, tags, and each operation's tag, id and security. */
+const SWAGGER_OPTIONS: SwaggerOptions = {
+	openapi: {
+		openapi: "3.1.0",
+		info: {
+			title: "Wheelhouse",
+			version: packageVersion(),
+			description:
+				"HTTP/SSE agent server: sessions each owning an agent; runs stream AgentEvents as resumable " +
+				"Server-Sent Events (per-session integer ids, `Last-Event-ID` resume); steering and follow-up queues. " +
+				"When the server has API keys configured, every operation marked with `bearerAuth` needs `Authorization: Bearer <key>` " +
+				"(the event stream also opens with a stream token in `?token=`).",
+			license: { name: "MIT", identifier: "MIT" },
+		},
+		components: {
+			securitySchemes: {
+				bearerAuth: {
+					type: "http",
+					scheme: "bearer",
+					description: "One of the keys in WHEELHOUSE_API_KEYS (only enforced when keys are configured).",
 				},
 			},
-			tags: OPENAPI_TAGS.map((tag) => ({ ...tag })),
 		},
-		transform: function tagAndSecure({ schema, url, route }) {
-			const out: Record<string, unknown> = { ...(schema as Record<string, unknown> | undefined) };
-			if (!out.tags) out.tags = [tagFor(url)];
-			const method = Array.isArray(route.method) ? route.method[0] : route.method;
-			if (!out.operationId) out.operationId = operationIdFor(method, url);
-			// The same declaration the auth hook reads: every route that is not declared open needs a key.
-			if (route.config?.public !== true && !out.security) out.security = [{ bearerAuth: [] }];
-			if (out.response && typeof out.response === "object") out.response = describeResponses(out.response);
-			return { schema: out as typeof schema, url };
-		},
+		tags: OPENAPI_TAGS.map((tag) => ({ ...tag })),
+	},
+	transform: function tagAndSecure({ schema, url, route }) {
+		const out: Record<string, unknown> = { ...(schema as Record<string, unknown> | undefined) };
+		if (!out.tags) out.tags = [tagFor(url)];
+		const method = Array.isArray(route.method) ? route.method[0] : route.method;
+		if (!out.operationId) out.operationId = operationIdFor(method, url);
+		// The same declaration the auth hook reads: every route that is not declared open needs a key.
+		if (route.config?.public !== true && !out.security) out.security = [{ bearerAuth: [] }];
+		if (out.response && typeof out.response === "object") out.response = describeResponses(out.response);
+		return { schema: out as typeof schema, url };
+	},
+};
+
+/** Accepts anything: the scratch instance only describes the routes, it never serves them. */
+const acceptAll = () => () => true;
+const serializeAsJson = () => (data: unknown) => JSON.stringify(data);
+const noHandler = () => undefined;
+
+/** The document of `routes`, by @fastify/swagger on a scratch instance (no validators or serializers compiled). */
+async function renderDocument(routes: RouteOptions[]): Promise<Record<string, unknown>> {
+	const [{ default: Fastify }, { default: fastifySwagger }] = await Promise.all([
+		import("fastify"),
+		import("@fastify/swagger"),
+	]);
+	const scratch = Fastify({ logger: false, exposeHeadRoutes: false });
+	try {
+		scratch.setValidatorCompiler(acceptAll);
+		scratch.setSerializerCompiler(serializeAsJson);
+		await scratch.register(fastifySwagger, SWAGGER_OPTIONS);
+		for (const route of routes) {
+			scratch.route({
+				method: route.method,
+				url: route.url,
+				schema: route.schema,
+				config: route.config,
+				handler: noHandler,
+			});
+		}
+		await scratch.ready();
+		return scratch.swagger() as unknown as Record<string, unknown>;
+	} finally {
+		await scratch.close();
+	}
+}
+
+/**
+ * Collects the routes of the instance it is registered on (every route, as it skips encapsulation
+ * like `fastify-plugin`), decorates `openApiDocument()`, and registers `GET /openapi.json`.
+ */
+export async function openApiPlugin(app: FastifyInstance): Promise<void> {
+	const routes: RouteOptions[] = [];
+	app.addHook("onRoute", function collectForOpenApi(route) {
+		// The HEAD twins Fastify adds to GET routes are not documented (swagger's default).
+		if (route.method !== "HEAD") routes.push(route);
+	});
+	let document: Promise<Record<string, unknown>> | undefined;
+	app.decorate("openApiDocument", function openApiDocument() {
+		if (!document) {
+			document = renderDocument(routes);
+			document.catch(() => {
+				document = undefined; // a failure is not kept: the next request tries again
+			});
+		}
+		return document;
 	});
 	app.get(
 		"/openapi.json",
@@ -132,9 +190,9 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 				},
 			},
 		},
-		function serveOpenApi(_request, reply) {
+		async function serveOpenApi(_request, reply) {
 			// Sent pre-serialised: the response schema above is for the document, not for the serializer.
-			reply.type("application/json; charset=utf-8").send(JSON.stringify(app.swagger()));
+			return reply.type("application/json; charset=utf-8").send(JSON.stringify(await app.openApiDocument()));
 		},
 	);
 }
@@ -148,5 +206,5 @@ export async function openApiPlugin(app: FastifyInstance): Promise<void> {
 export async function openApiYaml(app: FastifyInstance): Promise<string> {
 	const { stringify } = await import("yaml");
 	// Without YAML anchors/aliases for shared schema objects: some OpenAPI tools do not resolve them.
-	return stringify(app.swagger(), { aliasDuplicateObjects: false, lineWidth: 0 });
+	return stringify(await app.openApiDocument(), { aliasDuplicateObjects: false, lineWidth: 0 });
 }

@@ -4,7 +4,8 @@
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -26,6 +27,23 @@ function store(path: string, options: Parameters<typeof openSqliteStore>[0] = {}
 	const s = openSqliteStore({ path, ...options });
 	open.push(s);
 	return s;
+}
+
+/** This process's threads (Linux). */
+function threadCount(): number {
+	return readdirSync("/proc/self/task").length;
+}
+
+/** The thread count once threads of earlier tests have exited (unchanged for 200 ms). */
+async function settledThreadCount(): Promise<number> {
+	let count = threadCount();
+	for (let stable = 0; stable < 10; ) {
+		await new Promise((resolve) => setTimeout(resolve, 20));
+		const now = threadCount();
+		stable = now === count ? stable + 1 : 0;
+		count = now;
+	}
+	return count;
 }
 
 /** Events in the batches on disk, as another connection sees them: what is on disk, not in the buffer. */
@@ -56,7 +74,7 @@ describe("SQLite store durability", () => {
 		expect((await s.readEvents("s1", 0)).map((e) => e.id)).toEqual([1002]);
 	});
 
-	it("keeps the WAL bounded under continuous writes (the checkpoint thread truncates it past walLimitBytes)", async () => {
+	it("keeps the WAL bounded under continuous writes (past walLimitBytes)", async () => {
 		const path = join(dir, "wal.db");
 		const s = store(path, { walLimitBytes: 1024 * 1024, checkpointIntervalMs: 20 });
 		await s.createSession(newSession("s1"));
@@ -377,7 +395,7 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(threadPath)).toBe(4), { timeout: 10_000, interval: 5 });
 	});
 
-	it("checkpoints the WAL while the store runs (on the background thread: the main connection has autocheckpoint off)", async () => {
+	it("checkpoints the WAL while the store runs (between transactions: the main connection has autocheckpoint off)", async () => {
 		const path = join(dir, "checkpoint.db");
 		const s = store(path, { flushIntervalMs: 60_000 });
 		await s.createSession(newSession("s1"));
@@ -392,6 +410,56 @@ describe("SQLite store durability", () => {
 			timeout: 15_000,
 			interval: 50,
 		});
+	});
+
+	it("starts no thread of its own by default; the writer thread only with eventWriter: thread", async () => {
+		if (!existsSync("/proc/self/task")) {
+			console.log("skipped: counting this process's threads needs Linux /proc");
+			return;
+		}
+		await stat(dir); // libuv's thread pool starts on its first use: before the counts, not between them
+		const before = await settledThreadCount();
+		const inline = store(join(dir, "inline.db"));
+		await inline.createSession(newSession("s1"));
+		for (let i = 0; i < 100; i++) inline.appendEvent("s1", "e", String(i));
+		await inline.flush();
+		expect(threadCount()).toBeLessThanOrEqual(before);
+		const beforeWriter = threadCount();
+		store(join(dir, "thread.db"), { eventWriter: "thread" });
+		expect(threadCount()).toBeGreaterThan(beforeWriter);
+	});
+
+	it("checkpoints on a thread while much is written, and stops that thread once writes stop", async () => {
+		if (!existsSync("/proc/self/task")) {
+			console.log("skipped: counting this process's threads needs Linux /proc");
+			return;
+		}
+		await stat(dir);
+		const path = join(dir, "busy.db");
+		const s = store(path, { checkpointIntervalMs: 50 });
+		await s.createSession(newSession("s1"));
+		const before = await settledThreadCount();
+		const threads = threadCount;
+		const payload = "x".repeat(2000);
+		let most = before;
+		// ~8 MB in bursts of 80 KB a millisecond or so apart: far more than the thread threshold per interval.
+		for (let i = 0; i < 4000; i++) {
+			s.appendEvent("s1", "tool_execution_update", payload, i);
+			if (i % 40 === 39) {
+				await s.flush();
+				await new Promise((resolve) => setTimeout(resolve, 1));
+				most = Math.max(most, threads());
+			}
+		}
+		for (let i = 0; i < 10 && most <= before; i++) {
+			await new Promise((resolve) => setTimeout(resolve, 10));
+			most = Math.max(most, threads());
+		}
+		expect(most).toBeGreaterThan(before);
+		// Quiet: the thread stops after a few intervals without a commit; everything is still there.
+		await vi.waitFor(() => expect(threads()).toBeLessThanOrEqual(before), { timeout: 5000, interval: 20 });
+		expect((await s.readEvents("s1", 3998)).map((e) => e.id)).toEqual([3999, 4000]);
+		expect(statSync(path).size).toBeGreaterThan(2_000_000); // the checkpoints copied the pages into the file
 	});
 
 	it("commits an idempotency record with the run start that waits for the next sync, in one transaction", async () => {

@@ -10,7 +10,7 @@
  * in flight and makes their deliveries due at once for the next process.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { request } from "undici";
+import { undici } from "../../ai/http.js";
 import type { SessionStore, WebhookDelivery } from "../../store/types.js";
 import type { ServerMetrics } from "../metrics.js";
 import type { WebhookEndpoint, WebhookSettings } from "./settings.js";
@@ -162,7 +162,8 @@ export class WebhookDispatcher {
 		this.stopping.signal.addEventListener("abort", onStop, { once: true });
 		const timer = setTimeout(() => cut.abort(new DOMException("webhook attempt timed out", "TimeoutError")), timeoutMs);
 		try {
-			const response = await request(endpoint.url, {
+			// undici is loaded by the first delivery, not with the server (see ai/http.ts).
+			const response = await undici().request(endpoint.url, {
 				method: "POST",
 				headers: {
 					"content-type": "application/json",

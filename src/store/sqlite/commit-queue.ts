@@ -9,12 +9,15 @@
  *   back instead of each between the server's other work.
  * - Buffered events and activity times ride along with the next commit, or are written by the
  *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread).
+ * - WAL checkpoints run between transactions or, while much is written, on a thread
+ *   (`checkpoints.ts`); with `eventWriter: "thread"`, on the writer thread.
  *
  * A failed commit leaves queued writes queued and events buffered for the next try; a queued write
  * that fails on its own loses only itself (its caller has returned) and is reported.
  */
 import type Database from "better-sqlite3";
 import { closedError } from "../shared.js";
+import { Checkpointer } from "./checkpoints.js";
 import { inlineRefs, type RefTarget } from "./event-batch.js";
 import type { EventLog } from "./event-log.js";
 import { type EventBatch, EventWriter } from "./event-writer.js";
@@ -77,8 +80,10 @@ export class CommitQueue {
 	private readonly tx: (batches: EventBatch[], later: LaterWrite[], fn: () => unknown) => TxOutcome;
 	/** Runs `fn` in a savepoint of the open transaction: a throw undoes `fn`'s writes only. */
 	private readonly savepoint: (fn: () => unknown) => unknown;
-	/** The background thread (checkpoints; event batches too with `eventWriter: "thread"`); none for `:memory:`. */
+	/** The writer thread of `eventWriter: "thread"` (event batches and checkpoints); none for `:memory:`. */
 	readonly writer: EventWriter | undefined;
+	/** Checkpoints when there is no writer thread (here, or on a thread while much is written); none for `:memory:`. */
+	readonly checkpointer: Checkpointer | undefined;
 	private checkpointFallback = false;
 	private flushTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private flushTimerIsImmediate = false;
@@ -113,8 +118,10 @@ export class CommitQueue {
 				return { error, failed };
 			}
 		});
-		if (settings.path !== ":memory:") {
+		if (settings.path !== ":memory:" && settings.threadWrites) {
 			this.writer = new EventWriter(settings.path, settings.synchronous, settings.checkpoints);
+		} else if (settings.path !== ":memory:") {
+			this.checkpointer = new Checkpointer(db, settings, settings.onFlushError);
 		}
 	}
 
@@ -170,6 +177,7 @@ export class CommitQueue {
 		try {
 			outcome = this.tx(this.log.batchesOf(states), later, fn);
 			this.commitObserver?.(performance.now() - startedAt);
+			this.checkpointer?.noteCommit();
 		} catch (failure) {
 			if (later.length === 0) throw failure;
 			this.requeue(later);
@@ -308,7 +316,7 @@ export class CommitQueue {
 	}
 
 	/**
-	 * Called from the flush timer: if the background thread failed to start, checkpoint on this
+	 * Called from the flush timer: if the writer thread failed to start, checkpoint on this
 	 * connection again (else the WAL would grow without bound) and say so once.
 	 */
 	private writerHealth(): void {
@@ -353,6 +361,7 @@ export class CommitQueue {
 
 	/** Stops the writer thread (after the last commit) and the timers; reports what the thread could not write. */
 	stop(): void {
+		this.checkpointer?.stop();
 		const writerError = this.writer?.close();
 		if (writerError) {
 			this.settings.onFlushError(new Error(`session store: writing the event log failed: ${writerError}`));

@@ -1,8 +1,9 @@
 /**
- * The background thread of the SQLite store: a worker with its own connection that runs the WAL
- * checkpoints (and their fsyncs, tens of milliseconds each) off the event loop, always; and, with
- * `eventWriter: "thread"`, also commits the event batches, so the SQLite work of the SSE hot path
- * (UTF-8 encoding, b-tree and WAL writes) runs on another core.
+ * The writer thread of the SQLite store with `eventWriter: "thread"`: a worker with its own
+ * connection that commits the event batches, so the SQLite work of the SSE hot path (UTF-8
+ * encoding, b-tree and WAL writes) runs on another core, and runs the WAL checkpoints beside them.
+ * Without it (the default) there is no thread: checkpoints run on the store's connection between
+ * transactions (`checkpoints.ts`).
  *
  * Protocol: the main thread posts `{ seq, batches }` messages in order; the worker commits each
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
@@ -31,9 +32,9 @@ const ACK = 0;
 const STATE = 1;
 const STATE_READY = 1;
 const STATE_FAILED = 2;
-/** WAL size past which the checkpoint thread truncates it (see the worker source). */
+/** The WAL bound (`walLimitBytes`): past it the writer thread truncates the WAL; inline, SQLite cuts the file back to it. */
 export const DEFAULT_WAL_LIMIT_BYTES = 64 * 1024 * 1024;
-/** How often the checkpoint thread checkpoints. */
+/** How often the WAL is checkpointed (`checkpointIntervalMs`). */
 export const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
 
 /** Longest synchronous wait for the writer before it is declared stuck. */
@@ -143,6 +144,11 @@ export class EventWriter {
 		this.ready = true;
 	}
 
+	/** True once the thread has opened the database and runs (non-blocking check). */
+	get started(): boolean {
+		return Atomics.load(this.shared, STATE) === STATE_READY;
+	}
+
 	/** True once the thread reported that it could not open the database (non-blocking check). */
 	get failed(): boolean {
 		return Atomics.load(this.shared, STATE) === STATE_FAILED;
@@ -191,11 +197,15 @@ export class EventWriter {
 		return first;
 	}
 
-	/** Waits for every sent batch, then stops the thread (its connection is closed first). Idempotent. */
-	close(): string | undefined {
+	/**
+	 * Waits for every sent batch, then stops the thread (its connection is closed first, after one
+	 * more checkpoint). A thread that was never sent anything is terminated at once, unless
+	 * `finalCheckpoint` asks for that last checkpoint (a checkpoint-only thread that has run). Idempotent.
+	 */
+	close(finalCheckpoint = false): string | undefined {
 		if (this.closed) return undefined;
 		this.closed = true;
-		if (this.sent === 0) {
+		if (this.sent === 0 && (!finalCheckpoint || Atomics.load(this.shared, STATE) !== STATE_READY)) {
 			// Never used: no write can be pending, so stop the thread without waiting for it to boot.
 			void this.worker.terminate();
 			this.errors.close();

@@ -41,13 +41,15 @@ export interface SqliteStoreOptions extends StoreOptions {
 	 */
 	eventWriter?: "thread" | "inline";
 	/**
-	 * WAL size past which the background thread truncates the WAL (a `TRUNCATE` checkpoint, which
-	 * waits for the current write transaction). Under continuous writes the passive checkpoints
-	 * never let SQLite restart the WAL, so without this bound it grows with everything written.
-	 * Default 64 MiB.
+	 * The bound on the WAL file. Checkpoints on this connection (between its transactions) copy every
+	 * frame, and the next commit restarts the WAL, which SQLite then cuts back to this size
+	 * (`journal_size_limit`). A checkpoint thread (while much is written, or the writer thread of
+	 * `eventWriter: "thread"`) checkpoints beside concurrent writes, which never lets SQLite restart the
+	 * WAL; past this size it truncates it (a `TRUNCATE` checkpoint, which waits for the current write
+	 * transaction). See `checkpoints.ts`. Default 64 MiB.
 	 */
 	walLimitBytes?: number;
-	/** How often the background thread checkpoints. Default 1,000 ms. */
+	/** How often the WAL is checkpointed (`checkpoints.ts`). Default 1,000 ms. */
 	checkpointIntervalMs?: number;
 	/** How often this process refreshes its ownership of the file (`owner-lock.ts`). Default 3,000 ms. */
 	lockHeartbeatMs?: number;
@@ -146,9 +148,13 @@ export function openDatabase(
 		// Before migrating: a newer build must not migrate a file an older one is still serving.
 		if (path !== ":memory:") lock = new OwnerLock(db, path, { ...settings.lock, onLost });
 		migrate(db, path);
-		// Checkpoints (and their fsyncs) run on the background thread, never in a write on this one. If that
-		// thread cannot start, autocheckpointing is switched back on (see `CommitQueue.writerHealth`).
-		if (path !== ":memory:") db.pragma("wal_autocheckpoint = 0");
+		// Checkpoints (and their fsyncs) run between transactions or on a thread (`checkpoints.ts`), never
+		// inside a commit. If that thread cannot start, autocheckpointing is switched back on (see
+		// `CommitQueue.writerHealth`).
+		if (path !== ":memory:") {
+			db.pragma("wal_autocheckpoint = 0");
+			db.pragma(`journal_size_limit = ${settings.checkpoints.walLimitBytes}`);
+		}
 		return { db, lock };
 	} catch (error) {
 		lock?.release();

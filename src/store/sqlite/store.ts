@@ -8,7 +8,8 @@
  * - `run-writes.ts`: run starts, messages, run ends and drained messages, with their tallies;
  * - `commit-queue.ts`: which writes share which transaction, and when it commits;
  * - `rows.ts`, `statements.ts`, `migrations.ts`, `event-batch.ts` (the log's on-disk format),
- *   `event-writer.ts` (the background thread), `owner-lock.ts` (one process per file).
+ *   `checkpoints.ts` (WAL checkpoints between transactions), `event-writer.ts` (the writer thread
+ *   of `eventWriter: "thread"`), `owner-lock.ts` (one process per file).
  *
  * better-sqlite3 is synchronous: every method does its work within the call, and the asynchronous
  * ones return settled promises (see `../types.ts` for what callers may rely on).

@@ -1,0 +1,123 @@
+/**
+ * WAL checkpoints for the default (inline) event writer: who runs them, and when.
+ *
+ * - While little is written (an idle server, its owner-lock heartbeat, light traffic), a timer runs
+ *   a PASSIVE checkpoint every `checkpointIntervalMs` on the store's own connection, between its
+ *   transactions. A checkpoint with nothing new to copy touches neither file; one with a few pages
+ *   costs two fsyncs.
+ * - When one interval's writes reach `THREAD_FRAMES` WAL pages, the copy and its fsyncs would hold
+ *   the event loop for milliseconds to tens of milliseconds every interval, so a thread takes over
+ *   (`event-writer.ts` in checkpoint-only mode: its own connection, checkpoints beside our commits).
+ * - After `QUIET_INTERVALS` intervals without a commit, the thread is stopped (it checkpoints once
+ *   more, then closes) and the timer here takes over again.
+ *
+ * Why not a thread for the life of the process: a worker thread is a second V8 isolate, resident
+ * all the time for a job that an idle or lightly used server needs a few milliseconds a second for.
+ * Why not inside a commit (SQLite's `wal_autocheckpoint`): the commit that crosses the threshold
+ * would pay for the copy and its fsyncs on the SSE hot path. `wal_autocheckpoint` stays 0.
+ *
+ * Bounding the WAL: a checkpoint here never runs beside a write of this connection, so unless
+ * another connection holds an old read snapshot it copies every frame, and the next commit starts
+ * the WAL over; `journal_size_limit` then cuts the file back to `walLimitBytes`. The thread
+ * truncates the WAL past that size itself (see `event-writer.ts`).
+ */
+import type Database from "better-sqlite3";
+import { EventWriter } from "./event-writer.js";
+import type { SqliteSettings } from "./open.js";
+
+/** WAL pages written in one interval (4 KiB each) from which the thread checkpoints. */
+export const THREAD_FRAMES = 64;
+/** Intervals without a commit after which the thread is stopped. */
+export const QUIET_INTERVALS = 5;
+
+export class Checkpointer {
+	private readonly timer: NodeJS.Timeout;
+	private stopped = false;
+	/** A failure is reported once, not every interval, until a checkpoint succeeds again. */
+	private failing = false;
+	/** The checkpoint thread while the write rate needs it. */
+	private thread: EventWriter | undefined;
+	/** The thread could not start once: checkpoints stay here. */
+	private threadFailed = false;
+	private commits = 0;
+	private quietIntervals = 0;
+
+	constructor(
+		private readonly db: Database.Database,
+		private readonly settings: Pick<SqliteSettings, "path" | "synchronous" | "checkpoints">,
+		private readonly onError: (error: Error) => void,
+	) {
+		this.timer = setInterval(() => this.tick(), settings.checkpoints.checkpointIntervalMs);
+		// Checkpoints never keep the process alive: closing the connection checkpoints what is left.
+		this.timer.unref();
+	}
+
+	/** True while the checkpoint thread runs (tests, diagnostics). */
+	get threadRunning(): boolean {
+		return this.thread !== undefined;
+	}
+
+	/** Told of each commit of the store (the thread stops after intervals without one). */
+	noteCommit(): void {
+		this.commits++;
+	}
+
+	private tick(): void {
+		if (this.stopped) return;
+		const commits = this.commits;
+		this.commits = 0;
+		if (this.thread) {
+			if (this.thread.failed) {
+				this.onError(new Error(`session store: ${this.thread.failureMessage()}; checkpointing on the main thread`));
+				this.threadFailed = true;
+				this.stopThread();
+			} else if (!this.thread.started) {
+				// Still booting (tens of milliseconds, more on a busy machine): checkpoint here meanwhile,
+				// or the WAL would grow unchecked for that long.
+				this.checkpoint();
+				return;
+			} else {
+				this.quietIntervals = commits > 0 ? 0 : this.quietIntervals + 1;
+				if (this.quietIntervals >= QUIET_INTERVALS) this.stopThread();
+				return;
+			}
+		}
+		const copied = this.checkpoint();
+		if (copied >= THREAD_FRAMES && !this.threadFailed) {
+			this.thread = new EventWriter(this.settings.path, this.settings.synchronous, this.settings.checkpoints);
+			this.quietIntervals = 0;
+		}
+	}
+
+	/** One PASSIVE checkpoint on this connection; returns the WAL's size in pages (what it had to copy at most). */
+	private checkpoint(): number {
+		try {
+			const [result] = this.db.pragma("wal_checkpoint(PASSIVE)") as { log: number }[];
+			this.failing = false;
+			return result?.log ?? 0;
+		} catch (error) {
+			if (!this.failing) {
+				this.failing = true;
+				this.onError(
+					new Error(`session store: a WAL checkpoint failed (the next one retries): ${(error as Error).message}`, {
+						cause: error,
+					}),
+				);
+			}
+			return 0;
+		}
+	}
+
+	private stopThread(): void {
+		const thread = this.thread;
+		this.thread = undefined;
+		thread?.close(true);
+	}
+
+	/** Stops the timer and the thread (before the connection closes, which checkpoints by itself). Idempotent. */
+	stop(): void {
+		this.stopped = true;
+		clearInterval(this.timer);
+		this.stopThread();
+	}
+}
