@@ -111,6 +111,11 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly outbox: SqliteWebhookOutbox;
 	private closed = false;
 
+	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
+	get threads(): { writer: boolean; checkpoint: boolean } {
+		return { writer: this.commits.writer !== undefined, checkpoint: this.commits.checkpointer?.threadRunning ?? false };
+	}
+
 	constructor(options: SqliteStoreOptions = {}) {
 		// Every option is checked before the file is opened (and owned): a bad one leaves it untouched.
 		this.settings = resolveSettings(options);
