@@ -32,7 +32,10 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 			try {
 				await ctx.sessions.store.getSession("__readyz_probe__");
 			} catch {
-				return reply.code(503).send({ status: "store_unavailable" });
+				return reply.code(503).send({ status: "store_unavailable", unavailable: ["store"] });
+			}
+			if (ctx.cluster && !ctx.cluster.ready) {
+				return reply.code(503).send({ status: "redis_unavailable", unavailable: ["redis"] });
 			}
 			return { status: "ready", store: ctx.sessions.store.kind };
 		},

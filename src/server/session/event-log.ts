@@ -22,6 +22,12 @@ export interface SessionSubscriber {
 	close(reason: string): void;
 }
 
+/**
+ * Sees every event a session's log appends, after its local subscribers (cluster mode publishes
+ * them to the other replicas). Contract: must not throw, and must not block.
+ */
+export type EventTap = (sessionId: string, id: number, type: string, data: string) => void;
+
 export class SessionEventLog {
 	private readonly subscribers = new Set<SessionSubscriber>();
 
@@ -29,6 +35,7 @@ export class SessionEventLog {
 		private readonly store: SessionStore,
 		readonly sessionId: string,
 		private readonly logger: FastifyBaseLogger,
+		private readonly tap?: EventTap,
 	) {}
 
 	/** The id of the last event logged (0: none yet). */
@@ -57,6 +64,7 @@ export class SessionEventLog {
 				this.subscribers.delete(subscriber);
 			}
 		}
+		this.tap?.(this.sessionId, id, type, data);
 		return id;
 	}
 

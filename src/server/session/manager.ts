@@ -17,6 +17,7 @@ import { newSessionId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
 import type { ModelProblem } from "../model-catalog.js";
 import { interruptedToolResults } from "../recovery.js";
+import type { EventTap } from "./event-log.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
 export interface SessionManagerOptions {
@@ -38,6 +39,13 @@ export interface SessionManagerOptions {
 	sessionDeleteAfterMs?: number;
 	/** The per-key limit of concurrent runs; absent: none. */
 	runSlots?: RunSlots;
+	/** Sees every event appended to a session's log (cluster mode's fan-out); absent: none. */
+	eventTap?: EventTap;
+	/**
+	 * The store is shared with other replicas (cluster mode): a session without a run here may
+	 * have been changed by another one since it was loaded, so each request reads it again.
+	 */
+	sharedStore?: boolean;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
@@ -119,6 +127,29 @@ export class SessionManager {
 
 	get extensions(): readonly SessionExtension[] {
 		return this.extensionList;
+	}
+
+	/** The session if it is in memory, whoever owns it (for messages between replicas); no store read. */
+	inMemory(id: string): LiveSession | undefined {
+		return this.live.get(id);
+	}
+
+	/**
+	 * Drops a session from memory without touching the store (another replica deleted it, or took
+	 * it over): aborts its run here, ends its streams with `reason`.
+	 */
+	async forget(id: string, reason: string): Promise<void> {
+		const session = this.live.get(id);
+		if (!session) return;
+		this.live.delete(id);
+		await session.destroy(reason, 5_000);
+		for (const ext of this.extensionList) {
+			try {
+				ext.onDelete?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
+			}
+		}
 	}
 
 	/** Sessions currently in memory. */
@@ -227,6 +258,7 @@ export class SessionManager {
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			runSlots: this.options.runSlots,
+			eventTap: this.options.eventTap,
 			isShuttingDown: () => this.shuttingDown,
 		});
 		for (const ext of this.extensionList) {
@@ -273,6 +305,11 @@ export class SessionManager {
 	 */
 	async load(id: string, ownerId: string | null): Promise<LiveSession> {
 		let session = this.live.get(id);
+		// Another replica may have run, changed or deleted it since: only a run here keeps it current.
+		if (session && this.options.sharedStore && !session.isBusy && session.subscriberCount === 0) {
+			this.live.delete(id);
+			session = undefined;
+		}
 		if (!session) {
 			const record = await this.options.store.getSession(id);
 			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);
