@@ -252,6 +252,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		runSlots,
 		eventTap: cluster?.publisher.tap,
 		sharedStore: cluster !== undefined,
+		...(cluster ? { releaseLease: (id: string) => cluster.releaseLease(id) } : {}),
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
 	const compaction = compactionExtension({
@@ -391,7 +392,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		});
 	if (cluster) {
 		try {
-			await cluster.start(sessions);
+			await cluster.start(sessions, webhookSettings && new WebhookEvents(webhookSettings));
 		} catch (err) {
 			await app.close();
 			throw err;

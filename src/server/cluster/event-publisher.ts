@@ -4,9 +4,9 @@
  * batched: one store flush covers every event queued while the previous batch was being flushed
  * and published, so the cost is one commit per batch, not per event.
  *
- * An event of a session this replica no longer holds (its lease was taken over while it stalled:
- * the store refused the write) is never published: its id may be the new holder's, and readers
- * skip ids they have seen.
+ * An event of a session whose lease this replica lost (taken over while it stalled: the store
+ * refused the write) is never published: its id may be the new holder's, and readers skip ids
+ * they have seen. The store reports the loss when the flush finds it, before the flush resolves.
  */
 import type { FastifyBaseLogger } from "fastify";
 import type { SessionStore } from "../../store/types.js";
@@ -39,6 +39,9 @@ const RETRY_MS = 100;
 
 export class EventPublisher {
 	private queue: Pending[] = [];
+	/** Sessions lost while the current batch was being flushed: its events of them are dropped. */
+	private lostInFlight = new Set<string>();
+	private idleWaiters: (() => void)[] = [];
 	private running = false;
 	private closed = false;
 	/** Events published (for the bench and tests' sanity checks). */
@@ -67,18 +70,13 @@ export class EventPublisher {
 			while (this.queue.length > 0 && !this.closed) {
 				const batch = this.queue;
 				this.queue = [];
+				this.lostInFlight = new Set();
 				await this.flushStore();
-				const held = new Map<string, boolean>();
+				const lost = this.lostInFlight;
 				const pipeline = this.redis.publisher.pipeline();
 				let count = 0;
 				for (const event of batch) {
-					let isHeld = held.get(event.sessionId);
-					if (isHeld === undefined) {
-						// A session the store no longer holds answers as unknown: its writes were refused.
-						isHeld = this.store.lastEventId(event.sessionId) !== undefined;
-						held.set(event.sessionId, isHeld);
-					}
-					if (!isHeld) continue;
+					if (lost.has(event.sessionId)) continue;
 					pipeline.publish(
 						eventChannel(this.prefix, event.sessionId),
 						encodeEventMessage(event.id, event.type, event.data),
@@ -95,8 +93,22 @@ export class EventPublisher {
 			if (this.queue.length > 0 && !this.closed) {
 				this.running = true;
 				setImmediate(() => void this.drain());
+			} else {
+				for (const resolve of this.idleWaiters.splice(0)) resolve();
 			}
 		}
+	}
+
+	/** The store lost the session's lease: its events not yet published never will be. */
+	sessionLost(sessionId: string): void {
+		this.lostInFlight.add(sessionId);
+		this.queue = this.queue.filter((event) => event.sessionId !== sessionId);
+	}
+
+	/** Resolves once every event queued so far was published (or dropped). */
+	idle(): Promise<void> {
+		if (!this.running && this.queue.length === 0) return Promise.resolve();
+		return new Promise((resolve) => this.idleWaiters.push(resolve));
 	}
 
 	/** The store flush, retried until it succeeds: nothing is published before it is durable. */
@@ -115,5 +127,6 @@ export class EventPublisher {
 	close(): void {
 		this.closed = true;
 		this.queue = [];
+		for (const resolve of this.idleWaiters.splice(0)) resolve();
 	}
 }

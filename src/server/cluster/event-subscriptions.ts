@@ -6,6 +6,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { decodeEventMessage } from "./event-publisher.js";
+import { RESYNC_MESSAGE } from "./leases.js";
 import { eventChannel, type RedisLink } from "./redis.js";
 
 /** A reader of one session's live events. */
@@ -45,6 +46,10 @@ export class EventSubscriptions {
 		const sessionId = this.sessionOf(channel);
 		const set = sessionId === undefined ? undefined : this.readers.get(sessionId);
 		if (!set) return;
+		if (message === RESYNC_MESSAGE) {
+			for (const reader of set) reader.resync();
+			return;
+		}
 		const event = decodeEventMessage(message);
 		if (!event) return;
 		for (const reader of set) {

@@ -12,9 +12,11 @@ import { ConfigError } from "../config.js";
 import type { LiveSession } from "../session/live-session.js";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
+import type { WebhookEvents } from "../webhooks/events.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
 import { EventSubscriptions } from "./event-subscriptions.js";
+import { LeaseKeeper, leasesOf } from "./leases.js";
 import { RedisLink } from "./redis.js";
 import type { ClusterStreamDeps } from "./remote-stream.js";
 import type { ClusterSettings } from "./settings.js";
@@ -24,6 +26,7 @@ export class ClusterNode {
 	readonly publisher: EventPublisher;
 	readonly subscriptions: EventSubscriptions;
 	private control: ControlBus | undefined;
+	private keeper: LeaseKeeper | undefined;
 	private interactions: ToolInteractions | undefined;
 
 	constructor(
@@ -57,8 +60,11 @@ export class ClusterNode {
 		this.interactions = interactions;
 	}
 
-	/** Connects to Redis and listens for control messages. Throws a ConfigError naming the URL when Redis is unreachable. */
-	async start(sessions: SessionManager): Promise<void> {
+	/**
+	 * Connects to Redis, listens for control messages, and starts sweeping for runs whose replica
+	 * died. Throws a ConfigError naming the URL when Redis is unreachable.
+	 */
+	async start(sessions: SessionManager, webhooks?: WebhookEvents): Promise<void> {
 		try {
 			await this.redis.connect();
 		} catch (err) {
@@ -77,6 +83,23 @@ export class ClusterNode {
 			interactions: () => this.interactions,
 		});
 		await this.control.start();
+		const leases = leasesOf(this.store);
+		if (leases) {
+			this.keeper = new LeaseKeeper({
+				store: this.store,
+				leases,
+				sessions,
+				publisher: this.publisher,
+				subscriptions: this.subscriptions,
+				redis: this.redis,
+				prefix: this.settings.prefix,
+				logger: this.logger,
+				webhooks,
+			});
+			this.keeper.start();
+		} else {
+			this.logger.warn("the store has no session leases: runs of a dead replica are not taken over");
+		}
 		this.logger.info({ replica: this.replicaId, prefix: this.settings.prefix }, "cluster mode: this is one replica");
 	}
 
@@ -85,7 +108,19 @@ export class ClusterNode {
 		this.subscriptions.closeAll(reason);
 	}
 
+	/** Gives up the lease of a session whose run here ended (once its events are published). */
+	async releaseLease(sessionId: string): Promise<void> {
+		await this.keeper?.release(sessionId);
+	}
+
+	/** Sweeps for runs of dead replicas now (tests; the keeper does it on its timer). */
+	sweep(): Promise<string[]> {
+		return this.keeper?.sweep() ?? Promise.resolve([]);
+	}
+
 	async close(): Promise<void> {
+		this.keeper?.stop();
+		await this.publisher.idle();
 		this.publisher.close();
 		this.subscriptions.closeAll("server shutting down");
 		await this.redis.close();

@@ -36,11 +36,16 @@ export class SessionEventLog {
 		readonly sessionId: string,
 		private readonly logger: FastifyBaseLogger,
 		private readonly tap?: EventTap,
+		/** The last id as the session's record had it: the answer while it is not in this store's working set. */
+		private readonly recordLastId = 0,
 	) {}
 
-	/** The id of the last event logged (0: none yet). */
+	/**
+	 * The id of the last event logged (0: none yet). For a session outside the store's working set
+	 * (another replica runs it) the last id its record had when loaded.
+	 */
 	get lastEventId(): number {
-		return this.store.lastEventId(this.sessionId) ?? 0;
+		return this.store.lastEventId(this.sessionId) ?? this.recordLastId;
 	}
 
 	get subscriberCount(): number {

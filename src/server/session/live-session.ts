@@ -112,6 +112,8 @@ export interface LiveSessionDeps {
 	runSlots?: RunSlots;
 	/** Sees every event appended to the session's log (cluster mode's fan-out); absent: none. */
 	eventTap?: EventTap;
+	/** The session's run ended and no other waits to start (cluster mode gives up its lease). */
+	onIdle?(session: LiveSession): void;
 }
 
 export class LiveSession {
@@ -137,7 +139,7 @@ export class LiveSession {
 	) {
 		this.id = record.id;
 		this.record = record;
-		this.events = new SessionEventLog(deps.store, record.id, deps.logger, deps.eventTap);
+		this.events = new SessionEventLog(deps.store, record.id, deps.logger, deps.eventTap, record.lastEventId);
 		this.transcript = new StoredTranscript(deps.store, record.id, messages.length);
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
@@ -202,6 +204,7 @@ export class LiveSession {
 			touch: () => {
 				this.lastActiveAt = Date.now();
 			},
+			idle: () => this.deps.onIdle?.(this),
 		});
 		this.agent.subscribe((event) => this.onAgentEvent(event));
 		for (const ext of deps.extensions()) this.attachExtension(ext);

@@ -43,9 +43,13 @@ export interface SessionManagerOptions {
 	eventTap?: EventTap;
 	/**
 	 * The store is shared with other replicas (cluster mode): a session without a run here may
-	 * have been changed by another one since it was loaded, so each request reads it again.
+	 * have been changed by another one since it was loaded, so each request reads it again. Such a
+	 * session is not brought into the store's working set (that would take its lease, and hold off
+	 * the replica that runs it): only a run does, and `releaseLease` gives the lease up after it.
 	 */
 	sharedStore?: boolean;
+	/** Gives up the store's lease on a session without a run here (cluster mode). */
+	releaseLease?(sessionId: string): Promise<void>;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
@@ -127,6 +131,15 @@ export class SessionManager {
 
 	get extensions(): readonly SessionExtension[] {
 		return this.extensionList;
+	}
+
+	/** Gives up the lease of a session that has no run here (cluster mode); failures are logged. */
+	private releaseIdle(session: LiveSession): void {
+		const release = this.options.releaseLease;
+		if (!release || session.isBusy) return;
+		release(session.id).catch((err: unknown) =>
+			this.options.logger.warn({ err, sessionId: session.id }, "could not give up the session's lease"),
+		);
 	}
 
 	/** The session if it is in memory, whoever owns it (for messages between replicas); no store read. */
@@ -222,6 +235,8 @@ export class SessionManager {
 			);
 			const session = await this.instantiate(record, messages);
 			for (const ext of this.extensionList) ext.onCreate?.(session, input);
+			// Creating put it in the working set, with its lease: any replica may run it now.
+			if (this.options.sharedStore) this.releaseIdle(session);
 			return session;
 		} finally {
 			this.creating--;
@@ -236,9 +251,12 @@ export class SessionManager {
 	private async instantiate(record: SessionRecord, messages?: AgentMessage[]): Promise<LiveSession> {
 		const store = this.options.store;
 		const id = record.id;
-		if (!(await store.openSession(id))) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		const shared = this.options.sharedStore === true;
+		if (!shared && !(await store.openSession(id))) {
+			throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		}
 		const transcript = messages ?? (await this.loadTranscript(id));
-		if (record.status === "interrupted") {
+		if (record.status === "interrupted" && !shared) {
 			// Startup recovery records the results of a tool batch a restart cut short; a session
 			// interrupted under an older version may still lack them, and the transcript could not
 			// be continued without them.
@@ -259,6 +277,7 @@ export class SessionManager {
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			runSlots: this.options.runSlots,
 			eventTap: this.options.eventTap,
+			...(shared ? { onIdle: (s: LiveSession) => this.releaseIdle(s) } : {}),
 			isShuttingDown: () => this.shuttingDown,
 		});
 		for (const ext of this.extensionList) {
