@@ -7,30 +7,18 @@
  * replica are told to re-read the log.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { SessionStore } from "../../store/types.js";
-import { recoverInterruptedRuns } from "../recovery.js";
+import { isLeaseStore } from "../../store/shared.js";
+import type { LeaseStore, SessionStore } from "../../store/types.js";
+import { announceInterruption } from "../recovery.js";
 import type { SessionManager } from "../session/manager.js";
 import type { WebhookEvents } from "../webhooks/events.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
 import { eventChannel, type RedisLink } from "./redis.js";
 
-/** What cluster mode needs of a store whose sessions are leased (structurally, the store's `LeaseStore`). */
-export interface SessionLeases {
-	readonly leaseTtlMs: number;
-	releaseSession(sessionId: string): Promise<boolean>;
-	listExpiredRuns(limit?: number): Promise<string[]>;
-	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
-}
-
 /** The store's lease role, or undefined for a store without one. */
-export function leasesOf(store: SessionStore): SessionLeases | undefined {
-	const candidate = store as Partial<SessionLeases>;
-	return typeof candidate.releaseSession === "function" &&
-		typeof candidate.listExpiredRuns === "function" &&
-		typeof candidate.onSessionLost === "function"
-		? (candidate as SessionLeases)
-		: undefined;
+export function leasesOf(store: SessionStore): LeaseStore | undefined {
+	return isLeaseStore(store) ? store : undefined;
 }
 
 /** The message on a session's event channel that tells its readers to re-read the log. */
@@ -38,7 +26,7 @@ export const RESYNC_MESSAGE = "resync";
 
 export interface LeaseKeeperOptions {
 	store: SessionStore;
-	leases: SessionLeases;
+	leases: LeaseStore;
 	sessions: SessionManager;
 	publisher: EventPublisher;
 	subscriptions: EventSubscriptions;
@@ -101,7 +89,15 @@ export class LeaseKeeper {
 		const { store, leases, redis, prefix, logger } = this.options;
 		try {
 			if ((await leases.listExpiredRuns(1)).length === 0) return [];
-			const recovered = await recoverInterruptedRuns(store, Date.now(), this.options.webhooks);
+			const at = Date.now();
+			const webhooks = this.options.webhooks;
+			// One replica wins each run (the store moves its holder's token on in the same commit).
+			const recovered = await leases.recoverExpiredRuns(
+				at,
+				webhooks && ((sessionId, runId) => webhooks.runInterrupted(sessionId, runId, at)),
+			);
+			for (const sessionId of recovered) await announceInterruption(store, sessionId, at);
+			if (recovered.length > 0) await store.flush();
 			for (const sessionId of recovered) {
 				logger.warn({ sessionId }, "took over a run whose replica stopped renewing its lease; recorded it interrupted");
 				await redis.publisher.publish(eventChannel(prefix, sessionId), RESYNC_MESSAGE).catch(() => undefined);
