@@ -14,10 +14,11 @@ import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
+import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { recoverInterruptedRuns } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
-import { openStore } from "./store/index.js";
+import { openStore, PostgresSessionStore, redactUrl } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
 async function loadToolModules(paths: string[]): Promise<AgentTool<any>[]> {
@@ -60,9 +61,40 @@ async function main(): Promise<void> {
 		throw err;
 	}
 
-	let store: SessionStore;
+	// Cluster mode's settings are checked before the store opens: it opens differently in a cluster.
+	let cluster: ClusterSettings | undefined;
 	try {
-		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
+		cluster = resolveClusterSettings(config);
+	} catch (err) {
+		if (err instanceof ConfigError) {
+			process.stderr.write(`${err.message}\n`);
+			process.exit(1);
+		}
+		throw err;
+	}
+
+	let store: SessionStore;
+	// Where the store is, for messages: the file, or the PostgreSQL URL without its password.
+	const where = config.store === "postgres" ? redactUrl(config.databaseUrl) : config.dbPath;
+	try {
+		store = openStore({
+			kind: config.store,
+			path: config.dbPath,
+			maxEventsPerSession: config.eventRetention,
+			url: config.databaseUrl,
+			schema: config.databaseSchema,
+			poolSize: config.databasePoolSize,
+			// One replica: the store takes the schema's instance-owner lock (a second process stops at startup).
+			// A cluster (WHEELHOUSE_REDIS_URL): replicas share the schema, each session under a lease.
+			cluster: cluster !== undefined,
+			leaseTtlMs: config.leaseTtlMs,
+		});
+		if (store instanceof PostgresSessionStore) {
+			await store.ready;
+			process.stdout.write(
+				`PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}\n`,
+			);
+		}
 		const interrupted = await recoverInterruptedRuns(store, Date.now(), webhooks && new WebhookEvents(webhooks));
 		if (interrupted.length > 0) {
 			process.stdout.write(
@@ -70,7 +102,7 @@ async function main(): Promise<void> {
 			);
 		}
 	} catch (err) {
-		process.stderr.write(`Cannot open the ${config.store} store at ${config.dbPath}: ${(err as Error).message}\n`);
+		process.stderr.write(`Cannot open the ${config.store} store at ${where}: ${(err as Error).message}\n`);
 		process.exit(1);
 	}
 
