@@ -267,6 +267,30 @@ describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	);
 
 	it(
+		"ifBusy interrupt on B aborts the run on A and starts the prompt on B; a repeated prompt (same key) on C follows that run",
+		async () => {
+			const id = await createSession(A);
+			const first = await promptSse(A.url, id, { message: words(2000) });
+			await first.waitFor((e) => e.event === "message_update", T);
+			const headers = { "content-type": "application/json", "idempotency-key": `k-${id}` };
+			const body = JSON.stringify({ message: "instead", ifBusy: "interrupt" });
+			const second = await openSse(`${B.url}/v1/sessions/${id}/prompt`, { method: "POST", headers, body });
+			const end = await first.waitForType("agent_end", T);
+			expect(end.data.messages.at(-1).stopReason).toBe("aborted");
+			const start = await second.waitForType("agent_start", T);
+			expect(start.id as number).toBeGreaterThan(end.id as number);
+			const repeat = await openSse(`${C.url}/v1/sessions/${id}/prompt`, { method: "POST", headers, body });
+			await second.waitForType("agent_end", T);
+			await repeat.waitForEnd(T);
+			expect(repeat.response.headers.get("idempotent-replayed")).toBe("true");
+			expect(repeat.types()[0]).toBe("agent_start");
+			expect(repeat.types().at(-1)).toBe("agent_end");
+			expect(idsOf(repeat.events).filter((n) => !second.ids().includes(n))).toEqual([]);
+		},
+		T,
+	);
+
+	it(
 		"a disconnect on a replica that does not run the session aborts nothing",
 		async () => {
 			const id = await createSession(A);
