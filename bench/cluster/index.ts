@@ -218,7 +218,9 @@ async function throughput(urls: string[], runOn: (i: number) => number, watchOn:
 	await Promise.all(subscribers.map((s) => s.opened));
 	const ends = subscribers.map((s) => s.next((type) => type === "agent_end"));
 	const started = performance.now();
-	await Promise.all(ids.map((id, i) => post(`${urls[runOn(i)]}/v1/sessions/${id}/prompt`, { message: words(WORDS, "w") })));
+	await Promise.all(
+		ids.map((id, i) => post(`${urls[runOn(i)]}/v1/sessions/${id}/prompt`, { message: words(WORDS, "w") })),
+	);
 	const last = Math.max(...(await Promise.all(ends)));
 	const events = subscribers.reduce((sum, s) => sum + s.events, 0);
 	for (const s of subscribers) s.close();
@@ -283,7 +285,9 @@ async function main(): Promise<void> {
 		return;
 	}
 	const load0 = loadavg()[0]!;
-	console.log(`bench/cluster: ${SESSIONS} sessions x ${WORDS} words, ${CONTROL} control rounds; load ${load0.toFixed(2)}`);
+	console.log(
+		`bench/cluster: ${SESSIONS} sessions x ${WORDS} words, ${CONTROL} control rounds; load ${load0.toFixed(2)}`,
+	);
 	const tag = `bench_cluster_${process.pid}_${randomBytes(3).toString("hex")}`;
 	const schemas = [`${tag}_c`, `${tag}_p`];
 	const tmp = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-cluster-"));

@@ -229,7 +229,6 @@ describe.skipIf(!ok)("cluster: three replicas", () => {
 	);
 });
 
-
 describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	let A: Replica;
 	let B: Replica;
@@ -310,7 +309,7 @@ describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	);
 });
 
-describe.skipIf(ok)("cluster: three replicas", () => {
+describe.skipIf(ok)("cluster: three replicas (no services)", () => {
 	it(NO_CLUSTER_SERVICES, () => undefined);
 });
 
