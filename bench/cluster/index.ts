@@ -242,7 +242,9 @@ async function control(urls: string[]) {
 	await watch.opened;
 	const approval = watch.next((type) => type === "approval_requested");
 	await post(`${A}/v1/sessions/${held}/prompt`, { message: '/tool calculate {"expression":"1+1"}' });
+	console.error("  waiting for the approval request ...");
 	await approval;
+	console.error("  steering ...");
 	const steer: number[] = [];
 	for (let i = 0; i < CONTROL; i++) {
 		const marker = `steer-${i}-${randomBytes(3).toString("hex")}`;
@@ -294,6 +296,7 @@ async function main(): Promise<void> {
 	const rows: string[] = [];
 	try {
 		// One node, SQLite.
+		console.error("one node, SQLite ...");
 		const sqlite = [await startServer({ WHEELHOUSE_STORE: "sqlite", WHEELHOUSE_DB: path.join(tmp, "bench.db") })];
 		const one = await throughput(
 			sqlite.map((s) => s.url),
@@ -302,6 +305,7 @@ async function main(): Promise<void> {
 		);
 		await stopServers(sqlite);
 		// One node, PostgreSQL.
+		console.error("one node, PostgreSQL ...");
 		const pgEnv = { WHEELHOUSE_STORE: "postgres", WHEELHOUSE_DATABASE_URL: PG_URL };
 		const pgOne = [await startServer({ ...pgEnv, WHEELHOUSE_DATABASE_SCHEMA: schemas[1]! })];
 		const onePg = await throughput(
@@ -311,6 +315,7 @@ async function main(): Promise<void> {
 		);
 		await stopServers(pgOne);
 		// Three replicas.
+		console.error("three replicas ...");
 		const clusterEnv = {
 			...pgEnv,
 			WHEELHOUSE_DATABASE_SCHEMA: schemas[0]!,
@@ -325,6 +330,7 @@ async function main(): Promise<void> {
 			(i) => i % 3,
 			(i) => (i + 1) % 3,
 		);
+		console.error("control latency ...");
 		const latency = await control(urls);
 		await stopServers(replicas);
 		const load1 = loadavg()[0]!;
