@@ -242,9 +242,7 @@ async function control(urls: string[]) {
 	await watch.opened;
 	const approval = watch.next((type) => type === "approval_requested");
 	await post(`${A}/v1/sessions/${held}/prompt`, { message: '/tool calculate {"expression":"1+1"}' });
-	console.error("  waiting for the approval request ...");
 	await approval;
-	console.error("  steering ...");
 	const steer: number[] = [];
 	for (let i = 0; i < CONTROL; i++) {
 		const marker = `steer-${i}-${randomBytes(3).toString("hex")}`;
