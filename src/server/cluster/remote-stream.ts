@@ -44,6 +44,8 @@ class ClusterReader {
 	private pumping = false;
 	private stopped = false;
 	private timer: NodeJS.Timeout | undefined;
+	/** When the last live message arrived (the periodic re-check reads the log only after a quiet interval). */
+	private lastLiveAt = 0;
 	/** Called after each pass over the log with nothing left to read (the periodic re-check's hook). */
 	onIdleCheck: (() => Promise<void> | void) | undefined;
 
@@ -57,12 +59,16 @@ class ClusterReader {
 		recheckMs: number,
 	) {
 		this.maxQueued = REPLAY_PAGE_EVENTS * 10;
-		this.timer = setInterval(() => this.resync(), recheckMs);
+		this.timer = setInterval(() => {
+			// While live messages flow they are the stream; the log is read when they stop coming.
+			if (Date.now() - this.lastLiveAt >= recheckMs) this.resync();
+		}, recheckMs);
 		this.timer.unref();
 	}
 
 	/** A live message: queued, then taken in order. */
 	live(id: number, type: string, data: string): void {
+		this.lastLiveAt = Date.now();
 		if (this.stopped || id <= this.cursor) return;
 		// A reader far behind (its socket slow) reads the log instead of holding the live events.
 		if (this.queue.length >= this.maxQueued) {
@@ -147,7 +153,9 @@ class ClusterReader {
 			}
 			let progressed = false;
 			for (const event of events) {
-				if (event.id > until) return;
+				// The log fills only what comes before the live messages waiting: its holes (deltas it
+				// does not keep) must not make the reader skip live ones.
+				if (event.id > until || (this.queue.length > 0 && event.id >= this.queue[0]!.id)) return;
 				if (event.id <= this.cursor) continue;
 				if (!this.emit(event)) return;
 				progressed = true;
@@ -161,21 +169,33 @@ const sendStored = (sse: SseConnection, event: StoredEvent) =>
 	sse.send(formatEventFrame(event.id, event.type, event.data), event.id);
 
 /**
- * Subscribes `reader` to the session's channel and starts it once the subscription is in place.
- * Returns what ends both (the connection's close calls it).
+ * Subscribes to the session's channel, then — once the subscription is in place, so nothing
+ * published from then on is missed — makes the reader (`start` sends what comes first: the
+ * snapshot) and hands it what arrived meanwhile. Returns what ends both (the connection's close
+ * calls it).
  */
-function attach(deps: ClusterStreamDeps, session: LiveSession, sse: SseConnection, reader: ClusterReader): () => void {
+function attach(
+	deps: ClusterStreamDeps,
+	session: LiveSession,
+	sse: SseConnection,
+	start: () => ClusterReader,
+): () => void {
+	let reader: ClusterReader | undefined;
+	const early: StoredEvent[] = [];
 	let removed = false;
 	let remove: (() => void) | undefined;
 	const stop = () => {
-		reader.stop();
+		reader?.stop();
 		removed = true;
 		remove?.();
 	};
 	deps.subscriptions
 		.add(session.id, {
-			event: (id, type, data) => reader.live(id, type, data),
-			resync: () => reader.resync(),
+			event: (id, type, data) => {
+				if (reader) reader.live(id, type, data);
+				else early.push({ id, type, data, createdAt: 0 });
+			},
+			resync: () => reader?.resync(),
 			close: (reason) => {
 				sse.end(formatComment(`closing: ${reason}`));
 				stop();
@@ -187,6 +207,8 @@ function attach(deps: ClusterStreamDeps, session: LiveSession, sse: SseConnectio
 				stop();
 				return;
 			}
+			reader = start();
+			for (const event of early.splice(0)) reader.live(event.id, event.type, event.data);
 			reader.resync();
 		});
 	return stop;
@@ -213,30 +235,32 @@ export function streamClusterEvents(
 		if (reader) reader.cursor = Math.max(reader.cursor, snap.id);
 		return snap.id;
 	};
-	let cursor: number;
-	// A cursor past the log's written end, on a session running elsewhere, is one the running
-	// replica sent a moment ago: its events follow, live or from the log.
-	const ahead = afterId !== undefined && afterId > session.lastEventId;
-	if (afterId === undefined || (ahead && session.config.status !== "running")) {
-		const snap = snapshotFrame(session, afterId !== undefined);
-		sse.send(snap.frame, snap.id);
-		cursor = snap.id;
-	} else {
-		cursor = afterId;
-	}
-	reader = new ClusterReader(
-		session,
-		sse,
-		settings,
-		cursor,
-		(event) => {
-			sendStored(sse, event);
-			return "next";
-		},
-		snapshot,
-		deps.recheckMs,
-	);
-	stop = attach(deps, session, sse, reader);
+	stop = attach(deps, session, sse, () => {
+		let cursor: number;
+		// A cursor past the log's written end, on a session running elsewhere, is one the running
+		// replica sent a moment ago: its events follow, live or from the log.
+		const ahead = afterId !== undefined && afterId > session.lastEventId;
+		if (afterId === undefined || (ahead && session.config.status !== "running")) {
+			const snap = snapshotFrame(session, afterId !== undefined);
+			sse.send(snap.frame, snap.id);
+			cursor = snap.id;
+		} else {
+			cursor = afterId;
+		}
+		reader = new ClusterReader(
+			session,
+			sse,
+			settings,
+			cursor,
+			(event) => {
+				sendStored(sse, event);
+				return "next";
+			},
+			snapshot,
+			deps.recheckMs,
+		);
+		return reader;
+	});
 }
 
 /** The run a stream follows: its id and the id of its first event. */
@@ -259,7 +283,6 @@ export function streamClusterRun(
 	afterId: number | undefined,
 	settings: StreamSettings,
 ): void {
-	let reader: ClusterReader | undefined;
 	let stop: (() => void) | undefined;
 	const sse = openSse(reply, settings, () => stop?.());
 	if (sse.isClosed) return;
@@ -269,35 +292,36 @@ export function streamClusterRun(
 		sse.end();
 		stop?.();
 	};
-	reader = new ClusterReader(
-		session,
-		sse,
-		settings,
-		cursor,
-		(event) => {
-			if (event.type === "agent_start" && event.id > run.firstEventId) {
-				finish();
-				return "stop";
-			}
-			sendStored(sse, event);
-			if (event.type === "agent_end" || event.type === "run_interrupted") {
-				finish();
-				return "stop";
-			}
-			return "next";
-		},
-		() => {
-			const snap = snapshotFrame(session, true);
-			sse.send(snap.frame, snap.id);
-			if (reader) reader.cursor = Math.max(reader.cursor, snap.id);
-		},
-		deps.recheckMs,
-	);
-	const r = reader;
-	// The log was read to its end: a run the store no longer has running is over.
-	r.onIdleCheck = async () => {
-		const record = await session.store.getSession(session.id);
-		if (!record || record.currentRunId !== run.runId || record.status !== "running") finish();
-	};
-	stop = attach(deps, session, sse, r);
+	stop = attach(deps, session, sse, () => {
+		const r = new ClusterReader(
+			session,
+			sse,
+			settings,
+			cursor,
+			(event) => {
+				if (event.type === "agent_start" && event.id > run.firstEventId) {
+					finish();
+					return "stop";
+				}
+				sendStored(sse, event);
+				if (event.type === "agent_end" || event.type === "run_interrupted") {
+					finish();
+					return "stop";
+				}
+				return "next";
+			},
+			() => {
+				const snap = snapshotFrame(session, true);
+				sse.send(snap.frame, snap.id);
+				r.cursor = Math.max(r.cursor, snap.id);
+			},
+			deps.recheckMs,
+		);
+		// The log was read to its end: a run the store no longer has running is over.
+		r.onIdleCheck = async () => {
+			const record = await session.store.getSession(session.id);
+			if (!record || record.currentRunId !== run.runId || record.status !== "running") finish();
+		};
+		return r;
+	});
 }
