@@ -1,8 +1,9 @@
 /**
  * The server process: config → store → buildApp → listen; SIGTERM/SIGINT → graceful shutdown.
  *
- * Startup: a run the last process left active is marked interrupted, and its session's stream
- * says so (`recoverInterruptedRuns`).
+ * Startup: a run the last process left active is marked interrupted (`markInterruptedRuns`); once
+ * the app is ready, and before it listens, its session's stream says so and the session goes on
+ * per its `onInterrupt` policy (`resumeAfterRestart`).
  *
  * Shutdown (the order is in app.ts's close hook): /readyz turns 503, after
  * `WHEELHOUSE_SHUTDOWN_DELAY_MS` stop listening, let running runs finish within
@@ -15,7 +16,7 @@ import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
-import { recoverInterruptedRuns } from "./server/recovery.js";
+import { markInterruptedRuns, resumeAfterRestart } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
 import { openStore, PostgresSessionStore, redactUrl } from "./store/index.js";
@@ -76,6 +77,8 @@ async function main(): Promise<void> {
 	let store: SessionStore;
 	// Where the store is, for messages: the file, or the PostgreSQL URL without its password.
 	const where = config.store === "postgres" ? redactUrl(config.databaseUrl) : config.dbPath;
+	const recoveredAt = Date.now();
+	let interrupted: string[];
 	try {
 		store = openStore({
 			kind: config.store,
@@ -95,12 +98,7 @@ async function main(): Promise<void> {
 				`PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}\n`,
 			);
 		}
-		const interrupted = await recoverInterruptedRuns(store, Date.now(), webhooks && new WebhookEvents(webhooks));
-		if (interrupted.length > 0) {
-			process.stdout.write(
-				`${interrupted.length} run(s) were interrupted by the last stop; POST /continue resumes them\n`,
-			);
-		}
+		interrupted = await markInterruptedRuns(store, recoveredAt, webhooks && new WebhookEvents(webhooks));
 	} catch (err) {
 		process.stderr.write(`Cannot open the ${config.store} store at ${where}: ${(err as Error).message}\n`);
 		process.exit(1);
@@ -119,6 +117,17 @@ async function main(): Promise<void> {
 		process.exit(1);
 	});
 	app.log.info({ config: redactConfig(config) }, "configuration");
+
+	if (interrupted.length > 0) {
+		// Tools registered and MCP servers connected: the runs may continue (and tools run again).
+		await app.ready();
+		const outcomes = await resumeAfterRestart(app.wheelhouse, interrupted, recoveredAt, app.log);
+		const continued = outcomes.filter((o) => o.kind === "continued").length;
+		app.log.info(
+			{ interrupted: interrupted.length, continued },
+			`${interrupted.length} run(s) were interrupted by the last stop; ${continued} continue by themselves (onInterrupt "continue"), the others wait for POST /continue`,
+		);
+	}
 
 	let stopping = false;
 	const stop = (signal: NodeJS.Signals) => {

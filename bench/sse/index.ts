@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
+ *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30 rounds, or 6 with --quick)
  *   npx tsx bench/sse/index.ts --postgres-only [--quick]   (BENCH_PG_URL; BENCH_SSE_STORE_PAIRS)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
@@ -26,6 +27,13 @@
  * model's pace (10 ms per token), and the in-process floor of the agent pipeline itself
  * (`pipeline-floor.ts`).
  *
+ * `--tracing` measures observability at full use: a server with Prometheus metrics and OpenTelemetry
+ * tracing on (spans exported over OTLP/HTTP protobuf to a stand-in collector in a process of its own,
+ * otlp-receiver.ts) against one with both off, memory store; in the same rounds, tracing alone and a
+ * second server with both off (the A/A noise floor). Four servers up side by side, each round runs
+ * the job on all four in a rotating order, and each figure is the median of the per-round ratios to
+ * the first server; only these rounds run.
+ *
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
  * `git archive` into a temporary folder that shares this checkout's node_modules) against this
  * tree's, for each store, in interleaved pairs as above; only those pairs run.
@@ -41,6 +49,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
 import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
+import type { ReceiverReply } from "./otlp-receiver.js";
 import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
@@ -66,6 +75,10 @@ const COMPARE_REF = process.argv.includes("--compare")
 const COMPARE_PAIRS = Number(
 	process.env.BENCH_SSE_COMPARE_PAIRS ?? (process.argv.includes("--quick") ? 6 : STORE_PAIRS),
 );
+/** `--tracing`: run only the pairs of metrics and tracing on against both off. */
+const TRACING_ONLY = process.argv.includes("--tracing");
+/** Rounds of `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
+const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
 /** `--postgres-only`: run only the SQLite/PostgreSQL store pairs. */
 const POSTGRES_ONLY = process.argv.includes("--postgres-only");
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -614,6 +627,110 @@ async function mainCompare(ref: string): Promise<void> {
 	}
 }
 
+/** The stand-in collector of `--tracing`, in its own process. */
+async function startReceiver(): Promise<{ url: string; count(): Promise<ReceiverReply>; stop(): void }> {
+	const child = forkTs("otlp-receiver.ts");
+	const [ready] = (await once(child, "message")) as [ReceiverReply];
+	if (ready.type !== "ready") throw new Error(`receiver failed: ${JSON.stringify(ready)}`);
+	return {
+		url: ready.url,
+		async count() {
+			child.send({ type: "count" });
+			const [reply] = (await once(child, "message")) as [ReceiverReply];
+			return reply;
+		},
+		stop: () => child.kill(),
+	};
+}
+
+/**
+ * Servers measured in rounds, for comparisons of more than two: each round runs the same job on
+ * every server, in an order that rotates from round to round (each server is first as often as
+ * the others). Returns each server's figures, round by round.
+ */
+async function benchRounds(
+	starts: ServerStart[],
+	rounds: number,
+	jobs: (url: string) => Promise<ClientJob>,
+): Promise<Figures[][]> {
+	const servers: ServerChild[] = [];
+	try {
+		for (const start of starts) servers.push(await ServerChild.start(start));
+		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
+		for (const server of servers) await once(server); // warm-up
+		const out: Figures[][] = servers.map(() => []);
+		for (let r = 0; r < rounds; r++) {
+			for (let k = 0; k < servers.length; k++) {
+				const i = (r + k) % servers.length;
+				out[i].push(await once(servers[i]));
+			}
+		}
+		return out;
+	} finally {
+		for (const server of servers) await server.stop();
+	}
+}
+
+/** The round-by-round ratios of `variant` to `base` (both from {@link benchRounds}). */
+function pairsOf(base: Figures[], variant: Figures[]): Pairs {
+	return {
+		base,
+		variant,
+		eventsRatio: base.map((b, i) => variant[i].eventsPerSec / b.eventsPerSec),
+		cpuRatio: base.map((b, i) => b.serverCpuPerEventUs! / variant[i].serverCpuPerEventUs!),
+	};
+}
+
+/**
+ * `--tracing`: metrics and tracing on (spans exported to a local collector) against both off, with
+ * the goal; in the same rounds, tracing alone, and a second server with both off whose ratio to the
+ * first is the noise floor of the machine at the time (an A/A comparison).
+ */
+async function mainTracing(): Promise<void> {
+	const receiver = await startReceiver();
+	try {
+		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
+		const variants: [string, ServerStart][] = [
+			["off again (A/A)", off],
+			["tracing", { ...off, otlpEndpoint: receiver.url }],
+			["metrics+tracing", { ...off, metrics: "on", otlpEndpoint: receiver.url }],
+		];
+		console.log(
+			`bench/sse --tracing — node ${process.version}, ${cpus().length} cores, ` +
+				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers`,
+		);
+		const starts = [off, ...variants.map(([, start]) => start)];
+		const concurrent = await benchRounds(starts, TRACING_PAIRS, concurrentJob);
+		const single = await benchRounds(starts, TRACING_PAIRS, singleJob);
+		const results = variants.map(([name], i) => {
+			const runs = { concurrent: pairsOf(concurrent[0], concurrent[i + 1]), single: pairsOf(single[0], single[i + 1]) };
+			printPairs(`${name} vs everything off, memory store`, ["off", name], TRACING_PAIRS, runs);
+			return [name, runs] as const;
+		});
+		// The servers were stopped (their last spans flushed at close): what reached the collector.
+		const received = await receiver.count();
+		if (received.type === "count") {
+			console.log(
+				`\nthe collector received ${fmt(received.requests)} OTLP requests, ${fmt(received.bytes)} bytes; ` +
+					`${fmt(received.spanNames)} of them with invoke_agent spans`,
+			);
+		}
+		console.log(`\nload average at the end: ${loadavg()[0].toFixed(1)}`);
+		console.log("\nGoals (median round):");
+		const [, both] = results[results.length - 1];
+		for (const [name, p] of [
+			[`${SESSIONS} sessions`, both.concurrent],
+			["one stream", both.single],
+		] as const) {
+			const ok = med(p.eventsRatio) >= 0.95;
+			console.log(`  ${ok ? "met    " : "NOT met"}  metrics+tracing ≥ 0.95x events/s of everything off (${name})`);
+		}
+	} finally {
+		receiver.stop();
+		clientChild?.kill();
+	}
+}
+
 /** `--postgres-only`: SQLite store (base) against PostgreSQL store, interleaved pairs of both jobs. */
 async function mainPostgres(): Promise<void> {
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-pg-"));
@@ -660,6 +777,7 @@ async function mainPostgres(): Promise<void> {
 
 export async function main(): Promise<void> {
 	if (METRICS_ONLY) return mainMetricsOnly();
+	if (TRACING_ONLY) return mainTracing();
 	if (POSTGRES_ONLY) return mainPostgres();
 	if (COMPARE_REF) return mainCompare(COMPARE_REF);
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));

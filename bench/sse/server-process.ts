@@ -2,7 +2,7 @@
  * The server under test of bench/sse, in its own process (forked by index.ts): either the raw
  * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay unless
  * `fauxDelayMs` says otherwise, memory,
- * SQLite or PostgreSQL store, metrics on unless `metrics: "off"`) with one extra tool, `bench_wait`, that runs until the orchestrator says
+ * SQLite or PostgreSQL store, metrics on unless `metrics: "off"`, tracing on with `otlpEndpoint`) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
@@ -25,6 +25,8 @@ export type ServerStart =
 			metrics?: "on" | "off";
 			/** Turns on `POST /api/stream` without API keys (bench/facades). */
 			piProxy?: "on";
+			/** Traces exported over OTLP/HTTP (protobuf) to this endpoint, set as the standard OTEL_* variables. */
+			otlpEndpoint?: string;
 	  };
 
 export type ServerReply =
@@ -61,6 +63,15 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 	const app = await buildApp({
 		store,
 		tools: [benchWait],
+		...(start.otlpEndpoint
+			? {
+					env: {
+						...process.env,
+						OTEL_EXPORTER_OTLP_ENDPOINT: start.otlpEndpoint,
+						OTEL_SERVICE_NAME: "wheelhouse-bench",
+					},
+				}
+			: {}),
 		config: {
 			logLevel: "silent",
 			fauxDelayMs: start.fauxDelayMs ?? 0,

@@ -1,3 +1,7 @@
+/**
+ * The queue of steering or follow-up messages waiting to be injected into a run, and how a poll
+ * drains it.
+ */
 import type { AgentMessage } from "./types.js";
 
 /**

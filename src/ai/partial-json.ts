@@ -1,3 +1,7 @@
+/**
+ * Tool-call arguments from JSON text, whether it is still streaming or was cut short: always an
+ * object, never a throw.
+ */
 import { Allow, parse } from "partial-json";
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * A session's event streams for a client: the live stream, and a prompt streamed up to its run's
+ * end, each resuming after disconnects.
+ */
 import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
 
 export interface SessionStreamOptions extends Omit<StreamEventsOptions, "url" | "init" | "resumeUrl" | "headers"> {
@@ -33,14 +37,18 @@ export function sessionEvents(options: SessionStreamOptions): AsyncGenerator<Rec
 
 /**
  * Runs a prompt and streams its run (`POST /v1/sessions/:id/prompt` with `Accept: text/event-stream`)
- * up to and including its `agent_end` (or its `run_interrupted`, when the server process died
- * during the run). A disconnect resumes on the session's `/events` stream with `Last-Event-ID`; the
- * POST is never repeated.
+ * up to and including its `agent_end`. When the server process died during the run, the stream
+ * has its `run_interrupted`: with `willContinue: true` (the session's `onInterrupt` is
+ * `"continue"`) the run that continues it follows and the stream goes on to that run's
+ * `agent_end`; otherwise it ends at `run_interrupted`. A disconnect resumes on the session's
+ * `/events` stream with `Last-Event-ID`; the POST is never repeated.
  */
 export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
 	const { message, body, ...rest } = options;
 	return streamEvents({
-		until: (event) => event.type === "agent_end" || event.type === "run_interrupted",
+		until: (event) =>
+			event.type === "agent_end" ||
+			(event.type === "run_interrupted" && (event.data as { willContinue?: boolean }).willContinue !== true),
 		...rest,
 		url: new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/prompt`, options.baseUrl),
 		init: {

@@ -1,3 +1,6 @@
+/**
+ * Reads SSE messages from a byte stream, in Node and in browsers.
+ */
 import { createParser, type EventSourceMessage, type ParseError } from "eventsource-parser";
 
 /** One SSE message as parsed (`event` defaults to `"message"`, as in a browser's EventSource). */

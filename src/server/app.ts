@@ -12,6 +12,7 @@
  */
 import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { TracerProvider } from "@opentelemetry/api";
 import Fastify, { type FastifyInstance } from "fastify";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
@@ -55,10 +56,13 @@ import { messageRoutes } from "./routes/messages.js";
 import { sessionRoutes } from "./routes/sessions.js";
 import { streamTokenRoutes } from "./routes/stream-token.js";
 import { MAX_ID_LENGTH } from "./schemas.js";
+import { resumeInterruptedSession } from "./session/interruption.js";
 import type { SessionExtension } from "./session/live-session.js";
 import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./session/manager.js";
 import { WritePasses } from "./sse/write-passes.js";
 import { registerTools } from "./tools-plugin.js";
+import type { ServerTracing } from "./tracing/server-tracing.js";
+import { tracingSettingsFrom } from "./tracing/settings.js";
 import { installEmptyBodyDefault, validatorFactory } from "./validation.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { WebhookEvents } from "./webhooks/events.js";
@@ -89,6 +93,12 @@ export interface BuildAppOptions {
 	 * when there is none, the page is not served and a warning says how to build it.
 	 */
 	playgroundDir?: string;
+	/**
+	 * Where spans go: this tracer provider instead of the one the `OTEL_*` variables of `env`
+	 * configure (tests pass one with an in-memory exporter). The caller owns it: the app does not
+	 * shut it down.
+	 */
+	tracerProvider?: TracerProvider;
 }
 
 /** How long, after the streams ended at shutdown, connections may take to finish before they are cut. */
@@ -160,6 +170,7 @@ function installMetrics(app: FastifyInstance, metrics: ServerMetrics, config: Se
 export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyInstance> {
 	const env = options.env ?? process.env;
 	const config = loadConfig(env, options.config);
+	const tracingSettings = tracingSettingsFrom(env);
 	const logStream = await logDestination(config.logFormat, options.logStream);
 	const app = Fastify({
 		logger: {
@@ -221,6 +232,18 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		config.metrics === "on"
 			? new (await import("./metrics.js")).ServerMetrics({ liveSessions: () => sessions.liveSessions() })
 			: undefined;
+	// The tracing modules, and the SDK with them, are loaded only when tracing is on.
+	const tracing: ServerTracing | undefined =
+		options.tracerProvider || tracingSettings.export
+			? await (await import("./tracing/server-tracing.js")).ServerTracing.start(tracingSettings, options.tracerProvider)
+			: undefined;
+	if (tracing) {
+		// Registered first, so it runs last: after the drain has ended every run and its spans.
+		app.addHook("onClose", async function flushSpans() {
+			const err = await tracing.shutdown();
+			if (err) app.log.warn({ err }, "tracing: the last spans could not be exported");
+		});
+	}
 	const getApiKey = (provider: string) => config.providerKeys[provider] ?? getEnvApiKey(provider, env);
 	const runSlots =
 		config.maxRunsPerKey > 0 ? new RunSlots(config.maxRunsPerKey, () => metrics?.countLimited("runs")) : undefined;
@@ -255,6 +278,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		...(cluster ? { releaseLease: (id: string) => cluster.releaseLease(id) } : {}),
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
+	// Before compaction: its wrap of each session's model calls then sits outside the tracing's, so
+	// every call that reaches a provider is a span (an overflow retry too).
+	if (tracing) sessions.addExtension(tracing.runs.extension);
 	const compaction = compactionExtension({
 		defaults: {
 			enabled: config.compaction === "on",
@@ -286,10 +312,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		toolOrigins,
 		...(cluster ? { cluster } : {}),
 		isShuttingDown: () => sessions.isShuttingDown,
+		...(tracing ? { tracing } : {}),
 	};
 	app.decorate("wheelhouse", context);
 
 	installErrorHandling(app);
+	// First of the request hooks: the request's span covers everything the server does for it.
+	tracing?.installRequestSpans(app);
 	installEmptyBodyDefault(app);
 	installBodyParser(app);
 	app.addHook("onRequest", async function exposeRequestId(request, reply) {
@@ -392,7 +421,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		});
 	if (cluster) {
 		try {
-			await cluster.start(sessions, webhookSettings && new WebhookEvents(webhookSettings));
+			// A dead replica's run: settled on its stream, continued per its onInterrupt, here.
+			await cluster.start(sessions, (sessionId, at) =>
+				resumeInterruptedSession(app.wheelhouse, sessionId, "replica_lost", at),
+			);
 		} catch (err) {
 			await app.close();
 			throw err;

@@ -1,3 +1,6 @@
+/**
+ * Ends the server's idle connections as soon as a graceful close begins (see trackConnections).
+ */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 

@@ -3,6 +3,7 @@
  * the Fastify instance with it as `app.wheelhouse`, so plugins registered later (tool results,
  * approvals, OpenAPI) reach the same sessions.
  */
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { Static } from "@sinclair/typebox";
 import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
@@ -13,6 +14,7 @@ import type { AgentProfiles } from "./profiles.js";
 import type { MessageInput } from "./schemas.js";
 import type { SessionManager } from "./session/manager.js";
 import type { StreamSettings } from "./sse/open.js";
+import type { ServerTracing } from "./tracing/server-tracing.js";
 
 export interface ServerContext {
 	config: ServerConfig;
@@ -25,13 +27,28 @@ export interface ServerContext {
 	toolOrigins: Map<string, string>;
 	/** This replica's part in a cluster (`WHEELHOUSE_REDIS_URL`); absent on a single node. */
 	cluster?: ClusterNode;
+	/**
+	 * The approval policy of a server tool for a session with approval rules `sessionRules` (the
+	 * config's rules, then the session's); set once the tools are registered. Absent: no tool
+	 * needs approval.
+	 */
+	toolApprovalPolicy?: (toolName: string, sessionRules: Record<string, "always" | "never">) => "always" | "never";
 	/** True once shutdown began (`/readyz` answers 503). */
 	isShuttingDown(): boolean;
+	/** Spans of requests, runs, model and tool calls; undefined when tracing is off. */
+	tracing?: ServerTracing;
 }
 
 declare module "fastify" {
 	interface FastifyInstance {
 		wheelhouse: ServerContext;
+	}
+	interface FastifyRequest {
+		/**
+		 * The trace context of the request's server span (its parent when it sent `traceparent`):
+		 * what a run it starts is traced under. Undefined when tracing is off.
+		 */
+		traceContext?: TraceContext;
 	}
 }
 

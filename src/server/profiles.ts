@@ -27,6 +27,7 @@ export const AgentProfileSchema = Type.Object(
 		model: ModelSpec,
 		// The config file is checked with TypeBox's Value, which cannot check the request bodies' enum.
 		toolApprovals: Type.Optional(Type.Record(Type.String(), ApprovalPolicySchema)),
+		onInterrupt: Type.Optional(Type.Union([Type.Literal("continue"), Type.Literal("stop")])),
 		metadata: Type.Optional(
 			Type.Record(Type.String(), Type.String(), { description: "Metadata of every session made from it." }),
 		),

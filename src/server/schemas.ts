@@ -7,6 +7,7 @@
  * exact shape is the pi-ai message types, and the serialiser must not drop fields of them.
  */
 import { type TSchema, Type } from "@sinclair/typebox";
+import type { OnInterruptPolicy } from "../store/types.js";
 import { KeyBudgetStateFields } from "./budgets/schemas.js";
 import { CompactionSessionFields, CompactionStateFields } from "./compaction/settings.js";
 import { ERROR_CODES } from "./errors.js";
@@ -72,6 +73,14 @@ export const QueueMode = Type.Union([Type.Literal("all"), Type.Literal("one-at-a
 });
 export const ToolExecution = Type.Union([Type.Literal("parallel"), Type.Literal("sequential")]);
 
+/** A string enum (not a union of literals): a bad value is reported as `must be one of: continue, stop`. */
+export const OnInterrupt = Type.Unsafe<OnInterruptPolicy>({
+	type: "string",
+	enum: ["continue", "stop"],
+	description:
+		'What happens to a run the server process died during (a crash, a kill; in a cluster, the loss of its replica), once the server is back: `"continue"` (default) starts a new run from the last stored message by itself (a tool call that was in flight is run again only if its tool is declared idempotent; otherwise the model gets an error result saying the result was not recorded); `"stop"` leaves the session `interrupted` until POST /v1/sessions/:id/continue.',
+});
+
 export const ModelSpec = Type.String({
 	pattern: "^[^/\\s]+/\\S+$",
 	description: '`"provider/id"` of GET /v1/models.',
@@ -92,6 +101,7 @@ export const SessionConfigFields = {
 	toolExecution: Type.Optional(ToolExecution),
 	steeringMode: Type.Optional(QueueMode),
 	followUpMode: Type.Optional(QueueMode),
+	onInterrupt: Type.Optional(OnInterrupt),
 	...CompactionSessionFields,
 };
 
@@ -158,6 +168,7 @@ export const SessionView = Type.Object(
 		toolExecution: Type.String(),
 		steeringMode: Type.String(),
 		followUpMode: Type.String(),
+		onInterrupt: OnInterrupt,
 		metadata: Type.Record(Type.String(), Type.String()),
 		status: Type.Union([Type.Literal("idle"), Type.Literal("running"), Type.Literal("interrupted")]),
 		interruptedAt: Type.Union([Type.Number(), Type.Null()]),
@@ -353,6 +364,10 @@ export const ToolList = Type.Object({
 			description: Type.String(),
 			parameters: Open({}),
 			origin: Type.String({ description: "Where the tool comes from: builtin, library, module, mcp, http, ..." }),
+			idempotent: Type.Boolean({
+				description:
+					"Declared safe to run again with the same arguments: a call cut short by the death of the server process runs again when its session continues (otherwise the model gets an error result).",
+			}),
 		}),
 	),
 });

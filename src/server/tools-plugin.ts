@@ -100,6 +100,7 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 		throw new ConfigError(rest.length ? field! : "tools", rest.length ? rest.join(": ") : message);
 	}
 
+	app.wheelhouse.toolApprovalPolicy = (toolName, sessionRules) => serverTools.approvalPolicy(toolName, sessionRules);
 	const existing = new Set(sessions.tools.keys());
 	for (const tool of serverTools.tools()) {
 		if (existing.has(tool.name))

@@ -130,6 +130,7 @@ export class MemorySessionStore implements SessionStore {
 			toolApprovals: { ...session.toolApprovals },
 			...(session.compaction ? { compaction: { ...session.compaction } } : {}),
 			...(session.budget ? { budget: { ...session.budget } } : {}),
+			onInterrupt: session.onInterrupt ?? "continue",
 			createdAt: session.createdAt,
 			updatedAt: session.createdAt,
 			lastActiveAt: session.createdAt,
@@ -178,6 +179,7 @@ export class MemorySessionStore implements SessionStore {
 		if (patch.toolApprovals !== undefined) r.toolApprovals = { ...patch.toolApprovals };
 		if (patch.compaction !== undefined) r.compaction = { ...patch.compaction };
 		if (patch.budget !== undefined) r.budget = { ...patch.budget };
+		if (patch.onInterrupt !== undefined) r.onInterrupt = patch.onInterrupt;
 		r.updatedAt = at;
 		return copyRecord(r);
 	}
@@ -444,11 +446,13 @@ export class MemorySessionStore implements SessionStore {
 	async recoverInterrupted(
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+		sessionIds?: readonly string[],
 	): Promise<string[]> {
 		this.open();
 		const changed: string[] = [];
+		const only = sessionIds && new Set(sessionIds);
 		for (const s of this.sessions.values()) {
-			if (s.record.status !== "running") continue;
+			if (s.record.status !== "running" || (only && !only.has(s.record.id))) continue;
 			const runId = s.record.currentRunId;
 			const run = runId === null ? undefined : s.runs.get(runId);
 			if (webhooks) this.outbox.put(webhooks(s.record.id, run ? runId : null));

@@ -79,9 +79,6 @@ import type { NewWebhookDelivery, WebhookOutbox } from "./webhook-types.js";
 
 export type * from "./webhook-types.js";
 
-/** How many queued messages one poll of a queue drains: the Agent's own type, stored per session. */
-export type { QueueMode };
-
 /**
  * The run status of a session as persisted.
  * - `idle`: no run active.
@@ -116,6 +113,7 @@ export interface SessionConfig {
 	/** Names of the enabled server tools. */
 	tools: string[];
 	toolExecution: ToolExecutionMode;
+	/** How many queued messages one poll of a queue drains: the Agent's own setting, stored per session. */
 	steeringMode: QueueMode;
 	followUpMode: QueueMode;
 	/** Free-form string map from the client. */
@@ -128,15 +126,25 @@ export interface SessionConfig {
 	compaction?: { enabled?: boolean; reserveTokens?: number; keepRecentTokens?: number };
 	/** Spending limits of this session; absent: none. Stored as given. */
 	budget?: { maxTokens?: number; maxCostUsd?: number; maxTurnsPerRun?: number };
+	/** What happens to a run its process died during (see {@link OnInterruptPolicy}). */
+	onInterrupt: OnInterruptPolicy;
 }
 
-/** Config fields a new session may leave out (they default to none). */
-export type OptionalConfigKey = "clientTools" | "toolApprovals";
+/**
+ * What the server does with a run cut short by the death of its process, once another process
+ * (the restarted one, or in a cluster another replica) finds it: `"continue"` starts a new run
+ * from the last stored message by itself; `"stop"` leaves the session `interrupted` until a
+ * client continues it.
+ */
+export type OnInterruptPolicy = "continue" | "stop";
+
+/** Config fields a new session may leave out (`clientTools`, `toolApprovals`: none; `onInterrupt`: `"continue"`). */
+export type OptionalConfigKey = "clientTools" | "toolApprovals" | "onInterrupt";
 
 /** Accumulated token usage and cost (USD) of a session or a run; same shape as a message's `Usage`. */
 export type UsageTotals = Usage;
 
-/** What `createSession` takes; `clientTools` and `toolApprovals` default to none. */
+/** What `createSession` takes; `clientTools` and `toolApprovals` default to none, `onInterrupt` to `"continue"`. */
 export interface NewSession
 	extends Omit<SessionConfig, OptionalConfigKey>,
 		Partial<Pick<SessionConfig, OptionalConfigKey>> {
@@ -458,11 +466,13 @@ export interface RunStore {
 	 * of its persisted assistant messages (also added to the session's totals). Resolves to the ids
 	 * of the sessions it changed. Call once after opening, before serving. Durable on resolve.
 	 * `webhooks` is called for each session changed, with its interrupted run (null if it had
-	 * none), and its deliveries (`WebhookOutbox`) are put in the same commit.
+	 * none), and its deliveries (`WebhookOutbox`) are put in the same commit. With `sessionIds`,
+	 * only those sessions are looked at (a process that took over the sessions of a dead one).
 	 */
 	recoverInterrupted(
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+		sessionIds?: readonly string[],
 	): Promise<string[]>;
 }
 
@@ -643,15 +653,6 @@ export interface LeaseStore {
 	 * every expired running session interrupted).
 	 */
 	takeOver(sessionId: string): Promise<number | undefined>;
-	/**
-	 * `recoverInterrupted` for the runs of other holders only: every running session whose lease
-	 * expired (or that nobody holds) becomes interrupted, its holder's token moves on; the runs
-	 * this store holds are left alone. What every replica of a cluster sweeps with while it serves.
-	 */
-	recoverExpiredRuns(
-		at: number,
-		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
-	): Promise<string[]>;
 	/** Calls `listener` for each session whose lease this store lost; returns the unsubscribe function. */
 	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
 }

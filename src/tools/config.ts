@@ -68,6 +68,12 @@ const McpCommonFields = {
 	/** Approval policy for every tool of this server (a per-tool entry in `approval` wins). */
 	approval: Type.Optional(ApprovalPolicySchema),
 	enabled: Type.Optional(Type.Boolean({ default: true })),
+	/**
+	 * Every tool of this server is idempotent: a call may be run again with the same arguments when the process running it died before
+	 * its result was stored (the session's `onInterrupt: "continue"`); otherwise the model gets an
+	 * error result saying the call's result was not recorded.
+	 */
+	idempotent: Type.Optional(Type.Boolean({ default: false })),
 };
 
 export const McpStdioServerSchema = Type.Object(
@@ -124,6 +130,12 @@ export const HttpToolConfigSchema = Type.Object(
 		timeoutMs: Type.Optional(Type.Integer({ minimum: 1, default: 10_000 })),
 		maxResponseBytes: Type.Optional(Type.Integer({ minimum: 1, default: 1_048_576 })),
 		approval: Type.Optional(ApprovalPolicySchema),
+		/**
+		 * A call may be run again with the same arguments when the process running it died before
+		 * its result was stored (the session's `onInterrupt: "continue"`); otherwise the model gets an
+		 * error result saying the call's result was not recorded.
+		 */
+		idempotent: Type.Optional(Type.Boolean({ default: false })),
 	},
 	{ additionalProperties: false, title: "HttpTool" },
 );

@@ -15,6 +15,7 @@ import { undici } from "../ai/http.js";
 import type { ImageContent, TextContent } from "../ai/types.js";
 import type { HttpToolConfig } from "./config.js";
 import { substituteEnv, substituteEnvRecord } from "./env.js";
+import type { IdempotentMark } from "./idempotent.js";
 
 /** Where an HTTP tool comes from (for `GET /v1/tools`). */
 export interface HttpToolOrigin {
@@ -32,7 +33,7 @@ export interface HttpToolDetails {
 	bytes: number;
 }
 
-export type HttpAgentTool = AgentTool<TSchema, HttpToolDetails> & { origin: HttpToolOrigin };
+export type HttpAgentTool = AgentTool<TSchema, HttpToolDetails> & { origin: HttpToolOrigin } & IdempotentMark;
 
 const PLACEHOLDER = /\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
 const EXCERPT_CHARS = 500;
@@ -143,6 +144,7 @@ export function createHttpTool(
 		description: config.description,
 		parameters: (config.parameters ?? defaultParameters(template.names)) as unknown as TSchema,
 		origin: { kind: "http", method, url: config.url },
+		idempotent: config.idempotent === true,
 		async execute(_toolCallId, params, signal): Promise<AgentToolResult<HttpToolDetails>> {
 			const { url, rest } = fillUrl(template, (params ?? {}) as Record<string, unknown>, method);
 			// Before the timer: loading undici (the process's first request does) is not the server's slowness.

@@ -1,3 +1,7 @@
+/**
+ * The tools layer's public surface: built-in, HTTP, MCP and client tools, approval policies and
+ * pending calls, their configuration, and the server's tool set.
+ */
 export {
 	type ApprovalHookOptions,
 	type ApprovalOutcome,
@@ -28,6 +32,7 @@ export {
 	type HttpToolDetails,
 	type HttpToolOrigin,
 } from "./http-tools.js";
+export { type IdempotentMark, isIdempotentTool } from "./idempotent.js";
 export * from "./mcp.js";
 export {
 	type ApprovalDecision,

@@ -1,3 +1,7 @@
+/**
+ * The MCP tools' public surface: the manager of the configured servers and the mapping of their
+ * results.
+ */
 export type { McpLogger, McpServerState, McpServerStatus, SkippedMcpTool } from "./mcp/connection.js";
 export { type McpToolResultDetails, mapMcpContent } from "./mcp/content.js";
 export {

@@ -127,17 +127,23 @@ export interface ApprovalResolvedEvent {
 }
 
 /**
- * The server process died during run `runId` (a crash or a kill): sent by the next process at
- * startup, after `approval_resolved` (outcome `interrupted`) for each approval that waited and the
- * error results of the tool calls cut short (`tool_execution_end`, `message_start`,
- * `message_end`). The run is over: no `agent_end` follows, and a message that was streaming was
- * not kept. `POST /v1/sessions/:id/continue` resumes the session.
+ * The process running run `runId` died (a crash, a kill; in a cluster, the loss of its replica):
+ * sent by the process that holds the session next (the restarted server, or the replica that took
+ * the session over), after `approval_resolved` (outcome `interrupted`) for each approval that
+ * waited and the results of the tool calls cut short (`tool_execution_end`, `message_start`,
+ * `message_end`: a call of an idempotent tool run again, or an error result). The run is over: no
+ * `agent_end` of it follows, and a message that was streaming was not kept.
+ *
+ * `willContinue: true` (the session's `onInterrupt` is `"continue"`): a new run continues from the
+ * last stored message, its `agent_start` next on the stream. `false`: the session stays
+ * `interrupted` until `POST /v1/sessions/:id/continue`; `message` says why.
  */
 export interface RunInterruptedEvent {
 	type: "run_interrupted";
 	runId: string | null;
-	reason: "server_restart";
+	reason: "server_restart" | "replica_lost";
 	interruptedAt: number;
+	willContinue: boolean;
 	message: string;
 }
 

@@ -37,7 +37,8 @@ describe.skipIf(!ok)("cluster failures", () => {
 		"a replica stalled past its lease (SIGSTOP) loses the run; after SIGCONT its late writes are refused, nothing is doubled, its streams end",
 		async () => {
 			const [A, B, C] = (await cluster.start(3, { leaseTtlMs: LEASE_TTL_MS, fauxDelayMs: 20 })) as Replica[];
-			const id = await createSession(A!);
+			// Stopped after the interruption: the next run is the test's own.
+			const id = await createSession(A!, { onInterrupt: "stop" });
 			const watch = await openSse(`${C!.url}/v1/sessions/${id}/events`);
 			await watch.waitForType("session_snapshot", T);
 			const run = await promptSse(A!.url, id, { message: words(300) });
@@ -83,7 +84,7 @@ describe.skipIf(!ok)("cluster failures", () => {
 	);
 
 	it(
-		"a killed replica's run is reclaimed by another: interrupted on every replica's stream, and the session runs again",
+		"a killed replica's run is reclaimed by another: interrupted on every replica's stream, then continued there",
 		async () => {
 			const [A, B, C] = (await cluster.start(3, { leaseTtlMs: LEASE_TTL_MS, fauxDelayMs: 20 })) as Replica[];
 			const id = await createSession(A!);
@@ -93,15 +94,18 @@ describe.skipIf(!ok)("cluster failures", () => {
 			await watch.waitFor((e) => e.event === "message_update", T);
 			const killedAt = Date.now();
 			A!.child.kill("SIGKILL");
-			await watch.waitForType("run_interrupted", T);
+			const interrupted = await watch.waitForType("run_interrupted", T);
 			// Within the TTL plus a sweep and a margin for a loaded machine.
 			expect(Date.now() - killedAt).toBeLessThan(LEASE_TTL_MS + 15_000);
-			const state = await json(`${C!.url}/v1/sessions/${id}`);
-			expect(state.body.status).toBe("interrupted");
-			const resumed = await json(`${C!.url}/v1/sessions/${id}/continue`, "POST");
-			expect(resumed.status).toBe(202);
-			await watch.waitFor((e) => e.event === "agent_end", T);
+			// onInterrupt "continue" (the default): the replica that took it over continues the run.
+			await watch.waitFor((e) => e.event === "agent_start" && (e.id as number) > (interrupted.id as number), T);
+			await watch.waitFor((e) => e.event === "agent_end" && (e.id as number) > (interrupted.id as number), T);
 			expectIncreasing(idsOf(watch.events));
+			const state = await waitUntil("idle after the continued run", async () => {
+				const res = await json(`${C!.url}/v1/sessions/${id}`);
+				return res.body.status === "idle" ? res : undefined;
+			});
+			expect(state.body.messageCount).toBeGreaterThanOrEqual(2);
 			watch.close();
 		},
 		T,

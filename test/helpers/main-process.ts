@@ -1,6 +1,6 @@
 /**
- * Runs the real server entry (src/main.ts, through tsx's loader) as a child process on a SQLite
- * file, for tests of restarts, crashes and shutdown. `stopAll()` (in `afterEach`) SIGKILLs what is
+ * Runs the real server entry (src/main.ts, through tsx's loader) as a child process, for tests of
+ * restarts, crashes, shutdown and refused startups. `stopAll()` (in `afterEach`) SIGKILLs what is
  * still running.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -34,6 +34,43 @@ export async function freePort(): Promise<number> {
 	return port;
 }
 
+/** A started `src/main.ts` whose stdout and stderr are kept apart. */
+export interface SpawnedMain {
+	child: ChildProcess;
+	stdout(): string;
+	stderr(): string;
+}
+
+/**
+ * Spawns `src/main.ts` with `env` over an in-memory store on any free port (`PORT=0`) and waits
+ * for nothing: for startups that must fail, or whose output the test reads itself.
+ */
+export function spawnMain(env: Record<string, string>): SpawnedMain {
+	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+		cwd: repoRoot,
+		env: { PATH: process.env.PATH, PORT: "0", WHEELHOUSE_STORE: "memory", ...env },
+		stdio: ["ignore", "pipe", "pipe"],
+	});
+	running.add(child);
+	child.once("exit", () => running.delete(child));
+	let stdout = "";
+	let stderr = "";
+	child.stdout!.on("data", (chunk: Buffer) => {
+		stdout += chunk.toString();
+	});
+	child.stderr!.on("data", (chunk: Buffer) => {
+		stderr += chunk.toString();
+	});
+	return { child, stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Runs the server with `env` (see `spawnMain`); resolves with its exit code and stderr once it exits. */
+export async function refusedStartup(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+	const run = spawnMain(env);
+	const [code] = (await once(run.child, "exit")) as [number | null];
+	return { code, stderr: run.stderr() };
+}
+
 /** Starts `src/main.ts` with the SQLite store at `db`; resolves once it listens. */
 export async function startMain(options: {
 	db: string;
@@ -41,28 +78,19 @@ export async function startMain(options: {
 	env?: Record<string, string>;
 }): Promise<MainProcess> {
 	const port = options.port ?? (await freePort());
-	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-		cwd: repoRoot,
-		env: {
-			PATH: process.env.PATH,
-			PORT: String(port),
-			HOST: "127.0.0.1",
-			LOG_LEVEL: "info",
-			WHEELHOUSE_STORE: "sqlite",
-			WHEELHOUSE_DB: options.db,
-			WHEELHOUSE_FAUX_DELAY_MS: "0",
-			...options.env,
-		},
-		stdio: ["ignore", "pipe", "pipe"],
+	const { child } = spawnMain({
+		PORT: String(port),
+		HOST: "127.0.0.1",
+		LOG_LEVEL: "info",
+		WHEELHOUSE_STORE: "sqlite",
+		WHEELHOUSE_DB: options.db,
+		WHEELHOUSE_FAUX_DELAY_MS: "0",
+		...options.env,
 	});
-	running.add(child);
 	let output = "";
 	const outputWaiters = new Set<() => void>();
 	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-		child.once("exit", (code, signal) => {
-			running.delete(child);
-			resolve({ code, signal });
-		}),
+		child.once("exit", (code, signal) => resolve({ code, signal })),
 	);
 	await new Promise<void>((resolve, reject) => {
 		const onData = (chunk: Buffer) => {

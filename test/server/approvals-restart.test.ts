@@ -27,7 +27,7 @@ describe("a pending approval across a crash", () => {
 		const options = { db: path.join(dir, "wh.db"), env: { WHEELHOUSE_CONFIG: path.join(dir, "config.json") } };
 
 		const first = await startMain(options);
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const id = (await json(`${first.url}/v1/sessions`, "POST", { onInterrupt: "stop" })).body.id;
 		const events = await openSse(`${first.url}/v1/sessions/${id}/events`);
 		const prompt = await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", {
 			message: '/tool calculate {"expression": "1"}',

@@ -84,6 +84,8 @@ describe("a crash during a compaction", () => {
 			model: "local/tiny",
 			compaction: { reserveTokens: 1000, keepRecentTokens: 150 },
 			budget: { maxTurnsPerRun: 50 },
+			// What a client does after the crash is what this test is about.
+			onInterrupt: "stop",
 		});
 		expect(created.status).toBe(201);
 		const id = created.body.id as string;

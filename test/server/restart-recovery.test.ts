@@ -3,68 +3,26 @@
  * again on the same SQLite file, and check the interrupted status, the transcript, the queued
  * message, SSE resume from before the restart, and continue.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { json, type MainProcess, repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 import { openSse } from "../helpers/sse.js";
 
-const repoRoot = path.resolve(import.meta.dirname, "../..");
-const children: ChildProcess[] = [];
 const dirs: string[] = [];
 afterEach(() => {
-	for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+	stopAll();
 	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-	const server = createServer().listen(0, "127.0.0.1");
-	await once(server, "listening");
-	const { port } = server.address() as { port: number };
-	server.close();
-	return port;
-}
-
-async function start(dbPath: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-	const port = await freePort();
-	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-		cwd: repoRoot,
-		env: {
-			PATH: process.env.PATH,
-			PORT: String(port),
-			HOST: "127.0.0.1",
-			WHEELHOUSE_STORE: "sqlite",
-			WHEELHOUSE_DB: dbPath,
-			WHEELHOUSE_FAUX_DELAY_MS: "0",
-			WHEELHOUSE_TOOL_MODULES: path.join(repoRoot, "test/server/fixtures/block-tool.ts"),
-			LOG_LEVEL: "info",
-			...env,
-		},
+/** The server on `db` with the blocking tool of the fixtures. */
+function start(db: string, env: Record<string, string> = {}): Promise<MainProcess> {
+	return startMain({
+		db,
+		env: { WHEELHOUSE_TOOL_MODULES: path.join(repoRoot, "test/server/fixtures/block-tool.ts"), ...env },
 	});
-	children.push(child);
-	let output = "";
-	await new Promise<void>((resolve, reject) => {
-		const onData = (chunk: Buffer) => {
-			output += chunk.toString();
-			if (/listening on/i.test(output)) resolve();
-		};
-		child.stdout!.on("data", onData);
-		child.stderr!.on("data", onData);
-		child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${output}`)));
-	});
-	return { child, url: `http://127.0.0.1:${port}` };
-}
-
-async function json(url: string, method = "GET", body?: unknown): Promise<{ status: number; body: any }> {
-	const res = await fetch(url, {
-		method,
-		headers: body === undefined ? {} : { "content-type": "application/json" },
-		body: body === undefined ? undefined : JSON.stringify(body),
-	});
-	return { status: res.status, body: await res.json() };
 }
 
 describe("restart recovery", () => {
@@ -74,7 +32,7 @@ describe("restart recovery", () => {
 		const db = path.join(dir, "wheelhouse.db");
 
 		const first = await start(db);
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const id = (await json(`${first.url}/v1/sessions`, "POST", { onInterrupt: "stop" })).body.id;
 		const live = await openSse(`${first.url}/v1/sessions/${id}/events`);
 		await live.waitForType("session_snapshot");
 		const prompt = await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: "/tool block {}" });
@@ -156,7 +114,7 @@ describe("restart recovery", () => {
 		dirs.push(dir);
 		const db = path.join(dir, "wheelhouse.db");
 		const first = await start(db, { WHEELHOUSE_FAUX_DELAY_MS: "20" });
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+		const id = (await json(`${first.url}/v1/sessions`, "POST", { onInterrupt: "stop" })).body.id;
 		const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
 		const live = await openSse(`${first.url}/v1/sessions/${id}/events`);
 		await live.waitForType("session_snapshot");

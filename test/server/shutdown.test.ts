@@ -4,65 +4,30 @@
  * SIGTERM (or SIGINT) while a prompt streams → the stream still receives its `agent_end` (the run finishes
  * within the grace period, or is aborted after it) and the process exits 0.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { streamPrompt } from "../../src/client/session-streams.js";
 import { openSqliteStore } from "../../src/store/sqlite.js";
+import { type MainProcess, startMain, stopAll } from "../helpers/main-process.js";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 afterEach(() => {
-	for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+	stopAll();
 	for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-	const server = createServer().listen(0, "127.0.0.1");
-	await once(server, "listening");
-	const { port } = server.address() as { port: number };
-	server.close();
-	return port;
-}
-
-async function startServer(
-	env: Record<string, string>,
-): Promise<{ child: ChildProcess; url: string; db: string; output: () => string }> {
-	const port = await freePort();
+/** The server on a fresh SQLite file in a temporary folder. */
+async function startServer(env: Record<string, string>): Promise<MainProcess & { db: string }> {
 	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-shutdown-"));
 	dirs.push(dir);
 	const db = path.join(dir, "wheelhouse.db");
-	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-		cwd: repoRoot,
-		env: {
-			PATH: process.env.PATH,
-			PORT: String(port),
-			HOST: "127.0.0.1",
-			WHEELHOUSE_STORE: "sqlite",
-			WHEELHOUSE_DB: db,
-			...env,
-		},
-	});
-	children.push(child);
-	let output = "";
-	await new Promise<void>((resolve, reject) => {
-		const onData = (chunk: Buffer) => {
-			output += chunk.toString();
-			if (/listening/i.test(output)) resolve();
-		};
-		child.stdout!.on("data", onData);
-		child.stderr!.on("data", onData);
-		child.once("exit", (code) => reject(new Error(`server exited with ${code} before listening:\n${output}`)));
-	});
-	return { child, url: `http://127.0.0.1:${port}`, db, output: () => output };
+	return { ...(await startMain({ db, env })), db };
 }
 
 async function createSession(url: string): Promise<string> {

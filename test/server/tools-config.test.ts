@@ -46,13 +46,20 @@ describe("tools from the config file", () => {
 							headers: { "X-Key": ENV("WH_TEST_LOOKUP_KEY") },
 						},
 					],
-					mcpServers: { fx: { ...fixtureCommand(), pingIntervalMs: 0 } },
+					mcpServers: { fx: { ...fixtureCommand(), pingIntervalMs: 0, idempotent: true } },
 				},
 			},
 		});
-		const tools = (await server.request("GET", "/v1/tools")).body.tools as { name: string; origin: string }[];
+		const tools = (await server.request("GET", "/v1/tools")).body.tools as {
+			name: string;
+			origin: string;
+			idempotent: boolean;
+		}[];
 		const origin = Object.fromEntries(tools.map((t) => [t.name, t.origin]));
 		expect(origin).toMatchObject({ calculate: "builtin", get_current_time: "builtin", lookup: "http", fx__add: "mcp" });
+		// Declared in the config (an HTTP tool's default is false) or by the built-in itself.
+		const idempotent = Object.fromEntries(tools.map((t) => [t.name, t.idempotent]));
+		expect(idempotent).toMatchObject({ calculate: true, get_current_time: true, lookup: false, fx__add: true });
 
 		const mcp = (await server.request("GET", "/v1/tools/mcp-servers")).body.servers;
 		expect(mcp).toMatchObject([{ name: "fx", transport: "stdio", state: "connected", attempt: 0 }]);

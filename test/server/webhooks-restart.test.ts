@@ -1,15 +1,14 @@
 /**
  * Webhooks across processes (the real entry, src/main.ts, on a SQLite file): deliveries the first
- * process could not make are sent by the next one with the same `webhook-id`, and a run cut by the
- * crash is reported as `run.interrupted`; a bad webhook configuration stops startup naming the field.
+ * process could not make are sent by the next one with the same `webhook-id`, a run cut by the
+ * crash is reported as `run.interrupted` and the run that continues it (`onInterrupt: "continue"`)
+ * as `run.completed`; a bad webhook configuration stops startup naming the field.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { json, repoRoot, startMain, stopAll } from "../helpers/main-process.js";
+import { json, refusedStartup, startMain, stopAll } from "../helpers/main-process.js";
 import { openSse } from "../helpers/sse.js";
 import { newSecret, startWebhookReceiver, type WebhookReceiver } from "../helpers/webhook-receiver.js";
 
@@ -74,37 +73,38 @@ describe("webhooks across a restart", () => {
 
 		hooks.respondWith(204);
 		const second = await startMain(options);
-		await hooks.waitFor(() => hooks.delivered().length === 3);
+		// The cut run's session continues by itself (onInterrupt "continue"): its new run's end is a fourth delivery.
+		await hooks.waitFor(() => hooks.delivered().length === 4);
 		const delivered = new Map(hooks.delivered().map((r) => [r.body.type as string, r]));
-		expect([...delivered.keys()].sort()).toEqual(["approval.requested", "run.completed", "run.interrupted"]);
-		expect(delivered.get("run.completed")!.id).toBe(triedIds.get("run.completed"));
+		expect(
+			hooks
+				.delivered()
+				.map((r) => r.body.type as string)
+				.sort(),
+		).toEqual(["approval.requested", "run.completed", "run.completed", "run.interrupted"]);
+		const completed = hooks.delivered().filter((r) => r.body.type === "run.completed");
+		const earlier = completed.find((r) => r.body.data.runId === done.body.runId);
+		expect(earlier!.id).toBe(triedIds.get("run.completed"));
+		expect(earlier!.body.data).toMatchObject({ sessionId: id });
 		expect(delivered.get("approval.requested")!.id).toBe(triedIds.get("approval.requested"));
-		expect(delivered.get("run.completed")!.body.data).toMatchObject({ sessionId: id, runId: done.body.runId });
 		expect(delivered.get("run.interrupted")!.body.data).toMatchObject({
 			sessionId: id,
 			runId: cut.body.runId,
 			status: "interrupted",
 			reason: "server_restart",
 		});
-		// Nothing was delivered twice, and nothing but these three was sent after the restart.
-		expect(hooks.received.length).toBe(refusedAttempts + 3);
+		const continued = completed.find((r) => r !== earlier)!.body.data;
+		expect(continued).toMatchObject({ sessionId: id, status: "completed" });
+		expect([done.body.runId, cut.body.runId]).not.toContain(continued.runId);
+		expect((await json(`${second.url}/v1/sessions/${id}`)).body.status).toBe("idle");
+		// Nothing was delivered twice, and nothing but these four was sent after the restart.
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect(hooks.received.length).toBe(refusedAttempts + 4);
 		expect(second.output()).not.toMatch(/given up/);
 	});
 
 	it("a bad webhook configuration stops startup with one line naming the field", { timeout: 30_000 }, async () => {
-		const refused = async (env: Record<string, string>) => {
-			const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-				cwd: repoRoot,
-				env: { PATH: process.env.PATH, PORT: "0", WHEELHOUSE_STORE: "memory", ...env },
-			});
-			let stderr = "";
-			child.stderr.on("data", (chunk: Buffer) => {
-				stderr += chunk.toString();
-			});
-			const [code] = (await once(child, "exit")) as [number | null];
-			return { code, stderr };
-		};
-		const env = await refused({
+		const env = await refusedStartup({
 			WHEELHOUSE_WEBHOOK_URL: "http://127.0.0.1:9/hooks",
 			WHEELHOUSE_WEBHOOK_SECRET: "hunter2",
 		});
@@ -120,7 +120,7 @@ describe("webhooks across a restart", () => {
 				webhooks: { endpoints: [{ url: "http://127.0.0.1:9/hooks", secret: newSecret(), events: ["run.done"] }] },
 			}),
 		);
-		const fromFile = await refused({ WHEELHOUSE_CONFIG: file });
+		const fromFile = await refusedStartup({ WHEELHOUSE_CONFIG: file });
 		expect(fromFile.code).toBe(1);
 		expect(fromFile.stderr).toMatch(/webhooks\.endpoints\[0\]\.events: unknown event type "run.done"/);
 	});

@@ -552,6 +552,35 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				await store.startRun("busy", "r3", 11_000);
 				expect(await store.getSession("busy")).toMatchObject({ status: "running", interruptedAt: null });
 			});
+
+			it("with sessionIds, marks only those of the running sessions interrupted (a takeover)", async () => {
+				const store = open();
+				for (const id of ["a", "b", "c"]) {
+					await store.createSession(newSession(id));
+					await store.startRun(id, `run-${id}`, 100);
+				}
+				const reported: [string, string | null][] = [];
+				const webhooks = (sessionId: string, runId: string | null) => {
+					reported.push([sessionId, runId]);
+					return [];
+				};
+				expect(await store.recoverInterrupted(500, webhooks, ["b", "unknown"])).toEqual(["b"]);
+				expect(reported).toEqual([["b", "run-b"]]);
+				expect((await store.getSession("a"))?.status).toBe("running");
+				expect(await store.getSession("b")).toMatchObject({ status: "interrupted", interruptedAt: 500 });
+				expect(await store.recoverInterrupted(600, undefined, [])).toEqual([]);
+				expect((await store.recoverInterrupted(700)).sort()).toEqual(["a", "c"]);
+			});
+
+			it("stores the onInterrupt policy: continue when not given, as set by create or update", async () => {
+				const store = open();
+				expect((await store.createSession(newSession("default"))).onInterrupt).toBe("continue");
+				const stop = await store.createSession({ ...newSession("stop"), onInterrupt: "stop" });
+				expect(stop.onInterrupt).toBe("stop");
+				expect((await store.updateSession("default", { onInterrupt: "stop" }, 5))?.onInterrupt).toBe("stop");
+				expect((await store.updateSession("stop", { systemPrompt: "x" }, 6))?.onInterrupt).toBe("stop");
+				expect((await store.getSession("default"))?.onInterrupt).toBe("stop");
+			});
 		});
 
 		describe("pending interactions", () => {

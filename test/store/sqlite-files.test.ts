@@ -302,6 +302,8 @@ describe("SQLite store files", () => {
 		db.close();
 
 		const store = openSqliteStore({ path });
+		// Migrated to version 9: the session has the default onInterrupt policy, written out.
+		expect((await store.getSession("v8-session"))?.onInterrupt).toBe("continue");
 		const listed = await store.listWebhooks();
 		expect(listed.map((d) => [d.id, d.status, d.attempts, d.lastError])).toEqual([
 			["msg_v8delivered", "delivered", 1, null],
@@ -319,6 +321,28 @@ describe("SQLite store files", () => {
 			await store.settleWebhook("msg_v8pending", { status: "delivered", attempts: 3, at: 1_767_000_020_100 }),
 		).toBe(true);
 		expect(await store.pruneWebhooks(1_767_000_020_101)).toBe(2);
+		await store.close();
+	});
+
+	it("opens a version-9 database (immutable fixture): the onInterrupt policies are there; recovery of one session", async () => {
+		const path = join(dir, "v9.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v9.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect((await store.getSession("v9-stop"))?.onInterrupt).toBe("stop");
+		expect((await store.getSession("v9-continue"))?.onInterrupt).toBe("continue");
+		// Recovery limited to other sessions leaves this one running.
+		expect(await store.recoverInterrupted(1_768_000_009_000, undefined, ["v9-continue"])).toEqual([]);
+		expect((await store.getSession("v9-stop"))?.status).toBe("running");
+		expect(await store.recoverInterrupted(1_768_000_009_000, undefined, ["v9-stop"])).toEqual(["v9-stop"]);
+		expect(await store.getSession("v9-stop")).toMatchObject({
+			status: "interrupted",
+			interruptedAt: 1_768_000_009_000,
+		});
+		const patched = await store.updateSession("v9-stop", { onInterrupt: "continue" }, 1_768_000_009_001);
+		expect(patched?.onInterrupt).toBe("continue");
 		await store.close();
 	});
 

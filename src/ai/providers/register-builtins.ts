@@ -1,3 +1,6 @@
+/**
+ * Registers the built-in wire APIs with the provider registry, on import and on request.
+ */
 import { registerApiProvider } from "../registry.js";
 import { streamSimpleAnthropicMessages } from "./anthropic-messages.js";
 import { streamSimpleGoogleGemini } from "./google-gemini.js";

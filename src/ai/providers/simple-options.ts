@@ -1,9 +1,8 @@
-import type { Api, Model, SimpleStreamOptions, StreamOptions, ThinkingBudgets, ThinkingLevel } from "../types.js";
-
 /**
  * Shared handling of `SimpleStreamOptions` (the options `streamSimple` takes) for every provider:
  * defaults for `maxTokens`, and `reasoning` levels mapped to token budgets or effort strings.
  */
+import type { Api, Model, SimpleStreamOptions, StreamOptions, ThinkingBudgets, ThinkingLevel } from "../types.js";
 
 /** Default thinking-token budgets per level (for APIs with a budget knob: Anthropic, Gemini 2.5). */
 export const DEFAULT_THINKING_BUDGETS: Required<ThinkingBudgets> = {

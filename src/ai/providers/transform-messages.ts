@@ -1,3 +1,7 @@
+/**
+ * Makes a conversation fit for the model it is sent to, before a provider encodes it (see
+ * transformMessages).
+ */
 import type { Api, AssistantMessage, ImageContent, Message, Model, TextContent, ToolResultMessage } from "../types.js";
 
 /**

@@ -3,21 +3,14 @@
  * `GET /v1/usage` query and answer.
  */
 import { Type } from "@sinclair/typebox";
-
-const Nullable = <T extends ReturnType<typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
+import { BudgetSpendFields } from "../compaction/settings.js";
 
 /** The API key's budget and what is left of it in its current period. */
 export const KeyBudgetState = Type.Object(
 	{
 		period: Type.Union([Type.Literal("day"), Type.Literal("month")], { description: "Calendar period, UTC." }),
 		periodStart: Type.String({ description: "First day of the current period (YYYY-MM-DD, UTC)." }),
-		maxTokens: Nullable(Type.Number()),
-		maxCostUsd: Nullable(Type.Number()),
-		maxTurnsPerRun: Nullable(Type.Number()),
-		usedTokens: Type.Number(),
-		usedCostUsd: Type.Number(),
-		remainingTokens: Nullable(Type.Number({ description: "null: no limit" })),
-		remainingCostUsd: Nullable(Type.Number({ description: "null: no limit" })),
+		...BudgetSpendFields,
 		exhausted: Type.Union([Type.Literal("maxTokens"), Type.Literal("maxCostUsd"), Type.Null()], {
 			description: "The limit reached: prompts are refused (429 KEY_BUDGET_EXHAUSTED) until the period ends.",
 		}),

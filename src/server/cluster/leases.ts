@@ -2,16 +2,15 @@
  * The session leases as cluster mode uses them (the store's `LeaseStore` role, PostgreSQL): a
  * replica that lost a session's lease (it stalled past the TTL and another took the session over)
  * drops the session — its run is aborted here, its streams end, its late writes were refused by
- * the store — and every replica sweeps for runs whose holder died, taking each over exactly once:
- * the interruption is recorded and announced as at a restart (recovery.ts), and readers on every
- * replica are told to re-read the log.
+ * the store — and every replica sweeps for runs whose holder died: it takes each over (the store
+ * marks the run interrupted and moves its holder's token on; one replica wins), settles it on its
+ * stream and continues it or not per the session's `onInterrupt` (`resumeInterruptedSession`),
+ * and tells the readers on every replica to re-read the log.
  */
 import type { FastifyBaseLogger } from "fastify";
 import { isLeaseStore } from "../../store/shared.js";
 import type { LeaseStore, SessionStore } from "../../store/types.js";
-import { announceInterruption } from "../recovery.js";
 import type { SessionManager } from "../session/manager.js";
-import type { WebhookEvents } from "../webhooks/events.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
 import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
@@ -30,7 +29,8 @@ export interface LeaseKeeperOptions {
 	redis: RedisLink;
 	prefix: string;
 	logger: FastifyBaseLogger;
-	webhooks?: WebhookEvents;
+	/** Settles and continues (per its policy) the interrupted run of a session this replica took over. */
+	resume(sessionId: string, at: number): Promise<{ kind: string }>;
 }
 
 export class LeaseKeeper {
@@ -82,20 +82,19 @@ export class LeaseKeeper {
 	async sweep(): Promise<string[]> {
 		if (this.sweeping) return [];
 		this.sweeping = true;
-		const { store, leases, redis, prefix, logger } = this.options;
+		const { leases, redis, prefix, logger } = this.options;
 		try {
-			if ((await leases.listExpiredRuns(1)).length === 0) return [];
-			const at = Date.now();
-			const webhooks = this.options.webhooks;
-			// One replica wins each run (the store moves its holder's token on in the same commit).
-			const recovered = await leases.recoverExpiredRuns(
-				at,
-				webhooks && ((sessionId, runId) => webhooks.runInterrupted(sessionId, runId, at)),
-			);
-			for (const sessionId of recovered) await announceInterruption(store, sessionId, at);
-			if (recovered.length > 0) await store.flush();
-			for (const sessionId of recovered) {
-				logger.warn({ sessionId }, "took over a run whose replica stopped renewing its lease; recorded it interrupted");
+			const expired = await leases.listExpiredRuns();
+			const recovered: string[] = [];
+			for (const sessionId of expired) {
+				// One replica wins each run (the store moves its holder's token on as it marks it interrupted).
+				const outcome = await this.options.resume(sessionId, Date.now());
+				if (outcome.kind === "skipped") continue;
+				recovered.push(sessionId);
+				logger.warn(
+					{ sessionId, outcome: outcome.kind },
+					"took over a run whose replica stopped renewing its lease; recorded it interrupted",
+				);
 				await redis.publisher.publish(eventChannel(prefix, sessionId), RESYNC_MESSAGE).catch(() => undefined);
 				if (!this.options.sessions.inMemory(sessionId)?.isBusy) await leases.releaseSession(sessionId);
 			}

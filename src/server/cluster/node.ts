@@ -12,7 +12,6 @@ import { ConfigError } from "../config.js";
 import type { LiveSession } from "../session/live-session.js";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
-import type { WebhookEvents } from "../webhooks/events.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
 import { EventSubscriptions } from "./event-subscriptions.js";
@@ -64,7 +63,10 @@ export class ClusterNode {
 	 * Connects to Redis, listens for control messages, and starts sweeping for runs whose replica
 	 * died. Throws a ConfigError naming the URL when Redis is unreachable.
 	 */
-	async start(sessions: SessionManager, webhooks?: WebhookEvents): Promise<void> {
+	async start(
+		sessions: SessionManager,
+		resume: (sessionId: string, at: number) => Promise<{ kind: string }>,
+	): Promise<void> {
 		try {
 			await this.redis.connect();
 		} catch (err) {
@@ -94,7 +96,7 @@ export class ClusterNode {
 				redis: this.redis,
 				prefix: this.settings.prefix,
 				logger: this.logger,
-				webhooks,
+				resume,
 			});
 			this.keeper.start();
 		} else {

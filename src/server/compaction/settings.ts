@@ -101,6 +101,18 @@ export function settingsInForce(
 }
 
 const Nullable = <T extends ReturnType<typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** A budget's limits (null: none), what was spent and what is left: the session's and the API key's state alike. */
+export const BudgetSpendFields = {
+	maxTokens: Nullable(Type.Number()),
+	maxCostUsd: Nullable(Type.Number()),
+	maxTurnsPerRun: Nullable(Type.Number()),
+	usedTokens: Type.Number(),
+	usedCostUsd: Type.Number(),
+	remainingTokens: Nullable(Type.Number({ description: "null: no limit" })),
+	remainingCostUsd: Nullable(Type.Number({ description: "null: no limit" })),
+};
+
 const CompactionReasonSchema = Type.Union([
 	Type.Literal("threshold"),
 	Type.Literal("overflow"),
@@ -143,13 +155,7 @@ export const CompactionStateFields = {
 	budget: Type.Optional(
 		Type.Object(
 			{
-				maxTokens: Nullable(Type.Number()),
-				maxCostUsd: Nullable(Type.Number()),
-				maxTurnsPerRun: Nullable(Type.Number()),
-				usedTokens: Type.Number(),
-				usedCostUsd: Type.Number(),
-				remainingTokens: Nullable(Type.Number({ description: "null: no limit" })),
-				remainingCostUsd: Nullable(Type.Number({ description: "null: no limit" })),
+				...BudgetSpendFields,
 				turnsThisRun: Nullable(Type.Number({ description: "Model calls of the active run; null when idle." })),
 				exhausted: Type.Union([Type.Literal("maxTokens"), Type.Literal("maxCostUsd"), Type.Null()], {
 					description: "The limit reached: prompts are refused (409 BUDGET_EXHAUSTED) until it is raised.",

@@ -1,3 +1,6 @@
+/**
+ * The approval route: a client approves or denies a tool call that waits for its decision.
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { responses } from "../schemas.js";

@@ -1,4 +1,8 @@
+/**
+ * The catalogue routes: the models and the server tools a session can use.
+ */
 import type { FastifyPluginAsync } from "fastify";
+import { isIdempotentTool } from "../../tools/index.js";
 import { ModelList, responses, ToolList } from "../schemas.js";
 
 /** `GET /v1/models` and `GET /v1/tools`. */
@@ -36,6 +40,7 @@ export const catalogRoutes: FastifyPluginAsync = async (app) => {
 					description: tool.description,
 					parameters: tool.parameters as Record<string, unknown>,
 					origin: toolOrigins.get(tool.name) ?? "library",
+					idempotent: isIdempotentTool(tool),
 					...(tool.executionMode ? { executionMode: tool.executionMode } : {}),
 				})),
 			};

@@ -1,3 +1,6 @@
+/**
+ * The session event stream route and the parsing of its resume cursor.
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { streamClusterEvents } from "../cluster/remote-stream.js";
 import { apiError } from "../errors.js";

@@ -1,3 +1,6 @@
+/**
+ * The liveness and readiness probes.
+ */
 import type { FastifyPluginAsync } from "fastify";
 import { Health } from "../schemas.js";
 

@@ -1,3 +1,7 @@
+/**
+ * The routes that put messages into a session's runs (prompt, continue, steer, follow-up) and take
+ * them out (clear queue, abort).
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
@@ -188,12 +192,11 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				}
 				if (ifBusy === "interrupt" && !session.isBusy) await interruptElsewhere(session);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-				const result = await session.prompt(
-					[message],
-					request.body.ifBusy ?? "reject",
-					attachRun(keyed, stream),
-					queuedRecord(keyed),
-				);
+				const result = await session.prompt([message], request.body.ifBusy ?? "reject", {
+					attach: attachRun(keyed, stream),
+					withKey: queuedRecord(keyed),
+					trace: request.traceContext,
+				});
 				if (result.kind === "queued") return reply.code(202).send(queuedBody(result));
 				return await answerRun(reply, result.run, sse);
 			} finally {
@@ -221,7 +224,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			try {
 				const sse = wantsSse(request);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
-				const run = await session.continue(attachRun(keyed, stream));
+				const run = await session.continue({ attach: attachRun(keyed, stream), trace: request.traceContext });
 				return await answerRun(reply, run, sse);
 			} finally {
 				keyed?.release();

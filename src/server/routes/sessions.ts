@@ -1,3 +1,7 @@
+/**
+ * The session routes: create, list, read, change and delete sessions, and page through a
+ * transcript.
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import type { AgentMessage } from "../../agent/types.js";

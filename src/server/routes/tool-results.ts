@@ -1,3 +1,7 @@
+/**
+ * The client tool result route, and the answers shared by every route that resolves a waiting
+ * call.
+ */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
 import { ClientToolResultBodySchema } from "../../tools/index.js";
@@ -24,7 +28,7 @@ export function answerRejected(
 	if (outcome === "interrupted") {
 		throw apiError(
 			"TOOL_CALL_FINISHED",
-			`Tool call ${toolCallId} no longer waits for a ${kind}: its run was interrupted by a server restart (see the session's run_interrupted event). POST /v1/sessions/:id/continue lets the model call the tool again.`,
+			`Tool call ${toolCallId} no longer waits for a ${kind}: its run was interrupted by a server restart (see the session's run_interrupted event), and the call got an error result; the model may call the tool again when the session continues.`,
 		);
 	}
 	if (outcome === "finished") {

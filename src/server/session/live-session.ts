@@ -16,6 +16,7 @@
  * barrier before any SSE byte leaves. Moving a drained message out of the stored queue is a
  * durable write: the listener awaits it (the Agent awaits its listeners) before publishing.
  */
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger } from "fastify";
 import { Agent } from "../../agent/agent.js";
 import type {
@@ -90,6 +91,14 @@ export interface SessionExtension {
 	attach?(session: LiveSession): void;
 	/** Before a prompt, a continue or a run outside the loop claims the session; throw an ApiError to refuse it. */
 	beforeRun?(session: LiveSession, kind: RunKind): void;
+}
+
+/** How a prompt or a continue starts its run. All optional. */
+export interface RunStartOptions {
+	/** Runs once the run exists, before its first event (a per-run stream attaches here). */
+	attach?: (run: RunHandle) => void;
+	/** The trace context of the request that starts the run (its server span is the run's parent). */
+	trace?: TraceContext;
 }
 
 /** What claims a session: a prompt, a continue, or work outside the agent loop (`runOutsideLoop`). */
@@ -460,13 +469,15 @@ export class LiveSession {
 	/**
 	 * Starts a prompt. `ifBusy` decides what happens while a run is active: `reject` (409),
 	 * `interrupt` (abort it, start when it settled), or queue the message as `steer` / `followUp`.
+	 * `options.withKey` builds, from what the caller will answer, the idempotency record a queued
+	 * message is stored with.
 	 */
 	async prompt(
 		messages: AgentMessage[],
 		ifBusy: "reject" | "steer" | "followUp" | "interrupt",
-		attach?: (run: RunHandle) => void,
-		withKey?: (queued: QueuedAnswer) => IdempotencyRecord,
+		options: RunStartOptions & { withKey?: (queued: QueuedAnswer) => IdempotencyRecord } = {},
 	): Promise<{ kind: "started"; run: RunHandle } | ({ kind: "queued" } & QueuedAnswer)> {
+		const { attach, withKey, trace } = options;
 		if (this.runs.isBusy && (ifBusy === "steer" || ifBusy === "followUp")) {
 			if (messages.length !== 1) throw apiError("VALIDATION_FAILED", "Queue exactly one message at a time.");
 			const { entry, queueLength, idle } = await this.enqueue(ifBusy, messages[0], withKey);
@@ -474,14 +485,17 @@ export class LiveSession {
 		}
 		this.checkRun("prompt");
 		await this.runs.claim(ifBusy === "interrupt" ? "interrupt" : "reject");
-		return { kind: "started", run: await this.runs.launch(() => this.agent.prompt(messages), attach, messages) };
+		return {
+			kind: "started",
+			run: await this.runs.launch(() => this.agent.prompt(messages), attach, messages, trace),
+		};
 	}
 
 	/**
 	 * Continues from the transcript, by the reference's rules: 409 while running; 422 on an empty
 	 * transcript; after an assistant message only when steering or follow-up messages are queued.
 	 */
-	async continue(attach?: (run: RunHandle) => void): Promise<RunHandle> {
+	async continue(options: RunStartOptions = {}): Promise<RunHandle> {
 		if (this.runs.isBusy)
 			throw apiError("AGENT_BUSY", `Session ${this.id} is running; continue only applies to an idle session.`);
 		const messages = this.agent.state.messages;
@@ -497,7 +511,7 @@ export class LiveSession {
 		}
 		this.checkRun("continue");
 		await this.runs.claim("reject");
-		return await this.runs.launch(() => this.agent.continue(), attach);
+		return await this.runs.launch(() => this.agent.continue(), options.attach, [], options.trace);
 	}
 
 	/** Aborts the active run (it still ends with `agent_end`). Returns whether a run was active. */
@@ -515,6 +529,11 @@ export class LiveSession {
 	/** The active run's id, if any. */
 	get runId(): string | undefined {
 		return this.runs.active?.id;
+	}
+
+	/** The trace context of the request that started the active run, if it was traced. */
+	get runTrace(): TraceContext | undefined {
+		return this.runs.active?.trace;
 	}
 
 	/** The handle of run `runId` while it is the active run; undefined once it is over (or if it never was). */

@@ -17,8 +17,8 @@ import { apiError } from "../errors.js";
 import { newSessionId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
 import type { ModelProblem } from "../model-catalog.js";
-import { interruptedToolResults } from "../recovery.js";
 import type { EventTap } from "./event-log.js";
+import { interruptedToolResult, unansweredToolCalls } from "./interrupted-results.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
 export interface SessionManagerOptions {
@@ -245,6 +245,7 @@ export class SessionManager {
 			metadata: input.metadata ?? {},
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
+			onInterrupt: input.onInterrupt ?? "continue",
 			...(input.compaction ? { compaction: input.compaction } : {}),
 			...(input.budget ? { budget: input.budget } : {}),
 		};
@@ -282,10 +283,10 @@ export class SessionManager {
 		}
 		const transcript = messages ?? (await this.loadTranscript(id));
 		if (record.status === "interrupted" && !shared) {
-			// Startup recovery records the results of a tool batch a restart cut short; a session
+			// The recovery records the results of a tool batch a restart cut short; a session
 			// interrupted under an older version may still lack them, and the transcript could not
 			// be continued without them.
-			const missing = interruptedToolResults(transcript);
+			const missing = unansweredToolCalls(transcript).map((call) => interruptedToolResult(call));
 			if (missing.length > 0) {
 				store.appendMessages(id, missing);
 				transcript.push(...missing);

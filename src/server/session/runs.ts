@@ -9,6 +9,7 @@
  * never at a hand-off (the waiting prompt keeps it). Claiming here is this process's; the store's
  * `startRun` is the durable claim, and a session the store says is running elsewhere is busy.
  */
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
 import type { AssistantMessage, Usage } from "../../ai/types.js";
@@ -35,6 +36,11 @@ export interface ActiveRun extends RunHandle {
 	resolveFirst(id: number): void;
 	lastAssistant?: AssistantMessage;
 	abortRequested: boolean;
+	/**
+	 * The trace context of the request that started the run: its spans are children of that
+	 * request's server span, however long the run outlives the request. Absent without tracing.
+	 */
+	trace?: TraceContext;
 }
 
 /** What the runs need from their session. */
@@ -139,13 +145,14 @@ export class SessionRuns {
 	 * Starts a run with `start` once the session is claimed. `prompt` (the messages `start` prompts
 	 * with) is stored with the run's start, in one write, committed by the store's sync before the
 	 * response that accepts it. `attach` runs after the run exists and before its first event, so a
-	 * per-run stream sees `agent_start`. Rejects with `AGENT_BUSY` when the store's claim fails
+	 * per-run stream sees `agent_start`. `trace` is the starting request's trace context. Rejects with `AGENT_BUSY` when the store's claim fails
 	 * because a run of the session is active elsewhere.
 	 */
 	async launch(
 		start: () => Promise<void>,
 		attach?: (run: RunHandle) => void,
 		prompt: AgentMessage[] = [],
+		trace?: TraceContext,
 	): Promise<RunHandle> {
 		let resolveFirst!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
@@ -163,6 +170,7 @@ export class SessionRuns {
 			done,
 			usage: zeroUsage(),
 			abortRequested: false,
+			...(trace ? { trace } : {}),
 			resolveFirst: (id) => {
 				if (firstSeen) return;
 				firstSeen = true;

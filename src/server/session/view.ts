@@ -5,7 +5,7 @@
 import type { AgentMessage, AgentState } from "../../agent/types.js";
 import type { Usage } from "../../ai/types.js";
 import { addUsage } from "../../ai/usage.js";
-import type { SessionRecord } from "../../store/types.js";
+import type { OnInterruptPolicy, SessionRecord } from "../../store/types.js";
 import type { SseEventName } from "../../wire/events.js";
 import { formatFrame } from "../sse/frames.js";
 import type { QueueEntryView, SessionQueues } from "./queues.js";
@@ -23,6 +23,7 @@ export interface SessionView {
 	toolExecution: string;
 	steeringMode: string;
 	followUpMode: string;
+	onInterrupt: OnInterruptPolicy;
 	metadata: Record<string, string>;
 	status: "idle" | "running" | "interrupted";
 	interruptedAt: number | null;
@@ -73,6 +74,7 @@ export function sessionView(parts: ViewParts): SessionView {
 		toolExecution: r.toolExecution,
 		steeringMode: r.steeringMode,
 		followUpMode: r.followUpMode,
+		onInterrupt: r.onInterrupt,
 		metadata: r.metadata,
 		// A run the store has as running without a run here runs on another replica (cluster mode).
 		status: busy || r.status === "running" ? "running" : r.status === "interrupted" ? "interrupted" : "idle",

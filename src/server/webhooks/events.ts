@@ -5,7 +5,9 @@
  *
  * - `run.completed` / `run.failed`: a run ended normally / with an error;
  * - `run.interrupted`: a run did not finish — aborted by a client (`reason: "aborted"`) or cut by
- *   a stop of the server (`reason: "server_restart"`, reported by the startup recovery);
+ *   a stop of the server (`reason: "server_restart"`, reported by the startup recovery) or, in a
+ *   cluster, the loss of the replica running it (`reason: "replica_lost"`, reported by the replica
+ *   that took the session over);
  * - `approval.requested` / `client_tool.requested`: a tool call waits for a client.
  */
 import { randomBytes } from "node:crypto";
@@ -30,13 +32,18 @@ export class WebhookEvents {
 		});
 	}
 
-	/** The deliveries of a run the startup recovery marked interrupted (`recoverInterrupted`). */
-	runInterrupted(sessionId: string, runId: string | null, at: number): NewWebhookDelivery[] {
+	/** The deliveries of a run the recovery marked interrupted (`recoverInterrupted`). */
+	runInterrupted(
+		sessionId: string,
+		runId: string | null,
+		at: number,
+		reason: "server_restart" | "replica_lost" = "server_restart",
+	): NewWebhookDelivery[] {
 		return this.deliveries("run.interrupted", at, {
 			sessionId,
 			runId,
 			status: "interrupted",
-			reason: "server_restart",
+			reason,
 			endedAt: at,
 		});
 	}

@@ -1,7 +1,11 @@
 /**
- * The store as the sessions runtime sees it when webhooks are on: the same store, whose run ends
- * and pending interactions carry their webhook deliveries into the same commit (the store's
- * `endRun` and `putPending` take them), and which wakes the dispatcher after each such write.
+ * The store as the sessions runtime sees it when webhooks are on: the same store, whose run ends,
+ * pending interactions and interrupted runs carry their webhook deliveries into the same commit
+ * (the store's `endRun`, `putPending` and `recoverInterrupted` take them), and which wakes the
+ * dispatcher after each such write. The runtime marks runs interrupted one session at a time
+ * (`recoverInterrupted` with `sessionIds`) only when it takes over sessions of a lost replica, so
+ * those are reported with `reason: "replica_lost"`; the startup recovery of all sessions passes
+ * its own deliveries.
  * Everything else passes through untouched, so no other part of the server knows of webhooks.
  */
 import type { SessionStore } from "../../store/types.js";
@@ -18,11 +22,22 @@ export function withWebhookDeliveries(store: SessionStore, events: WebhookEvents
 		if (put) wake();
 		return put;
 	};
+	const recoverInterrupted: SessionStore["recoverInterrupted"] = async (at, webhooks, sessionIds) => {
+		const reason = sessionIds ? "replica_lost" : "server_restart";
+		const changed = await store.recoverInterrupted(
+			at,
+			webhooks ?? ((sessionId, runId) => events.runInterrupted(sessionId, runId, at, reason)),
+			sessionIds,
+		);
+		if (changed.length > 0) wake();
+		return changed;
+	};
 	// Methods run on the store itself (its private state), not on the proxy; bound once, as the
 	// hot path (`appendEvent`) goes through here on every event.
 	const bound = new Map<PropertyKey, unknown>([
 		["endRun", endRun],
 		["putPending", putPending],
+		["recoverInterrupted", recoverInterrupted],
 	]);
 	return new Proxy(store, {
 		get(target, property) {

@@ -48,14 +48,15 @@ export class RunWrites {
 		this.commits.later(
 			state,
 			async (tx) => {
+				// The run's row and the claim in one statement (one round trip).
 				await tx.query(
-					"INSERT INTO runs (id, session_id, status, started_at, usage) VALUES ($1, $2, 'running', $3, $4)",
-					[runId, sessionId, startedAt, ZERO_USAGE_JSON],
-				);
-				await tx.query(
-					`UPDATE sessions SET status = 'running', current_run_id = $1, interrupted_at = NULL,
-					 last_active_at = greatest(last_active_at, $2) WHERE id = $3`,
-					[runId, startedAt, sessionId],
+					named(
+						`WITH r AS (INSERT INTO runs (id, session_id, status, started_at, usage)
+						 VALUES ($1, $3, 'running', $2, $4))
+						 UPDATE sessions SET status = 'running', current_run_id = $1, interrupted_at = NULL,
+						 last_active_at = greatest(last_active_at, $2) WHERE id = $3`,
+						[runId, startedAt, sessionId, ZERO_USAGE_JSON],
+					),
 				);
 				if (rows.length > 0) await insertMessages(tx, sessionId, runId, rows, messages);
 			},
@@ -160,7 +161,8 @@ export class RunWrites {
 
 /**
  * Appends `rows` (message JSON) to the transcript after the count on disk, and adds their usage to
- * the owner's usage rows, in the caller's transaction.
+ * the owner's usage rows, in the caller's transaction: one statement (one round trip), the count,
+ * the messages and the usage rows as data-modifying parts of it. Throws if the session is gone.
  */
 export async function insertMessages(
 	tx: Queryable,
@@ -169,39 +171,33 @@ export async function insertMessages(
 	rows: readonly string[],
 	messages: AgentMessage[],
 ): Promise<void> {
-	const counted = (
-		await tx.query<{ message_count: number; owner_id: string | null }>(
-			named("UPDATE sessions SET message_count = message_count + $1 WHERE id = $2 RETURNING message_count, owner_id", [
-				rows.length,
-				sessionId,
-			]),
-		)
-	).rows[0];
-	if (!counted) throw new Error(`session "${sessionId}" no longer exists`);
-	const first = counted.message_count - rows.length;
-	await tx.query(
-		`INSERT INTO messages (session_id, seq, run_id, data)
-		 SELECT $1, first + n - 1, $2, data FROM unnest($3::text[]) WITH ORDINALITY AS t(data, n), (SELECT $4::int AS first) f`,
-		[sessionId, runId, rows, first],
-	);
 	const entries = usageEntriesOf(messages);
-	if (entries.length === 0) return;
-	const owner = counted.owner_id ?? "";
-	await tx.query(
-		`INSERT INTO usage_daily AS u (owner_id, day, provider, model, input, output, cache_read, cache_write,
-		 total_tokens, cost_usd, turns)
-		 SELECT $1, day, provider, model, sum(input), sum(output), sum(cache_read), sum(cache_write), sum(total_tokens),
-		 sum(cost_usd), sum(turns)
-		 FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
-		 $9::bigint[], $10::float8[], $11::bigint[])
-		 AS t(day, provider, model, input, output, cache_read, cache_write, total_tokens, cost_usd, turns)
-		 GROUP BY day, provider, model
-		 ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = u.input + excluded.input,
-		 output = u.output + excluded.output, cache_read = u.cache_read + excluded.cache_read,
-		 cache_write = u.cache_write + excluded.cache_write, total_tokens = u.total_tokens + excluded.total_tokens,
-		 cost_usd = u.cost_usd + excluded.cost_usd, turns = u.turns + excluded.turns`,
-		[
-			owner,
+	const usage =
+		entries.length === 0
+			? ""
+			: `, acc AS (
+				INSERT INTO usage_daily AS u (owner_id, day, provider, model, input, output, cache_read, cache_write,
+				 total_tokens, cost_usd, turns)
+				SELECT c.owner, day, provider, model, sum(input), sum(output), sum(cache_read), sum(cache_write),
+				 sum(total_tokens), sum(cost_usd), sum(turns)
+				FROM c, unnest($4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[],
+				 $11::bigint[], $12::float8[], $13::bigint[])
+				 AS t(day, provider, model, input, output, cache_read, cache_write, total_tokens, cost_usd, turns)
+				GROUP BY c.owner, day, provider, model
+				ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = u.input + excluded.input,
+				 output = u.output + excluded.output, cache_read = u.cache_read + excluded.cache_read,
+				 cache_write = u.cache_write + excluded.cache_write, total_tokens = u.total_tokens + excluded.total_tokens,
+				 cost_usd = u.cost_usd + excluded.cost_usd, turns = u.turns + excluded.turns)`;
+	const sql = `WITH c AS (
+			UPDATE sessions SET message_count = message_count + cardinality($3::text[]) WHERE id = $1
+			RETURNING message_count - cardinality($3::text[]) AS first, coalesce(owner_id, '') AS owner),
+		m AS (
+			INSERT INTO messages (session_id, seq, run_id, data)
+			SELECT $1, c.first + t.n - 1, $2, t.data FROM c, unnest($3::text[]) WITH ORDINALITY AS t(data, n))${usage}
+		SELECT count(*)::int AS found FROM c`;
+	const params: unknown[] = [sessionId, runId, rows];
+	if (entries.length > 0) {
+		params.push(
 			entries.map((e) => e.day),
 			entries.map((e) => e.provider),
 			entries.map((e) => e.model),
@@ -212,6 +208,8 @@ export async function insertMessages(
 			entries.map((e) => e.usage.totalTokens),
 			entries.map((e) => e.usage.cost.total),
 			entries.map((e) => e.turns),
-		],
-	);
+		);
+	}
+	const found = (await tx.query<{ found: number }>(named(sql, params))).rows[0]?.found;
+	if (!found) throw new Error(`session "${sessionId}" no longer exists`);
 }

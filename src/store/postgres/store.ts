@@ -654,33 +654,20 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	async recoverInterrupted(
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
-	): Promise<string[]> {
-		return this.recover(at, webhooks, true);
-	}
-
-	async recoverExpiredRuns(
-		at: number,
-		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
-	): Promise<string[]> {
-		return this.recover(at, webhooks, false);
-	}
-
-	/** `recoverInterrupted`; without `own`, the runs this store holds are left alone (they are live here). */
-	private async recover(
-		at: number,
-		webhooks: ((sessionId: string, runId: string | null) => NewWebhookDelivery[]) | undefined,
-		own: boolean,
+		sessionIds?: readonly string[],
 	): Promise<string[]> {
 		await this.begin();
+		if (sessionIds !== undefined && sessionIds.length === 0) return [];
+		const only = sessionIds === undefined ? "AND $2::text[] IS NULL" : "AND id = ANY($2::text[])";
 		// Cluster mode: only runs no live store runs — the holder stopped renewing, nobody holds it, or it is this store.
 		const expired = this.settings.cluster
-			? `AND (lease_holder IS NULL OR lease_expires < ${DB_NOW_MS} OR ${own ? "lease_holder = $1" : "$1::text IS NULL"})`
+			? `AND (lease_holder IS NULL OR lease_expires < ${DB_NOW_MS} OR lease_holder = $1)`
 			: "AND $1::text IS NOT NULL";
 		const changed = await this.commits.durable(async (tx) => {
 			const rows = (
 				await tx.query<SessionRow>(
-					`SELECT * FROM sessions WHERE status = 'running' ${expired} ORDER BY id FOR UPDATE`,
-					[this.holderId],
+					`SELECT * FROM sessions WHERE status = 'running' ${expired} ${only} ORDER BY id FOR UPDATE`,
+					[this.holderId, sessionIds === undefined ? null : [...sessionIds]],
 				)
 			).rows;
 			for (const row of rows) {

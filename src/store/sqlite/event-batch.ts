@@ -16,10 +16,9 @@
  * *ref frame* has a negative type length, and in its data `\u0001<seq>\u0002` stands for the JSON of
  * the session's message `seq` (a literal `\u0001` is written `\u0001\u0002`). The events that carry
  * whole messages (`message_end`, `turn_end`, `agent_end`, a prompt's `message_start`) repeat the
- * messages the transcript stores anyway; a 200-token answer's run wrote ~9 KB of event data, most
- * of it such copies (bench/sse: those bytes were what kept the SQLite store below 90% of the memory
- * store's events/s with 100 sessions). Reading substitutes the messages back, so the data read is
- * the data appended, byte for byte.
+ * messages the transcript stores anyway, and such copies were most of a run's event data: the
+ * bytes that held the SQLite store's events/s well below the memory store's (bench/sse/results.md).
+ * Reading substitutes the messages back, so the data read is the data appended, byte for byte.
  */
 import type { StoredEvent } from "../types.js";
 

@@ -129,9 +129,9 @@ export const MIGRATIONS: readonly Migration[] = [
 			"refers to them instead; older builds would misread a ref frame, so they must refuse this version. " +
 			"messages and event_batches become rowid tables with a unique index, so rows are appended in write order",
 		// v4 batches are valid v5 batches. The tables are rebuilt because WITHOUT ROWID suits small rows only:
-		// its leaves hold ~1 KB of a row, so each message or batch longer than that took an overflow page,
+		// its leaves hold only a small part of a row, so each longer message or batch took an overflow page,
 		// and rows went to scattered pages by session. As rowid tables, concurrent sessions' new rows share the
-		// last pages (bench: 4.3 -> 2.5 pages written per 200-token run with 30 runs per commit).
+		// last pages, so a commit writes fewer pages (bench/sse/results.md).
 		sql: `
 			CREATE TABLE messages_v5 (
 				id INTEGER PRIMARY KEY,
@@ -226,6 +226,17 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at);
 			CREATE INDEX webhook_outbox_by_created ON webhook_outbox (created_at, id);
 			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
+		`,
+	},
+	{
+		version: 9,
+		description:
+			"a session's config holds its onInterrupt policy (continue: a run its process died during goes on by " +
+			"itself; stop: it waits for a client); older builds would drop it on the next config change and leave " +
+			"runs stopped, so they must refuse this version",
+		// Existing sessions get the default, written out (json_insert keeps a present value).
+		sql: `
+			UPDATE sessions SET config = json_insert(config, '$.onInterrupt', 'continue');
 		`,
 	},
 ];

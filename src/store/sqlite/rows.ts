@@ -85,6 +85,7 @@ export const CONFIG_KEYS = [
 	"toolApprovals",
 	"compaction",
 	"budget",
+	"onInterrupt",
 ] as const satisfies readonly (keyof SessionConfig)[];
 
 /** The config fields of `c`, copied (what the `config` column stores). */
@@ -102,6 +103,7 @@ export function pickConfig(c: SessionConfig | NewSession): SessionConfig {
 		toolApprovals: { ...c.toolApprovals },
 		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
 		...(c.budget ? { budget: { ...c.budget } } : {}),
+		onInterrupt: c.onInterrupt ?? "continue",
 	};
 }
 

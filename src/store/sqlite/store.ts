@@ -399,9 +399,11 @@ export class SqliteSessionStore implements SessionStore {
 	async recoverInterrupted(
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+		sessionIds?: readonly string[],
 	): Promise<string[]> {
+		const only = sessionIds && new Set(sessionIds);
 		const changed = this.commits.durable(() => {
-			const rows = this.s.listRunning.all() as SessionRow[];
+			const rows = (this.s.listRunning.all() as SessionRow[]).filter((row) => !only || only.has(row.id));
 			for (const row of rows) {
 				const hasRun = row.current_run_id !== null && this.s.getRun.get(row.current_run_id) !== undefined;
 				if (webhooks) this.outbox.put(webhooks(row.id, hasRun ? row.current_run_id : null));

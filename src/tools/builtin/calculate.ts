@@ -1,5 +1,9 @@
+/**
+ * The `calculate` tool: arithmetic for the model, evaluated by a real parser.
+ */
 import { type Static, Type } from "@sinclair/typebox";
 import type { AgentTool } from "../../agent/types.js";
+import type { IdempotentMark } from "../idempotent.js";
 import { ARITHMETIC_CONSTANTS, ARITHMETIC_FUNCTIONS, evaluateArithmetic, formatNumber } from "./arithmetic.js";
 
 const CalculateParameters = Type.Object({
@@ -19,9 +23,11 @@ export interface CalculateDetails {
  * A bad expression or an undefined result throws, so the loop reports an error result that names
  * the problem and its position.
  */
-export function createCalculateTool(): AgentTool<typeof CalculateParameters, CalculateDetails> {
+export function createCalculateTool(): AgentTool<typeof CalculateParameters, CalculateDetails> & IdempotentMark {
 	return {
 		name: "calculate",
+		// It changes nothing: a call whose result was lost may simply run again.
+		idempotent: true,
 		label: "Calculator",
 		description:
 			"Evaluate an arithmetic expression exactly as written. Operators: + - * / % ^ (power), parentheses, " +

@@ -1,5 +1,9 @@
+/**
+ * The `get_current_time` tool: the wall-clock time in a time zone.
+ */
 import { type Static, Type } from "@sinclair/typebox";
 import type { AgentTool } from "../../agent/types.js";
+import type { IdempotentMark } from "../idempotent.js";
 
 const GetCurrentTimeParameters = Type.Object({
 	timezone: Type.Optional(
@@ -56,9 +60,11 @@ export function describeTime(date: Date, timeZone: string): CurrentTimeDetails {
  */
 export function createGetCurrentTimeTool(
 	now: () => Date = () => new Date(),
-): AgentTool<typeof GetCurrentTimeParameters, CurrentTimeDetails> {
+): AgentTool<typeof GetCurrentTimeParameters, CurrentTimeDetails> & IdempotentMark {
 	return {
 		name: "get_current_time",
+		// It changes nothing: a call whose result was lost may simply run again.
+		idempotent: true,
 		label: "Current time",
 		description:
 			"Get the current date and time. Optionally pass an IANA time zone (e.g. `Asia/Tokyo`); the default is UTC.",

@@ -1,3 +1,6 @@
+/**
+ * The built-in tools the default server ships, and their parts.
+ */
 import type { AgentTool } from "../../agent/types.js";
 import { createCalculateTool } from "./calculate.js";
 import { createGetCurrentTimeTool } from "./get-current-time.js";

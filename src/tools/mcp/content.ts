@@ -1,3 +1,6 @@
+/**
+ * Maps the results of MCP tool calls to the content and error text the model sees.
+ */
 import type { CallToolResult, ContentBlock } from "@modelcontextprotocol/sdk/types.js";
 import type { ImageContent, TextContent } from "../../ai/types.js";
 

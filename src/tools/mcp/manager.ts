@@ -9,6 +9,7 @@ import type { TSchema } from "@sinclair/typebox";
 import type { AgentTool, AgentToolResult } from "../../agent/types.js";
 import type { McpServerConfig } from "../config.js";
 import { substituteEnv, substituteEnvRecord } from "../env.js";
+import type { IdempotentMark } from "../idempotent.js";
 import { type McpLogger, McpServerConnection, type McpServerStatus, type ResolvedMcpServer } from "./connection.js";
 import { type McpToolResultDetails, resultContent, resultErrorText } from "./content.js";
 
@@ -29,7 +30,7 @@ export interface McpToolOrigin {
 	tool: string;
 }
 
-export type McpAgentTool = AgentTool<TSchema, McpToolResultDetails> & { origin: McpToolOrigin };
+export type McpAgentTool = AgentTool<TSchema, McpToolResultDetails> & { origin: McpToolOrigin } & IdempotentMark;
 
 /** `<server>__<tool>` with characters providers reject replaced by `_`, at most 64 characters. */
 export function qualifiedToolName(server: string, tool: string): string {
@@ -64,6 +65,8 @@ export class McpManager {
 	private readonly connections = new Map<string, McpServerConnection>();
 	private readonly listeners = new Set<(status: McpServerStatus) => void>();
 	private readonly toolCache = new Map<string, { remote: unknown; tool: McpAgentTool }>();
+	/** Servers whose config declares every tool idempotent. */
+	private readonly idempotentServers = new Set<string>();
 
 	/** Throws (naming the field) on an unset `${ENV}` variable or a malformed URL. */
 	constructor(servers: Record<string, McpServerConfig> = {}, options: McpManagerOptions = {}) {
@@ -88,6 +91,7 @@ export class McpManager {
 				...(options.logger ? { logger: options.logger } : {}),
 			});
 			this.connections.set(name, connection);
+			if (config.idempotent === true) this.idempotentServers.add(name);
 		}
 	}
 
@@ -152,6 +156,7 @@ export class McpManager {
 			description: remote.description ?? `Tool ${remote.name} of MCP server ${connection.name}`,
 			parameters: remote.inputSchema as unknown as TSchema,
 			origin: { kind: "mcp", server: connection.name, tool: remote.name },
+			idempotent: this.idempotentServers.has(connection.name),
 			async execute(_toolCallId, params, signal, onUpdate): Promise<AgentToolResult<McpToolResultDetails>> {
 				const details: McpToolResultDetails = { server: connection.name, tool: remote.name };
 				const result = await connection.callTool(

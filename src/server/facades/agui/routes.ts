@@ -84,7 +84,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 				const { end, usage } = await streamStretch(
 					{ session, interactions, encoder, signal: abort.signal },
 					async () => {
-						run = await begun.start();
+						run = await begun.start(request.traceContext);
 						threads.rememberSent(session, begun.sentIds);
 						try {
 							await threads.keepState(session, input.state);

@@ -20,6 +20,7 @@
  *
  * The tail's messages the session already holds (ours, or ones prompted before) are left out.
  */
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import type { SessionConfig } from "../../../store/types.js";
@@ -30,6 +31,7 @@ import type { LiveSession } from "../../session/live-session.js";
 import type { SessionManager } from "../../session/manager.js";
 import type { RunHandle } from "../../session/runs.js";
 import type { ToolInteractions } from "../../session/tool-interactions.js";
+import { deliverToolResults } from "../client-tool-results.js";
 import { clientToolsOf, historyOf, type InputMessage, systemPromptOf, type Tail, tailOf } from "./input.js";
 import type { Threads } from "./threads.js";
 
@@ -55,8 +57,11 @@ export interface WheelhouseProps {
 /** How the request's run begins. */
 export interface Begun {
 	session: LiveSession;
-	/** Starts the run, or hands the results to the run that waits for them. Throws on refusal. */
-	start(): Promise<RunHandle | undefined>;
+	/**
+	 * Starts the run, or hands the results to the run that waits for them. Throws on refusal.
+	 * `trace`: the request's trace context, the parent of a new run's spans.
+	 */
+	start(trace?: TraceContext): Promise<RunHandle | undefined>;
 	/** What must happen before the stretch is read (the waiting run the request abandons ends first). */
 	prepare?(): Promise<void>;
 	/** True when the run was under way (its turn is open). */
@@ -112,9 +117,9 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			resumed: false,
 			sentByClient: new Set(messages),
 			sentIds: tail.map((entry) => entry.id),
-			async start() {
-				if (messages.length === 0) return session.continue();
-				const result = await session.prompt(messages, "reject");
+			async start(trace) {
+				if (messages.length === 0) return session.continue({ trace });
+				const result = await session.prompt(messages, "reject", { trace });
 				return result.kind === "started" ? result.run : undefined;
 			},
 		};
@@ -129,18 +134,7 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			async start() {
 				const runId = session.runId;
 				for (const entry of steer) await session.enqueue("steer", entry.message);
-				for (const result of results) {
-					const outcome = interactions.resolveToolResult(session, result.toolCallId, {
-						content: result.content,
-						isError: result.isError,
-					});
-					if (outcome !== "resolved") {
-						throw apiError(
-							"TOOL_CALL_FINISHED",
-							`The call ${result.toolCallId} no longer waits for a result (${outcome}); send a new message instead.`,
-						);
-					}
-				}
+				deliverToolResults(interactions, session, results, { instead: "send a new message instead" });
 				const run = runId ? session.activeRunHandle(runId) : undefined;
 				if (!run) throw apiError("TOOL_CALL_FINISHED", "The run that waited for these results is over.");
 				return run;

@@ -21,6 +21,7 @@
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
 import { randomBytes } from "node:crypto";
+import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
@@ -32,6 +33,7 @@ import type { RunHandle } from "../../session/runs.js";
 import type { ToolInteractions } from "../../session/tool-interactions.js";
 import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
+import { deliverToolResults } from "../client-tool-results.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
@@ -122,7 +124,8 @@ function settingsFor(target: Target, spec: string, system: string | undefined, f
 /** What a request's stretch starts with: a new run, or the results the active run waits for. */
 interface Start {
 	session: LiveSession;
-	start(): Promise<RunHandle | undefined>;
+	/** Starts (or resumes) the run; `trace`: the request's trace context, the parent of a new run's spans. */
+	start(trace?: TraceContext): Promise<RunHandle | undefined>;
 }
 
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
@@ -201,19 +204,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			session,
 			async start() {
 				const runId = session.runId;
-				for (const result of results) {
-					waitingCalls.delete(result.toolCallId);
-					const outcome = interactions.resolveToolResult(session, result.toolCallId, {
-						content: result.content,
-						isError: result.isError,
-					});
-					if (outcome !== "resolved") {
-						throw apiError(
-							"TOOL_CALL_FINISHED",
-							`The call ${result.toolCallId} no longer waits for a result (${outcome}); send the conversation again without it.`,
-						);
-					}
-				}
+				deliverToolResults(interactions, session, results, {
+					instead: "send the conversation again without it",
+					forget: (toolCallId) => waitingCalls.delete(toolCallId),
+				});
 				return runId ? session.activeRunHandle(runId) : undefined;
 			},
 		};
@@ -223,9 +217,9 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	function runOf(session: LiveSession, conversation: MappedConversation): Start {
 		return {
 			session,
-			async start() {
-				if (conversation.prompt.length === 0) return session.continue();
-				const result = await session.prompt(conversation.prompt, "reject");
+			async start(trace) {
+				if (conversation.prompt.length === 0) return session.continue({ trace });
+				const result = await session.prompt(conversation.prompt, "reject", { trace });
 				return result.kind === "started" ? result.run : undefined;
 			},
 		};
@@ -259,7 +253,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const result = await runSegment(
 				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
 				async () => {
-					const run = await begun.start();
+					const run = await begun.start(reply.request.traceContext);
 					if (stream) {
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
 						for (const frame of early.splice(0)) sse.send(frame);

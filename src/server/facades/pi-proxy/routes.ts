@@ -124,12 +124,14 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 			() => encoder.fail(SLOW_READER_MESSAGE),
 		);
 		sse.send(encoder.start());
+		const chat = app.wheelhouse.tracing?.startModelCall(reply.request.traceContext, { model, context, options });
 		const upstream = streamSimple(model, context, {
 			...options,
 			apiKey: getApiKey(model.provider),
 			signal: abort.signal,
 			timeoutMs: model.idleTimeoutMs ?? config.providerIdleTimeoutMs,
 		});
+		chat?.watch(upstream);
 		for await (const event of upstream) {
 			const shutDown = event.type === "error" && abort.signal.reason === SHUTDOWN_ABORT;
 			const frames = encoder.encode(
@@ -144,7 +146,10 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 			}
 			if (encoder.finished) break;
 		}
-		if (!encoder.finished) sse.send(encoder.fail(NO_END_MESSAGE));
+		if (!encoder.finished) {
+			sse.send(encoder.fail(NO_END_MESSAGE));
+			chat?.fail(NO_END_MESSAGE);
+		}
 		sse.end();
 	}
 

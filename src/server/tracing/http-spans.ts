@@ -1,0 +1,52 @@
+/**
+ * A server span per HTTP request (HTTP semantic conventions), named for the route pattern
+ * (`POST /v1/sessions/:id/prompt`), never the URL: it starts when the request is routed, under
+ * the caller's span when the request carries `traceparent`, and ends when the response closes —
+ * finished, or cut by the client (an SSE stream the reader left). Its context is the request's
+ * `traceContext`, which the routes that start runs hand to the run (its `invoke_agent` span's parent).
+ *
+ * `url.path` is recorded without the query string, which may carry a stream token.
+ */
+import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { requestParentContext } from "./traceparent.js";
+
+function endRequestSpan(span: Span, reply: FastifyReply): void {
+	const res = reply.raw;
+	// Headers never sent: the client left before any answer, so there is no status to report.
+	if (res.headersSent) {
+		const status = res.statusCode;
+		span.setAttribute("http.response.status_code", status);
+		// Server spans report 5xx as errors; a 4xx is the client's problem.
+		if (status >= 500) {
+			span.setAttribute("error.type", String(status));
+			span.setStatus({ code: SpanStatusCode.ERROR });
+		}
+	}
+	span.end();
+}
+
+/** Starts a server span for every request of `app` (call before the routes are registered). */
+export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
+	app.decorateRequest("traceContext", undefined);
+	app.addHook("onRequest", function startRequestSpan(request, reply, done) {
+		const route = request.routeOptions.url;
+		const url = request.url;
+		const query = url.indexOf("?");
+		const attributes: Attributes = {
+			"http.request.method": request.method,
+			"url.path": query === -1 ? url : url.slice(0, query),
+			"url.scheme": request.protocol,
+		};
+		if (route) attributes["http.route"] = route;
+		const parent = requestParentContext(request.headers);
+		const span = tracer.startSpan(
+			route ? `${request.method} ${route}` : request.method,
+			{ kind: SpanKind.SERVER, attributes },
+			parent,
+		);
+		request.traceContext = trace.setSpan(parent, span);
+		reply.raw.once("close", () => endRequestSpan(span, reply));
+		done();
+	});
+}
