@@ -7,6 +7,7 @@ import type { Context as TraceContext } from "@opentelemetry/api";
 import type { Static } from "@sinclair/typebox";
 import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
+import type { ClusterNode } from "./cluster/node.js";
 import type { ServerConfig } from "./config.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { AgentProfiles } from "./profiles.js";
@@ -24,6 +25,8 @@ export interface ServerContext {
 	stream: StreamSettings;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;
+	/** This replica's part in a cluster (`WHEELHOUSE_REDIS_URL`); absent on a single node. */
+	cluster?: ClusterNode;
 	/**
 	 * The approval policy of a server tool for a session with approval rules `sessionRules` (the
 	 * config's rules, then the session's); set once the tools are registered. Absent: no tool

@@ -17,6 +17,7 @@ import { apiError } from "../errors.js";
 import { newSessionId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
 import type { ModelProblem } from "../model-catalog.js";
+import type { EventTap } from "./event-log.js";
 import { interruptedToolResult, unansweredToolCalls } from "./interrupted-results.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
@@ -39,12 +40,29 @@ export interface SessionManagerOptions {
 	sessionDeleteAfterMs?: number;
 	/** The per-key limit of concurrent runs; absent: none. */
 	runSlots?: RunSlots;
+	/** Sees every event appended to a session's log (cluster mode's fan-out); absent: none. */
+	eventTap?: EventTap;
+	/**
+	 * The store is shared with other replicas (cluster mode): a session without a run here may
+	 * have been changed by another one since it was loaded, so each request reads it again. Such a
+	 * session is not brought into the store's working set (that would take its lease, and hold off
+	 * the replica that runs it): only a run does, and `releaseLease` gives the lease up after it.
+	 */
+	sharedStore?: boolean;
+	/** Gives up the store's lease on a session without a run here (cluster mode). */
+	releaseLease?(sessionId: string): Promise<void>;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
 export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage[] };
 
 const MAX_PAGE = 1000;
+
+/**
+ * Cluster mode: how long a run's claim waits for another replica that holds the idle session's
+ * lease (it gives it up right after its own run or request).
+ */
+const CLAIM_RETRY_MS = 3_000;
 
 /** How long aborted runs may take to emit their `agent_end` at shutdown. */
 export const SHUTDOWN_ABORT_WAIT_MS = 2_000;
@@ -70,6 +88,8 @@ export class SessionManager {
 	private readonly extensionList: SessionExtension[] = [];
 	private shuttingDown = false;
 	private evictTimer: NodeJS.Timeout | undefined;
+	/** Leases being given up (cluster mode), by session: a run claims the session after that. */
+	private readonly releasing = new Map<string, Promise<void>>();
 
 	constructor(private readonly options: SessionManagerOptions) {
 		for (const tool of options.tools) this.addTool(tool);
@@ -132,6 +152,42 @@ export class SessionManager {
 
 	get extensions(): readonly SessionExtension[] {
 		return this.extensionList;
+	}
+
+	/** Gives up the lease of a session that has no run here (cluster mode); failures are logged. */
+	private releaseIdle(session: LiveSession): void {
+		const release = this.options.releaseLease;
+		if (!release || session.isBusy || this.releasing.has(session.id)) return;
+		const id = session.id;
+		const releasing = release(id)
+			.catch((err: unknown) =>
+				this.options.logger.warn({ err, sessionId: id }, "could not give up the session's lease"),
+			)
+			.finally(() => this.releasing.delete(id));
+		this.releasing.set(id, releasing);
+	}
+
+	/** The session if it is in memory, whoever owns it (for messages between replicas); no store read. */
+	inMemory(id: string): LiveSession | undefined {
+		return this.live.get(id);
+	}
+
+	/**
+	 * Drops a session from memory without touching the store (another replica deleted it, or took
+	 * it over): aborts its run here, ends its streams with `reason`.
+	 */
+	async forget(id: string, reason: string): Promise<void> {
+		const session = this.live.get(id);
+		if (!session) return;
+		this.live.delete(id);
+		await session.destroy(reason, 5_000);
+		for (const ext of this.extensionList) {
+			try {
+				ext.onDelete?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
+			}
+		}
 	}
 
 	/** Sessions currently in memory. */
@@ -205,6 +261,8 @@ export class SessionManager {
 			);
 			const session = await this.instantiate(record, messages);
 			for (const ext of this.extensionList) ext.onCreate?.(session, input);
+			// Creating put it in the working set, with its lease: any replica may run it now.
+			if (this.options.sharedStore) this.releaseIdle(session);
 			return session;
 		} finally {
 			this.creating--;
@@ -219,9 +277,12 @@ export class SessionManager {
 	private async instantiate(record: SessionRecord, messages?: AgentMessage[]): Promise<LiveSession> {
 		const store = this.options.store;
 		const id = record.id;
-		if (!(await store.openSession(id))) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		const shared = this.options.sharedStore === true;
+		if (!shared && !(await store.openSession(id))) {
+			throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		}
 		const transcript = messages ?? (await this.loadTranscript(id));
-		if (record.status === "interrupted") {
+		if (record.status === "interrupted" && !shared) {
 			// The recovery records the results of a tool batch a restart cut short; a session
 			// interrupted under an older version may still lack them, and the transcript could not
 			// be continued without them.
@@ -241,6 +302,14 @@ export class SessionManager {
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			runSlots: this.options.runSlots,
+			eventTap: this.options.eventTap,
+			...(shared
+				? {
+						onIdle: (s: LiveSession) => this.releaseIdle(s),
+						beforeClaim: (sessionId: string) => this.releasing.get(sessionId),
+						claimRetryMs: CLAIM_RETRY_MS,
+					}
+				: {}),
 			isShuttingDown: () => this.shuttingDown,
 		});
 		for (const ext of this.extensionList) {
@@ -287,6 +356,11 @@ export class SessionManager {
 	 */
 	async load(id: string, ownerId: string | null): Promise<LiveSession> {
 		let session = this.live.get(id);
+		// Another replica may have run, changed or deleted it since: only a run here keeps it current.
+		if (session && this.options.sharedStore && !session.isBusy && session.subscriberCount === 0) {
+			this.live.delete(id);
+			session = undefined;
+		}
 		if (!session) {
 			const record = await this.options.store.getSession(id);
 			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);
