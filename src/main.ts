@@ -17,7 +17,7 @@ import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./serv
 import { recoverInterruptedRuns } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
-import { openStore } from "./store/index.js";
+import { openStore, PostgresSessionStore, redactUrl } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
 async function loadToolModules(paths: string[]): Promise<AgentTool<any>[]> {
@@ -61,8 +61,25 @@ async function main(): Promise<void> {
 	}
 
 	let store: SessionStore;
+	// Where the store is, for messages: the file, or the PostgreSQL URL without its password.
+	const where = config.store === "postgres" ? redactUrl(config.databaseUrl) : config.dbPath;
 	try {
-		store = openStore({ kind: config.store, path: config.dbPath, maxEventsPerSession: config.eventRetention });
+		store = openStore({
+			kind: config.store,
+			path: config.dbPath,
+			maxEventsPerSession: config.eventRetention,
+			url: config.databaseUrl,
+			schema: config.databaseSchema,
+			poolSize: config.databasePoolSize,
+			// One replica: the store takes the schema's instance-owner lock (a second process stops at startup).
+			cluster: false,
+		});
+		if (store instanceof PostgresSessionStore) {
+			await store.ready;
+			process.stdout.write(
+				`PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}\n`,
+			);
+		}
 		const interrupted = await recoverInterruptedRuns(store, Date.now(), webhooks && new WebhookEvents(webhooks));
 		if (interrupted.length > 0) {
 			process.stdout.write(
@@ -70,7 +87,7 @@ async function main(): Promise<void> {
 			);
 		}
 	} catch (err) {
-		process.stderr.write(`Cannot open the ${config.store} store at ${config.dbPath}: ${(err as Error).message}\n`);
+		process.stderr.write(`Cannot open the ${config.store} store at ${where}: ${(err as Error).message}\n`);
 		process.exit(1);
 	}
 

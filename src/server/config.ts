@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { type Static, Type } from "@sinclair/typebox";
 import { Value } from "@sinclair/typebox/value";
+import { parseDatabaseUrl } from "../store/index.js";
 import { REDACTED, redactSecrets } from "./redact.js";
 
 /** One configuration variable: its environment name, config-file key, default and meaning. */
@@ -138,7 +139,8 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		key: "store",
 		kind: "enum",
 		default: "sqlite",
-		description: "Session store: `sqlite` (durable) or `memory`.",
+		description:
+			"Session store: `sqlite` (durable, one process), `postgres` (durable, `WHEELHOUSE_DATABASE_URL`; one process per schema, or several replicas with `WHEELHOUSE_REDIS_URL`) or `memory`.",
 	},
 	{
 		env: "WHEELHOUSE_DB",
@@ -146,6 +148,29 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "string",
 		default: "./data/wheelhouse.db",
 		description: "SQLite database file (its folder is created).",
+	},
+	{
+		env: "WHEELHOUSE_DATABASE_URL",
+		key: "databaseUrl",
+		kind: "string",
+		default: "",
+		description:
+			"PostgreSQL URL of the `postgres` store: `postgres://user:password@host:5432/database` (the password is never logged).",
+	},
+	{
+		env: "WHEELHOUSE_DATABASE_SCHEMA",
+		key: "databaseSchema",
+		kind: "string",
+		default: "public",
+		description:
+			"Schema of the `postgres` store's tables (created if missing; a schema holding other tables is refused).",
+	},
+	{
+		env: "WHEELHOUSE_DATABASE_POOL_SIZE",
+		key: "databasePoolSize",
+		kind: "int",
+		default: "10",
+		description: "Connections of the `postgres` store's pool.",
 	},
 	{
 		env: "WHEELHOUSE_BODY_LIMIT",
@@ -343,8 +368,11 @@ export const ServerConfigSchema = Type.Object(
 		fauxDelayMs: Int(0, 60_000),
 		heartbeatMs: Int(0, 3_600_000),
 		sseRetryMs: Int(0, 3_600_000),
-		store: Type.Union([Type.Literal("sqlite"), Type.Literal("memory")]),
+		store: Type.Union([Type.Literal("sqlite"), Type.Literal("memory"), Type.Literal("postgres")]),
 		dbPath: Type.String({ minLength: 1 }),
+		databaseUrl: Type.String(),
+		databaseSchema: Type.String({ pattern: "^[a-z_][a-z0-9_]{0,62}$" }),
+		databasePoolSize: Int(1, 1000),
 		bodyLimit: Int(1024),
 		maxSessions: Int(1),
 		maxQueuedMessages: Int(1),
@@ -486,6 +514,7 @@ export function loadConfig(
 	}
 
 	checkApiKeys(values.apiKeys, source.apiKeys ?? "apiKeys");
+	checkDatabaseUrl(values.store, values.databaseUrl, source.databaseUrl ?? "databaseUrl");
 	checkCorsOrigins(values.corsOrigins, source.corsOrigins ?? "corsOrigins");
 	const first = Value.Errors(ServerConfigSchema, values).First();
 	if (first) {
@@ -546,6 +575,19 @@ function checkApiKeys(keys: unknown, field: string): void {
 			);
 		}
 	});
+}
+
+/** The `postgres` store needs a PostgreSQL URL; the message never prints the password. */
+function checkDatabaseUrl(store: unknown, url: unknown, field: string): void {
+	if (store !== "postgres") return;
+	if (typeof url !== "string" || url === "") {
+		throw new ConfigError(
+			field,
+			"WHEELHOUSE_STORE=postgres needs a PostgreSQL URL: postgres://user:password@host:5432/database",
+		);
+	}
+	const parsed = parseDatabaseUrl(url, "the value");
+	if (typeof parsed === "string") throw new ConfigError(field, parsed);
 }
 
 /**

@@ -4,7 +4,7 @@
  * - Routes and hooks (the error handler): an {@link ApiError} as is (its code's status, its
  *   message); Fastify validation errors as 400 `VALIDATION_FAILED`, the message naming each field
  *   and the fix; body parser errors as 413 `PAYLOAD_TOO_LARGE`, 400 `INVALID_JSON`, 415
- *   `UNSUPPORTED_MEDIA_TYPE`; anything else as 500 `INTERNAL_ERROR` with a fixed message (never
+ *   `UNSUPPORTED_MEDIA_TYPE`; the store's database unreachable as 503 `STORE_UNAVAILABLE`; anything else as 500 `INTERNAL_ERROR` with a fixed message (never
  *   the internal one; Fastify's default handler would forward it), logged in full with the
  *   request id.
  * - The router: no route is 404 `NOT_FOUND`, or 405 `METHOD_NOT_ALLOWED` with `Allow` when the
@@ -19,6 +19,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isStoreUnavailable } from "../store/index.js";
 import { ApiError, ERRORS, type ErrorCode, type ErrorEnvelope } from "./errors.js";
 import { MAX_ID_LENGTH } from "./schemas.js";
 
@@ -62,6 +63,16 @@ function envelope(code: ErrorCode, message: string, details?: unknown): ErrorEnv
 
 function classify(error: FastifyError): { status: number; body: ErrorEnvelope } | undefined {
 	if (error instanceof ApiError) return { status: error.statusCode, body: error.toEnvelope() };
+	// The store's database is unreachable: a retryable 503, never a 500 (its message names no secret).
+	if (isStoreUnavailable(error)) {
+		return {
+			status: 503,
+			body: envelope(
+				"STORE_UNAVAILABLE",
+				"The session store's database cannot be reached; nothing was done. Retry later.",
+			),
+		};
+	}
 	if (error.validation) {
 		const message = describeValidation(error.validation as AjvLikeError[], error.validationContext);
 		return { status: 400, body: envelope("VALIDATION_FAILED", message) };

@@ -175,6 +175,11 @@ export const ERRORS = {
 		description: "An unexpected server failure; the message is masked, the log has details.",
 	},
 	SHUTTING_DOWN: { status: 503, description: "The server is shutting down and accepts no new runs." },
+	STORE_UNAVAILABLE: {
+		status: 503,
+		description:
+			"The session store's database (PostgreSQL) cannot be reached; nothing of the request was done. Retry later: `/readyz` answers 503 meanwhile.",
+	},
 } as const satisfies Record<string, { status: number; description: string }>;
 
 /** Every stable error code. */

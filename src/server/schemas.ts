@@ -357,7 +357,14 @@ export const ToolList = Type.Object({
 	),
 });
 
-export const Health = Type.Object({ status: Type.String() }, { additionalProperties: true });
+export const Health = Type.Object(
+	{
+		status: Type.String(),
+		/** On a 503: the parts that are down (`postgres`, `store`, ...). */
+		unavailable: Type.Optional(Type.Array(Type.String())),
+	},
+	{ additionalProperties: true },
+);
 
 /** Response map helper: `{ [status]: schema, 4xx/5xx: ErrorEnvelope }`. */
 export function responses(ok: Record<number, TSchema | typeof SseResponse>): Record<string, unknown> {

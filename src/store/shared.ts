@@ -5,7 +5,7 @@
 
 import type { AgentMessage } from "../agent/types.js";
 import { zeroUsage } from "../ai/usage.js";
-import type { StoredEvent, UsageTotals } from "./types.js";
+import type { LeaseStore, StoredEvent, UsageTotals } from "./types.js";
 
 export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
@@ -127,3 +127,25 @@ export function duplicateRunError(id: string): Error {
 
 /** The AI layer's zero usage, for the stores' callers of this module: one definition. */
 export { zeroUsage };
+
+/**
+ * A store that cannot reach its database (PostgreSQL down or unreachable): the operation did not
+ * happen and may be retried. The server answers 503 `STORE_UNAVAILABLE`.
+ */
+export class StoreUnavailableError extends Error {
+	readonly code = "STORE_UNAVAILABLE";
+	constructor(message: string, options?: { cause?: unknown }) {
+		super(message, options);
+		this.name = "StoreUnavailableError";
+	}
+}
+
+/** True for a `StoreUnavailableError` (also across module copies: by code). */
+export function isStoreUnavailable(error: unknown): boolean {
+	return error instanceof StoreUnavailableError || (error as { code?: unknown } | null)?.code === "STORE_UNAVAILABLE";
+}
+
+/** True when `store` implements the optional `LeaseStore` role (a store several processes share). */
+export function isLeaseStore(store: object): store is LeaseStore {
+	return typeof (store as Partial<LeaseStore>).takeOver === "function";
+}

@@ -589,14 +589,62 @@ export interface UsageStore {
 
 /** Opening is the implementation's own (a factory); this is the rest of a store's life. */
 export interface StoreLifecycle {
-	/** `"memory"` or `"sqlite"`. */
-	readonly kind: "memory" | "sqlite";
+	/** `"memory"`, `"sqlite"` or `"postgres"`. */
+	readonly kind: "memory" | "sqlite" | "postgres";
 
 	/** Writes every buffered event, and every write that waits for the barrier, now. */
 	flush(): Promise<void>;
 
 	/** Flushes and releases the store; later calls throw (or reject). Idempotent. */
 	close(): Promise<void>;
+}
+
+/**
+ * Optional role of a store that several processes can share (PostgreSQL): the *session lease*
+ * behind the working set. A session's lease names the store holding it, expires unless renewed,
+ * and carries a fencing token that grows on every take.
+ *
+ * - The working set takes a session's lease when the session joins it (`createSession`,
+ *   `openSession`, `startRun`, `drainQueued`); a session whose lease another live store holds does
+ *   not join (`openSession` resolves false) until that lease expires. The store renews the leases
+ *   it holds on its own timer (every third of `leaseTtlMs`) and releases them on `close()`.
+ * - Every write of a session is made under the token of the lease it was called under; a write
+ *   whose token is stale when it commits (another store took the session over) writes nothing,
+ *   and the session leaves this store's working set: its synchronous writes then answer as for an
+ *   unknown session, and the `onSessionLost` listeners are told (the server ends its streams).
+ * - A store without a cluster around it (one replica) owns the whole schema through an
+ *   instance-owner lock and takes any lease; the fencing read is then left out of its commits.
+ */
+export interface LeaseStore {
+	/** This store's holder id, as written in the lease rows it holds. */
+	readonly holderId: string;
+	/** How long a lease lasts without renewal (ms). */
+	readonly leaseTtlMs: number;
+	/** The token of this store's lease on a session in its working set; undefined otherwise. */
+	leaseToken(sessionId: string): number | undefined;
+	/**
+	 * Renews every lease this store holds now (the store's timer does this on its own); resolves to
+	 * the sessions found lost (taken over or deleted), which left the working set. Rejects with a
+	 * `StoreUnavailableError` when the database cannot be reached.
+	 */
+	renewLeases(): Promise<string[]>;
+	/**
+	 * Commits the session's writes, then gives its lease up and takes it out of the working set (so
+	 * another replica can take it at once). Resolves to false if it was not in the working set.
+	 */
+	releaseSession(sessionId: string): Promise<boolean>;
+	/** Running sessions whose lease expired or that nobody holds (their process died), at most `limit` (default 100). */
+	listExpiredRuns(limit?: number): Promise<string[]>;
+	/**
+	 * Takes the session's lease if it is free or expired (or already this store's) and joins it to
+	 * the working set; resolves to the new fencing token, or undefined when the session is unknown
+	 * or another store's lease on it is still live. The previous holder's later writes are refused.
+	 * Recovering the session's interrupted run is then the caller's (`recoverInterrupted` marks
+	 * every expired running session interrupted).
+	 */
+	takeOver(sessionId: string): Promise<number | undefined>;
+	/** Calls `listener` for each session whose lease this store lost; returns the unsubscribe function. */
+	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
 }
 
 /** The store: every role. See the module comment for the working set, durability and unknown-session rules. */

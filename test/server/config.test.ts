@@ -55,12 +55,46 @@ describe("loadConfig", () => {
 		expect(notInt.message).toMatch(/PORT: must be an integer/);
 		const range = configError(() => loadConfig({ PORT: "70000" }));
 		expect(range.field).toBe("PORT");
-		const store = configError(() => loadConfig({ WHEELHOUSE_STORE: "postgres" }));
+		const store = configError(() => loadConfig({ WHEELHOUSE_STORE: "mysql" }));
 		expect(store.field).toBe("WHEELHOUSE_STORE");
 		const model = configError(() => loadConfig({ WHEELHOUSE_DEFAULT_MODEL: "no-slash" }));
 		expect(model.field).toBe("WHEELHOUSE_DEFAULT_MODEL");
 		const shortKey = configError(() => loadConfig({ WHEELHOUSE_API_KEYS: "short" }));
 		expect(shortKey.field).toBe("WHEELHOUSE_API_KEYS");
+	});
+
+	it("the postgres store needs a PostgreSQL URL; a bad one stops startup naming the field, never the password", () => {
+		const missing = configError(() => loadConfig({ WHEELHOUSE_STORE: "postgres" }));
+		expect(missing.field).toBe("WHEELHOUSE_DATABASE_URL");
+		expect(missing.message).toMatch(/postgres:\/\/user:password@host:5432\/database/);
+		for (const url of [
+			"mysql://u:hunter22@db:3306/w",
+			"postgres://u:hunter22@db:5432",
+			"postgres://u:hunter22@db:99999/w",
+		]) {
+			const bad = configError(() => loadConfig({ WHEELHOUSE_STORE: "postgres", WHEELHOUSE_DATABASE_URL: url }));
+			expect(bad.field).toBe("WHEELHOUSE_DATABASE_URL");
+			expect(bad.message).not.toContain("hunter22");
+		}
+		const schema = configError(() =>
+			loadConfig({
+				WHEELHOUSE_STORE: "postgres",
+				WHEELHOUSE_DATABASE_URL: "postgres://u@db/w",
+				WHEELHOUSE_DATABASE_SCHEMA: "Bad-Name",
+			}),
+		);
+		expect(schema.field).toBe("WHEELHOUSE_DATABASE_SCHEMA");
+		const config = loadConfig({
+			WHEELHOUSE_STORE: "postgres",
+			WHEELHOUSE_DATABASE_URL: "postgresql://u:hunter22@db:5432/w",
+			WHEELHOUSE_DATABASE_POOL_SIZE: "4",
+		});
+		expect([config.databaseUrl, config.databaseSchema, config.databasePoolSize]).toEqual([
+			"postgresql://u:hunter22@db:5432/w",
+			"public",
+			4,
+		]);
+		expect(JSON.stringify(redactConfig(config))).not.toContain("hunter22");
 	});
 
 	it("short API keys stop startup with the rule, never the key", () => {

@@ -24,7 +24,15 @@ describe("openStore and storeOptionsFromEnv", () => {
 	it("reads WHEELHOUSE_STORE and WHEELHOUSE_DB, and rejects an unknown store kind", async () => {
 		expect(storeOptionsFromEnv({ WHEELHOUSE_STORE: "memory" }).kind).toBe("memory");
 		expect(storeOptionsFromEnv({ WHEELHOUSE_DB: "/data/x.db" }).path).toBe("/data/x.db");
-		expect(() => storeOptionsFromEnv({ WHEELHOUSE_STORE: "postgres" })).toThrow(/"sqlite" or "memory"/);
+		expect(() => storeOptionsFromEnv({ WHEELHOUSE_STORE: "mysql" })).toThrow(/"sqlite", "memory" or "postgres"/);
+		expect(
+			storeOptionsFromEnv({
+				WHEELHOUSE_STORE: "postgres",
+				WHEELHOUSE_DATABASE_URL: "postgres://u@db:5432/w",
+				WHEELHOUSE_DATABASE_SCHEMA: "tenant_a",
+				WHEELHOUSE_DATABASE_POOL_SIZE: "4",
+			}),
+		).toEqual({ kind: "postgres", url: "postgres://u@db:5432/w", schema: "tenant_a", poolSize: 4 });
 	});
 
 	it("opens the configured kind; the SQLite file persists across opens", async () => {

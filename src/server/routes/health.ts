@@ -2,7 +2,8 @@ import type { FastifyPluginAsync } from "fastify";
 import { Health } from "../schemas.js";
 
 /**
- * `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open).
+ * `/healthz` (the process is up) and `/readyz` (it accepts work: not shutting down, store open and,
+ * for PostgreSQL, reachable: a probe read goes to the database).
  * Both are open without an API key: probes carry none. Orchestrators probe them every few seconds:
  * their requests are logged from `warn` only, so the log shows what clients do.
  */
@@ -29,10 +30,14 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 		async function readyz(_request, reply) {
 			const ctx = app.wheelhouse;
 			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
+			const store = ctx.sessions.store;
 			try {
-				await ctx.sessions.store.getSession("__readyz_probe__");
+				await store.getSession("__readyz_probe__");
 			} catch {
-				return reply.code(503).send({ status: "store_unavailable" });
+				// Names the part that is down: `postgres` for the PostgreSQL store (it may come back).
+				return reply
+					.code(503)
+					.send({ status: "store_unavailable", unavailable: [store.kind === "postgres" ? "postgres" : "store"] });
 			}
 			return { status: "ready", store: ctx.sessions.store.kind };
 		},

@@ -10,6 +10,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage, AgentTool } from "../../agent/types.js";
 import type { Model } from "../../ai/types.js";
+import { isLeaseStore } from "../../store/index.js";
 import type { SessionConfig, SessionPage, SessionRecord, SessionStore } from "../../store/types.js";
 import { ALL_TOOLS, isToolPattern, selectorProblem } from "../../tools/selection.js";
 import { apiError } from "../errors.js";
@@ -72,6 +73,18 @@ export class SessionManager {
 
 	constructor(private readonly options: SessionManagerOptions) {
 		for (const tool of options.tools) this.addTool(tool);
+		// A store shared by replicas can lose a session's lease (another replica took it over): this
+		// process must stop running it and end its streams; clients reconnect and resume elsewhere.
+		if (isLeaseStore(options.store)) {
+			options.store.onSessionLost((sessionId, error) => {
+				const session = this.live.get(sessionId);
+				if (!session) return;
+				options.logger.warn({ sessionId, err: error }, "session lease lost: closing its streams");
+				this.live.delete(sessionId);
+				session.abort();
+				session.closeSubscribers("session lease lost");
+			});
+		}
 		const deleteAfter = options.sessionDeleteAfterMs ?? 0;
 		if (options.sessionTtlMs > 0 || deleteAfter > 0) {
 			const every = Math.min(...[options.sessionTtlMs, deleteAfter].filter((ms) => ms > 0), 60_000);

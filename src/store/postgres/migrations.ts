@@ -1,0 +1,216 @@
+/**
+ * Numbered schema migrations of the PostgreSQL store, and the checks that run before any of them.
+ *
+ * Rules (as for SQLite): a released migration never changes; a new schema is a new entry at the
+ * end. `wheelhouse_schema_version`, in the configured schema, holds one row per applied migration.
+ * The store never writes into a schema it does not recognise (tables but no version table), nor
+ * into one newer than this code knows. Pending migrations run in one transaction, under an
+ * advisory lock, so replicas starting together migrate once.
+ */
+import type pg from "pg";
+import type { Queryable } from "./connection.js";
+
+export interface Migration {
+	version: number;
+	/** What it changes and why, for humans reading an old database. */
+	description: string;
+	sql: string;
+}
+
+export const VERSION_TABLE = "wheelhouse_schema_version";
+/** The instance-owner lock's table: outside the numbered migrations (taken before they run). */
+export const OWNER_TABLE = "wheelhouse_owner";
+
+export const MIGRATIONS: readonly Migration[] = [
+	{
+		version: 1,
+		description:
+			"sessions (with their lease: holder, fencing token, expiry), transcripts, the event log in batches, " +
+			"queues, runs, pending interactions, idempotency keys, usage accounting and the webhook outbox",
+		// Text keys that are listed in order compare byte-wise (COLLATE "C"), as the other stores order them.
+		sql: `
+			CREATE TABLE sessions (
+				id TEXT COLLATE "C" PRIMARY KEY,
+				owner_id TEXT,
+				config TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL,
+				last_active_at BIGINT NOT NULL,
+				status TEXT NOT NULL DEFAULT 'idle',
+				interrupted_at BIGINT,
+				current_run_id TEXT,
+				usage TEXT NOT NULL,
+				message_count INTEGER NOT NULL DEFAULT 0,
+				last_event_id BIGINT NOT NULL DEFAULT 0,
+				event_id_reserved BIGINT NOT NULL DEFAULT 0,
+				lease_holder TEXT,
+				lease_token BIGINT NOT NULL DEFAULT 0,
+				lease_expires BIGINT NOT NULL DEFAULT 0
+			);
+			CREATE INDEX sessions_by_created ON sessions (created_at, id);
+			CREATE INDEX sessions_by_owner ON sessions (owner_id, created_at, id);
+			CREATE INDEX sessions_by_activity ON sessions (last_active_at);
+			CREATE INDEX sessions_running ON sessions (lease_expires) WHERE status = 'running';
+			CREATE TABLE messages (
+				session_id TEXT NOT NULL,
+				seq INTEGER NOT NULL,
+				run_id TEXT,
+				data TEXT NOT NULL,
+				PRIMARY KEY (session_id, seq)
+			);
+			CREATE TABLE event_batches (
+				session_id TEXT NOT NULL,
+				last_id BIGINT NOT NULL,
+				first_id BIGINT NOT NULL,
+				data TEXT NOT NULL,
+				PRIMARY KEY (session_id, last_id)
+			);
+			CREATE TABLE queue (
+				id BIGSERIAL PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				data TEXT NOT NULL,
+				created_at BIGINT NOT NULL
+			);
+			CREATE INDEX queue_by_session ON queue (session_id, id);
+			CREATE TABLE runs (
+				id TEXT PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				status TEXT NOT NULL,
+				started_at BIGINT NOT NULL,
+				ended_at BIGINT,
+				usage TEXT NOT NULL,
+				error_message TEXT,
+				seq BIGSERIAL NOT NULL
+			);
+			CREATE INDEX runs_by_session ON runs (session_id, started_at, seq);
+			CREATE TABLE pending_interactions (
+				session_id TEXT NOT NULL,
+				tool_call_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				payload TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				resolved_at BIGINT,
+				resolution TEXT,
+				seq BIGSERIAL NOT NULL,
+				PRIMARY KEY (session_id, tool_call_id)
+			);
+			CREATE TABLE idempotency_keys (
+				id BIGSERIAL PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				key TEXT NOT NULL,
+				operation TEXT NOT NULL,
+				fingerprint TEXT NOT NULL,
+				outcome TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				UNIQUE (session_id, key)
+			);
+			CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);
+			CREATE TABLE usage_daily (
+				owner_id TEXT NOT NULL,
+				day TEXT COLLATE "C" NOT NULL,
+				provider TEXT COLLATE "C" NOT NULL,
+				model TEXT COLLATE "C" NOT NULL,
+				input BIGINT NOT NULL,
+				output BIGINT NOT NULL,
+				cache_read BIGINT NOT NULL,
+				cache_write BIGINT NOT NULL,
+				total_tokens BIGINT NOT NULL,
+				cost_usd DOUBLE PRECISION NOT NULL,
+				turns BIGINT NOT NULL,
+				PRIMARY KEY (owner_id, day, provider, model)
+			);
+			CREATE TABLE webhook_outbox (
+				id TEXT COLLATE "C" PRIMARY KEY,
+				endpoint TEXT NOT NULL,
+				event_type TEXT NOT NULL,
+				payload TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				status TEXT NOT NULL DEFAULT 'pending',
+				attempts INTEGER NOT NULL DEFAULT 0,
+				next_attempt_at BIGINT NOT NULL,
+				last_error TEXT,
+				finished_at BIGINT
+			);
+			CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at);
+			CREATE INDEX webhook_outbox_by_created ON webhook_outbox (created_at, id);
+			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
+		`,
+	},
+];
+
+export const LATEST_PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;
+
+/**
+ * The schema version of `schema`: 0 when it does not exist or holds no tables, the highest applied
+ * migration otherwise. Throws (reading only) for a schema that holds tables but is not a Wheelhouse
+ * store, and for one newer than this code knows.
+ */
+export async function checkSchemaVersion(db: Queryable, schema: string, where: string): Promise<number> {
+	const tables = (
+		await db.query<{ table_name: string }>(
+			"SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+			[schema],
+		)
+	).rows
+		.map((r) => r.table_name)
+		.filter((name) => name !== OWNER_TABLE);
+	if (tables.length === 0) return 0;
+	if (!tables.includes(VERSION_TABLE)) {
+		throw new Error(
+			`database ${where}: schema "${schema}" holds tables but is not a Wheelhouse store (no ${VERSION_TABLE} ` +
+				`table; found ${tables.slice(0, 5).join(", ")}); refusing to modify it: set WHEELHOUSE_DATABASE_SCHEMA ` +
+				"to another schema",
+		);
+	}
+	const version =
+		(await db.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${schema}.${VERSION_TABLE}`)).rows[0]?.v ?? 0;
+	if (version > LATEST_PG_SCHEMA_VERSION) {
+		throw new Error(
+			`database ${where}: schema "${schema}" has schema version ${version}, newer than this Wheelhouse build ` +
+				`supports (${LATEST_PG_SCHEMA_VERSION}); refusing to open it: upgrade Wheelhouse, or set ` +
+				"WHEELHOUSE_DATABASE_SCHEMA to another schema",
+		);
+	}
+	return version;
+}
+
+/**
+ * Brings `schema` (created if missing) to the latest version in one transaction, under an
+ * advisory lock so concurrent starts migrate once. Returns the versions it applied.
+ */
+export async function migrate(pool: pg.Pool, schema: string, where: string): Promise<number[]> {
+	const client = await pool.connect();
+	let broken: Error | undefined;
+	try {
+		await client.query("BEGIN");
+		await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`wheelhouse.migrate.${schema}`]);
+		const current = await checkSchemaVersion(client, schema, where);
+		const pending = MIGRATIONS.filter((m) => m.version > current);
+		if (pending.length > 0) {
+			await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+			await client.query(
+				`CREATE TABLE IF NOT EXISTS ${schema}.${VERSION_TABLE} (version INTEGER PRIMARY KEY, ` +
+					"description TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+			);
+			for (const m of pending) {
+				await client.query(m.sql);
+				await client.query(
+					`INSERT INTO ${schema}.${VERSION_TABLE} (version, description, applied_at) VALUES ($1, $2, $3)`,
+					[m.version, m.description, Date.now()],
+				);
+			}
+		}
+		await client.query("COMMIT");
+		return pending.map((m) => m.version);
+	} catch (error) {
+		try {
+			await client.query("ROLLBACK");
+		} catch (e) {
+			broken = e as Error;
+		}
+		throw error;
+	} finally {
+		client.release(broken);
+	}
+}

@@ -1,0 +1,93 @@
+/**
+ * The PostgreSQL store's schema handling on a real database: a fresh schema is created and
+ * migrated; a schema newer than this build, or one holding someone else's tables, is refused
+ * without a single change; one store per schema unless in cluster mode (the instance-owner lock).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { LATEST_PG_SCHEMA_VERSION, openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres.js";
+import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "../helpers/postgres.js";
+import { newSession } from "./contract.js";
+
+const schemas = testSchemas("schema");
+const ok = await havePostgres();
+const opened: PostgresSessionStore[] = [];
+afterEach(async () => {
+	for (const s of opened.splice(0)) await s.close();
+});
+
+async function open(schema: string, cluster = false): Promise<PostgresSessionStore> {
+	const store = await openPostgresStore({ url: PG_URL, schema, poolSize: 2, cluster });
+	opened.push(store);
+	return store;
+}
+
+const tables = async (schema: string) =>
+	(
+		await pgQuery<{ table_name: string }>(
+			"SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+			[schema],
+		)
+	).map((r) => r.table_name);
+
+describe.skipIf(!ok)("PostgreSQL store schema", () => {
+	it("creates and migrates a fresh schema, and opens it again without migrating", async () => {
+		const schema = schemas.next();
+		const store = await open(schema);
+		expect(store.schemaVersion).toBe(LATEST_PG_SCHEMA_VERSION);
+		expect(await tables(schema)).toEqual(
+			expect.arrayContaining(["sessions", "messages", "event_batches", "usage_daily", "webhook_outbox"]),
+		);
+		const versions = await pgQuery<{ version: number }>(`SELECT version FROM ${schema}.wheelhouse_schema_version`);
+		expect(versions.map((v) => v.version)).toEqual([LATEST_PG_SCHEMA_VERSION]);
+		await store.createSession(newSession("s1"));
+		await store.close();
+		const again = await open(schema);
+		expect((await again.getSession("s1"))?.id).toBe("s1");
+		expect(await pgQuery(`SELECT version FROM ${schema}.wheelhouse_schema_version`)).toHaveLength(1);
+	});
+
+	it("refuses a schema newer than this build, changing nothing", async () => {
+		const schema = schemas.next();
+		await (await open(schema)).close();
+		opened.length = 0;
+		await pgQuery(`INSERT INTO ${schema}.wheelhouse_schema_version VALUES (99, 'from the future', 0)`);
+		const before = await tables(schema);
+		await expect(openPostgresStore({ url: PG_URL, schema })).rejects.toThrow(
+			/schema version 99, newer than this Wheelhouse build supports.*upgrade Wheelhouse/,
+		);
+		expect(await tables(schema)).toEqual(before);
+	});
+
+	it("refuses a schema holding tables it does not know, and writes nothing into it", async () => {
+		const schema = schemas.next();
+		await pgQuery(`CREATE SCHEMA ${schema}`);
+		await pgQuery(`CREATE TABLE ${schema}.customers (id int)`);
+		await expect(openPostgresStore({ url: PG_URL, schema })).rejects.toThrow(
+			/not a Wheelhouse store.*found customers.*refusing to modify it/,
+		);
+		expect(await tables(schema)).toEqual(["customers"]);
+	});
+
+	it("lets one store own a schema at a time (naming the owner), unless in cluster mode", async () => {
+		const schema = schemas.next();
+		const first = await open(schema);
+		await expect(openPostgresStore({ url: PG_URL, schema })).rejects.toThrow(
+			new RegExp(`in use by another Wheelhouse process \\(pid ${process.pid} on host`),
+		);
+		// Replicas share a schema: no owner lock in cluster mode.
+		const replica = await open(schema, true);
+		await first.createSession(newSession("s1"));
+		expect((await replica.getSession("s1"))?.id).toBe("s1");
+		await first.close();
+		const next = await open(schema);
+		expect((await next.getSession("s1"))?.id).toBe("s1");
+	});
+
+	it("stops with a clear message when the database is unreachable", async () => {
+		await expect(openPostgresStore({ url: "postgres://postgres:hunter22@127.0.0.1:1/test" })).rejects.toThrow(
+			/PostgreSQL at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test is unreachable/,
+		);
+	});
+});
+
+it.skipIf(ok)(`PostgreSQL store schema: ${NO_POSTGRES}`, () => {});
