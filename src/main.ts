@@ -14,6 +14,7 @@ import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
+import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { recoverInterruptedRuns } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
@@ -60,6 +61,18 @@ async function main(): Promise<void> {
 		throw err;
 	}
 
+	// Cluster mode's settings are checked before the store opens: it opens differently in a cluster.
+	let cluster: ClusterSettings | undefined;
+	try {
+		cluster = resolveClusterSettings(config);
+	} catch (err) {
+		if (err instanceof ConfigError) {
+			process.stderr.write(`${err.message}\n`);
+			process.exit(1);
+		}
+		throw err;
+	}
+
 	let store: SessionStore;
 	// Where the store is, for messages: the file, or the PostgreSQL URL without its password.
 	const where = config.store === "postgres" ? redactUrl(config.databaseUrl) : config.dbPath;
@@ -72,7 +85,9 @@ async function main(): Promise<void> {
 			schema: config.databaseSchema,
 			poolSize: config.databasePoolSize,
 			// One replica: the store takes the schema's instance-owner lock (a second process stops at startup).
-			cluster: false,
+			// A cluster (WHEELHOUSE_REDIS_URL): replicas share the schema, each session under a lease.
+			cluster: cluster !== undefined,
+			leaseTtlMs: config.leaseTtlMs,
 		});
 		if (store instanceof PostgresSessionStore) {
 			await store.ready;

@@ -25,6 +25,8 @@ import { installBodyParser } from "./body-parser.js";
 import { keyBudgetsFrom } from "./budgets/config.js";
 import { KeyBudgets } from "./budgets/key-budgets.js";
 import { usageRoutes } from "./budgets/routes.js";
+import { ClusterNode } from "./cluster/node.js";
+import { resolveClusterSettings } from "./cluster/settings.js";
 import { compactionExtension } from "./compaction/extension.js";
 import { compactionRoutes } from "./compaction/routes.js";
 import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
@@ -226,6 +228,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	const webhookSettings = resolveWebhookSettings(config, env);
 	const dispatcher =
 		webhookSettings && new WebhookDispatcher({ store, settings: webhookSettings, logger: app.log, metrics });
+	// Cluster mode: live events and control messages between replicas over Redis.
+	const clusterSettings = resolveClusterSettings(config);
+	const cluster =
+		clusterSettings &&
+		new ClusterNode(clusterSettings, store, app.log, config.heartbeatMs > 0 ? config.heartbeatMs : 15_000);
 	const sessions: SessionManager = new SessionManager({
 		store:
 			webhookSettings && dispatcher
@@ -243,6 +250,9 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		sessionTtlMs: config.sessionTtlMs,
 		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
 		runSlots,
+		eventTap: cluster?.publisher.tap,
+		sharedStore: cluster !== undefined,
+		...(cluster ? { releaseLease: (id: string) => cluster.releaseLease(id) } : {}),
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
 	const compaction = compactionExtension({
@@ -274,6 +284,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			stats: metrics?.sse,
 		},
 		toolOrigins,
+		...(cluster ? { cluster } : {}),
 		isShuttingDown: () => sessions.isShuttingDown,
 	};
 	app.decorate("wheelhouse", context);
@@ -315,6 +326,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(compactionRoutes, { compaction });
 	await app.register(usageRoutes, { keyBudgets, store });
 	const interactions = await registerTools(app, { env: env as NodeJS.ProcessEnv });
+	cluster?.useInteractions(interactions);
 	try {
 		checkProfileTools(profiles, sessions.tools);
 	} catch (err) {
@@ -365,6 +377,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		connections.drain();
 		// 4. Runs and pi proxy calls finish within the grace period or are aborted; every stream ends.
 		await Promise.all([sessions.shutdown(config.shutdownGraceMs), proxyStreams.drain(config.shutdownGraceMs)]);
+		cluster?.closeStreams("server shutting down");
 		// 5. A reader that does not take its last bytes, or a request still on its way in, holds the
 		// close this long at most.
 		forceClose = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_FLUSH_MS);
@@ -377,6 +390,18 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		app.addHook("onClose", async function closeOwnStore() {
 			await store.close();
 		});
+	if (cluster) {
+		try {
+			await cluster.start(sessions, webhookSettings && new WebhookEvents(webhookSettings));
+		} catch (err) {
+			await app.close();
+			throw err;
+		}
+		// Registered after the store's own close: onClose hooks run last-registered first.
+		app.addHook("onClose", async function closeCluster() {
+			await cluster.close();
+		});
+	}
 	if (dispatcher) {
 		app.addHook("onReady", async function startWebhooks() {
 			dispatcher.start();

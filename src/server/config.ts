@@ -340,6 +340,30 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		default: "",
 		description: "Comma-separated module paths whose `tools` (or default) export is an `AgentTool[]` to serve.",
 	},
+	{
+		env: "WHEELHOUSE_REDIS_URL",
+		key: "redisUrl",
+		kind: "string",
+		default: "",
+		description:
+			"`redis://` (or `rediss://`) URL of the Redis that carries live events and control messages between replicas: set, it turns on cluster mode (needs `WHEELHOUSE_STORE=postgres`); empty, one replica.",
+	},
+	{
+		env: "WHEELHOUSE_LEASE_TTL_MS",
+		key: "leaseTtlMs",
+		kind: "int",
+		default: "15000",
+		description:
+			"Cluster mode: how long a replica's hold on a running session lasts without renewal (renewed every third of it). A replica that stops renewing (killed, stalled) loses its runs to another replica this long after its last renewal.",
+	},
+	{
+		env: "WHEELHOUSE_REDIS_PREFIX",
+		key: "redisPrefix",
+		kind: "string",
+		default: "wheelhouse:",
+		description:
+			"Prefix of every Redis channel this cluster uses, so several clusters (or test runs) can share one Redis.",
+	},
 ];
 
 /** Provider API keys read from the environment (and from `providerKeys` in the config file). */
@@ -395,6 +419,9 @@ export const ServerConfigSchema = Type.Object(
 		webhookSecret: Type.String(),
 		webhookEvents: Type.Array(Type.String({ minLength: 1 })),
 		toolModules: Type.Array(Type.String({ minLength: 1 })),
+		redisUrl: Type.String(),
+		leaseTtlMs: Int(300, 3_600_000),
+		redisPrefix: Type.String({ minLength: 1, maxLength: 100 }),
 		providerKeys: Type.Record(Type.String(), Type.String()),
 		/** Config-file only: the tools section (MCP servers, HTTP tools, approvals), validated by src/tools. */
 		tools: Type.Optional(Type.Unknown()),

@@ -6,6 +6,7 @@
 import type { Static } from "@sinclair/typebox";
 import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
+import type { ClusterNode } from "./cluster/node.js";
 import type { ServerConfig } from "./config.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { AgentProfiles } from "./profiles.js";
@@ -22,6 +23,8 @@ export interface ServerContext {
 	stream: StreamSettings;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;
+	/** This replica's part in a cluster (`WHEELHOUSE_REDIS_URL`); absent on a single node. */
+	cluster?: ClusterNode;
 	/** True once shutdown began (`/readyz` answers 503). */
 	isShuttingDown(): boolean;
 }

@@ -40,7 +40,8 @@ export async function recoverInterruptedRuns(
 	return sessionIds;
 }
 
-async function announceInterruption(store: SessionStore, sessionId: string, at: number): Promise<void> {
+/** Records the interruption of one session's run on its stream (see the module comment); the caller flushes. */
+export async function announceInterruption(store: SessionStore, sessionId: string, at: number): Promise<void> {
 	const record = await store.getSession(sessionId);
 	// Its events and messages are written through the working set, like a run's.
 	if (!record || !(await store.openSession(sessionId))) return;

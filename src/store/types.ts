@@ -643,6 +643,15 @@ export interface LeaseStore {
 	 * every expired running session interrupted).
 	 */
 	takeOver(sessionId: string): Promise<number | undefined>;
+	/**
+	 * `recoverInterrupted` for the runs of other holders only: every running session whose lease
+	 * expired (or that nobody holds) becomes interrupted, its holder's token moves on; the runs
+	 * this store holds are left alone. What every replica of a cluster sweeps with while it serves.
+	 */
+	recoverExpiredRuns(
+		at: number,
+		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+	): Promise<string[]>;
 	/** Calls `listener` for each session whose lease this store lost; returns the unsubscribe function. */
 	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
 }

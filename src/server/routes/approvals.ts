@@ -31,10 +31,13 @@ export const approvalRoutes: FastifyPluginAsyncTypebox<{ interactions: ToolInter
 			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const { toolCallId } = request.params;
 			const { approve, reason } = request.body;
-			const outcome = opts.interactions.resolveApproval(session, toolCallId, {
-				approve,
-				...(reason !== undefined ? { reason } : {}),
-			});
+			const decision = { approve, ...(reason !== undefined ? { reason } : {}) };
+			const { cluster } = app.wheelhouse;
+			// No run here: the call waits on the replica running the session, if any.
+			const outcome =
+				cluster && !session.isBusy
+					? await cluster.resolve(session, "approval", toolCallId, decision)
+					: opts.interactions.resolveApproval(session, toolCallId, decision);
 			if (outcome !== "resolved") answerRejected("decision", toolCallId, outcome);
 			return { toolCallId, status: "accepted" as const };
 		},

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { streamClusterEvents } from "../cluster/remote-stream.js";
 import { apiError } from "../errors.js";
 import { EventsQuery, responses, SessionParams, SseResponse } from "../schemas.js";
 import { streamSessionEvents } from "../session/stream.js";
@@ -39,7 +40,10 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			let afterId: number | undefined;
 			if (typeof header === "string" && header.trim() !== "") afterId = parseEventId(header, "Last-Event-ID");
 			else if (request.query.after !== undefined) afterId = parseEventId(request.query.after, "query.after");
-			streamSessionEvents(session, reply, afterId, app.wheelhouse.stream);
+			const { cluster, stream } = app.wheelhouse;
+			// In a cluster the session may run on any replica: its live events come through Redis.
+			if (cluster) streamClusterEvents(cluster.streams, session, reply, afterId, stream);
+			else streamSessionEvents(session, reply, afterId, stream);
 			return reply;
 		},
 	);

@@ -31,13 +31,17 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
 			const ctx = app.wheelhouse;
 			if (ctx.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
 			const store = ctx.sessions.store;
+			const unavailable: string[] = [];
 			try {
 				await store.getSession("__readyz_probe__");
 			} catch {
 				// Names the part that is down: `postgres` for the PostgreSQL store (it may come back).
-				return reply
-					.code(503)
-					.send({ status: "store_unavailable", unavailable: [store.kind === "postgres" ? "postgres" : "store"] });
+				unavailable.push(store.kind === "postgres" ? "postgres" : "store");
+			}
+			if (ctx.cluster && !ctx.cluster.ready) unavailable.push("redis");
+			if (unavailable.length > 0) {
+				const status = unavailable[0] === "redis" ? "redis_unavailable" : "store_unavailable";
+				return reply.code(503).send({ status, unavailable });
 			}
 			return { status: "ready", store: ctx.sessions.store.kind };
 		},

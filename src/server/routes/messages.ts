@@ -1,7 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { AgentMessage } from "../../agent/types.js";
 import type { ImageContent } from "../../ai/types.js";
+import { streamClusterRun } from "../cluster/remote-stream.js";
 import { toUserMessage } from "../context.js";
+import { apiError } from "../errors.js";
 import { IdempotencyKeys, type IdempotentOutcome, type KeyedRequest, parseIdempotencyKey } from "../idempotency.js";
 import {
 	AbortResult,
@@ -25,6 +28,15 @@ import { parseEventId } from "./events.js";
 function wantsSse(request: FastifyRequest): boolean {
 	const accept = request.headers.accept;
 	return typeof accept === "string" && accept.includes("text/event-stream");
+}
+
+/** The queue counts left after clearing `kind` (both when absent), from the session as loaded. */
+function countsAfterClear(session: LiveSession, kind: "steer" | "followUp" | undefined) {
+	const counts = session.queueCounts();
+	return {
+		steeringCount: kind === undefined || kind === "steer" ? 0 : counts.steeringCount,
+		followUpCount: kind === undefined || kind === "followUp" ? 0 : counts.followUpCount,
+	};
 }
 
 function queuedNote(idle: boolean, kind: "steer" | "followUp"): string {
@@ -69,8 +81,53 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		const header = request.headers["last-event-id"];
 		const afterId =
 			typeof header === "string" && header.trim() !== "" ? parseEventId(header, "Last-Event-ID") : undefined;
-		resumeRunStream(session, reply, outcome, afterId, app.wheelhouse.stream);
+		const { cluster, stream } = app.wheelhouse;
+		// A run not active here may be running on another replica: follow it through the cluster.
+		if (cluster && !session.activeRunHandle(outcome.runId)) {
+			streamClusterRun(cluster.streams, session, reply, outcome, afterId, stream);
+		} else {
+			resumeRunStream(session, reply, outcome, afterId, stream);
+		}
 		return reply;
+	}
+
+	/**
+	 * In a cluster, a message queued for a session without a run here: stored, then the replica
+	 * running it (if any) is told. Undefined when the session has a run here (the local path applies).
+	 */
+	async function queueInCluster(
+		session: LiveSession,
+		kind: "steer" | "followUp",
+		message: AgentMessage,
+		keyed: KeyedRequest | undefined,
+	): Promise<QueuedAnswer | undefined> {
+		const { cluster, config } = app.wheelhouse;
+		if (!cluster || session.isBusy) return undefined;
+		if (session.queued.length >= config.maxQueuedMessages) {
+			throw apiError(
+				"QUEUE_FULL",
+				`Session ${session.id} already has ${session.queued.length} queued messages (limit ${config.maxQueuedMessages}); wait for them to drain or DELETE the queue.`,
+			);
+		}
+		const idle = (await cluster.runningElsewhere(session)) === undefined;
+		const record = queuedRecord(keyed);
+		const stored = await cluster.enqueue(session, kind, message, idle, record);
+		if (!stored) throw apiError("SESSION_NOT_FOUND", `Session ${session.id} no longer exists.`);
+		return { queue: kind, entryId: stored.entry.id, queueLength: stored.queueLength, idle };
+	}
+
+	/**
+	 * In a cluster, `ifBusy: "interrupt"` for a run on another replica: it is aborted there, and
+	 * this prompt starts here once the store has it ended (or the claim answers busy).
+	 */
+	async function interruptElsewhere(session: LiveSession): Promise<void> {
+		const { cluster } = app.wheelhouse;
+		if (!cluster || !(await cluster.runningElsewhere(session))) return;
+		await cluster.send({ t: "abort", s: session.id });
+		const deadline = Date.now() + 10_000;
+		while (Date.now() < deadline && (await cluster.runningElsewhere(session))) {
+			await new Promise((resolve) => setTimeout(resolve, 25));
+		}
 	}
 
 	/** The `attach` of a run: records the key (same commit as the run's start), then attaches the stream. */
@@ -122,6 +179,14 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			try {
 				const sse = wantsSse(request);
 				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
+				const ifBusy = request.body.ifBusy ?? "reject";
+				if ((ifBusy === "steer" || ifBusy === "followUp") && app.wheelhouse.cluster && !session.isBusy) {
+					if (await app.wheelhouse.cluster.runningElsewhere(session)) {
+						const queued = await queueInCluster(session, ifBusy, message, keyed);
+						if (queued) return reply.code(202).send(queuedBody(queued));
+					}
+				}
+				if (ifBusy === "interrupt" && !session.isBusy) await interruptElsewhere(session);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
 				const result = await session.prompt(
 					[message],
@@ -189,6 +254,8 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 				try {
 					const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
+					const elsewhere = await queueInCluster(session, kind, message, keyed);
+					if (elsewhere) return reply.code(202).send(queuedBody(elsewhere));
 					const { entry, queueLength, idle } = await session.enqueue(kind, message, queuedRecord(keyed));
 					return reply.code(202).send(queuedBody({ queue: kind, entryId: entry.id, queueLength, idle }));
 				} finally {
@@ -211,6 +278,13 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function clearQueue(request) {
 			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
+			const { cluster } = app.wheelhouse;
+			if (cluster && !session.isBusy) {
+				// Stored, then the replica running it takes the change in (its stream says what was cleared).
+				const cleared = await session.store.clearQueue(session.id, request.query.kind);
+				await cluster.send({ t: "queue", s: session.id });
+				return { cleared, ...countsAfterClear(session, request.query.kind) };
+			}
 			const cleared = await session.clearQueue(request.query.kind);
 			return { cleared, ...session.queueCounts() };
 		},
@@ -228,6 +302,11 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function abortRun(request) {
 			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
+			const elsewhere = await app.wheelhouse.cluster?.runningElsewhere(session);
+			if (elsewhere && app.wheelhouse.cluster) {
+				await app.wheelhouse.cluster.send({ t: "abort", s: session.id });
+				return { aborted: true, runId: elsewhere.currentRunId };
+			}
 			const runId = session.runId ?? null;
 			return { aborted: session.abort(), runId };
 		},

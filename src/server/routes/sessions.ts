@@ -97,6 +97,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			const { sessions } = app.wheelhouse;
 			const session = await sessions.load(request.params.id, request.ownerId);
 			await sessions.update(session, request.body as Partial<SessionConfig>);
+			// Stored: a run on another replica takes it in now.
+			if (app.wheelhouse.cluster && !session.isBusy) await app.wheelhouse.cluster.send({ t: "config", s: session.id });
 			return session.view();
 		},
 	);
@@ -115,6 +117,8 @@ export const sessionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			const { sessions } = app.wheelhouse;
 			const session = await sessions.load(request.params.id, request.ownerId);
 			await sessions.delete(session);
+			// Deleted from the store: the replica running it aborts the run and ends its streams.
+			await app.wheelhouse.cluster?.send({ t: "delete", s: session.id });
 			return { deleted: true, id: session.id };
 		},
 	);

@@ -55,7 +55,12 @@ export const toolResultRoutes: FastifyPluginAsyncTypebox<{ interactions: ToolInt
 		async function postToolResult(request) {
 			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
 			const { toolCallId } = request.params;
-			const outcome = opts.interactions.resolveToolResult(session, toolCallId, request.body);
+			const { cluster } = app.wheelhouse;
+			// No run here: the call waits on the replica running the session, if any.
+			const outcome =
+				cluster && !session.isBusy
+					? await cluster.resolve(session, "client_tool", toolCallId, request.body)
+					: opts.interactions.resolveToolResult(session, toolCallId, request.body);
 			if (outcome !== "resolved") answerRejected("result", toolCallId, outcome);
 			return { toolCallId, status: "accepted" as const };
 		},

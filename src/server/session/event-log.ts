@@ -22,6 +22,12 @@ export interface SessionSubscriber {
 	close(reason: string): void;
 }
 
+/**
+ * Sees every event a session's log appends, after its local subscribers (cluster mode publishes
+ * them to the other replicas). Contract: must not throw, and must not block.
+ */
+export type EventTap = (sessionId: string, id: number, type: string, data: string) => void;
+
 export class SessionEventLog {
 	private readonly subscribers = new Set<SessionSubscriber>();
 
@@ -29,11 +35,17 @@ export class SessionEventLog {
 		private readonly store: SessionStore,
 		readonly sessionId: string,
 		private readonly logger: FastifyBaseLogger,
+		private readonly tap?: EventTap,
+		/** The last id as the session's record had it: the answer while it is not in this store's working set. */
+		private readonly recordLastId = 0,
 	) {}
 
-	/** The id of the last event logged (0: none yet). */
+	/**
+	 * The id of the last event logged (0: none yet). For a session outside the store's working set
+	 * (another replica runs it) the last id its record had when loaded.
+	 */
 	get lastEventId(): number {
-		return this.store.lastEventId(this.sessionId) ?? 0;
+		return this.store.lastEventId(this.sessionId) ?? this.recordLastId;
 	}
 
 	get subscriberCount(): number {
@@ -57,6 +69,7 @@ export class SessionEventLog {
 				this.subscribers.delete(subscriber);
 			}
 		}
+		this.tap?.(this.sessionId, id, type, data);
 		return id;
 	}
 

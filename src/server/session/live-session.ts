@@ -42,7 +42,7 @@ import { selectTools } from "../../tools/selection.js";
 import { encodeWireData, type ServerEvent } from "../../wire/events.js";
 import { apiError } from "../errors.js";
 import type { RunSlots } from "../limits.js";
-import { SessionEventLog, type SessionSubscriber } from "./event-log.js";
+import { type EventTap, SessionEventLog, type SessionSubscriber } from "./event-log.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
 import { type ActiveRun, type RunHandle, SessionRuns } from "./runs.js";
 import { StoredTranscript } from "./transcript.js";
@@ -110,6 +110,10 @@ export interface LiveSessionDeps {
 	isShuttingDown(): boolean;
 	/** The per-key limit of concurrent runs; absent: none. */
 	runSlots?: RunSlots;
+	/** Sees every event appended to the session's log (cluster mode's fan-out); absent: none. */
+	eventTap?: EventTap;
+	/** The session's run ended and no other waits to start (cluster mode gives up its lease). */
+	onIdle?(session: LiveSession): void;
 }
 
 export class LiveSession {
@@ -135,7 +139,7 @@ export class LiveSession {
 	) {
 		this.id = record.id;
 		this.record = record;
-		this.events = new SessionEventLog(deps.store, record.id, deps.logger);
+		this.events = new SessionEventLog(deps.store, record.id, deps.logger, deps.eventTap, record.lastEventId);
 		this.transcript = new StoredTranscript(deps.store, record.id, messages.length);
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
@@ -200,6 +204,7 @@ export class LiveSession {
 			touch: () => {
 				this.lastActiveAt = Date.now();
 			},
+			idle: () => this.deps.onIdle?.(this),
 		});
 		this.agent.subscribe((event) => this.onAgentEvent(event));
 		for (const ext of deps.extensions()) this.attachExtension(ext);
@@ -434,6 +439,11 @@ export class LiveSession {
 		return queued;
 	}
 
+	/** Takes in the stored queue as another replica changed it (queued or cleared there). */
+	async reloadQueue(): Promise<void> {
+		await this.queues.syncStored(await this.deps.store.listQueued(this.id));
+	}
+
 	/** Clears one queue or both (Agent and store). Resolves to how many messages were removed. */
 	clearQueue(kind?: QueueKind): Promise<number> {
 		return this.queues.clear(kind);
@@ -563,6 +573,24 @@ export class LiveSession {
 		const updated = await this.deps.store.updateSession(this.id, patch, Date.now());
 		if (!updated) throw apiError("SESSION_NOT_FOUND", `Session ${this.id} no longer exists.`);
 		this.record = updated; // a durable write of the session: the run writes queued before it are in it
+		this.applyToAgent(patch);
+		return updated;
+	}
+
+	/**
+	 * Takes in the config another replica stored (`updated`, read back from the store): applied
+	 * to the running Agent as `applyConfig` applies a patch, without writing.
+	 */
+	adoptConfig(updated: SessionRecord): void {
+		const { model, systemPrompt, thinkingLevel, steeringMode, followUpMode, toolExecution, tools, clientTools } =
+			updated;
+		const changedTools = tools !== this.record.tools || clientTools !== this.record.clientTools;
+		this.record = { ...this.record, ...updated, status: this.record.status, currentRunId: this.record.currentRunId };
+		this.applyToAgent({ model, systemPrompt, thinkingLevel, steeringMode, followUpMode, toolExecution });
+		if (changedTools) this.refreshTools();
+	}
+
+	private applyToAgent(patch: Partial<SessionConfig>): void {
 		if (patch.model) {
 			const model = this.deps.resolveModel(patch.model);
 			if (model) this.agent.state.model = model;
@@ -573,7 +601,6 @@ export class LiveSession {
 		if (patch.followUpMode) this.agent.followUpMode = patch.followUpMode;
 		if (patch.toolExecution) this.agent.toolExecution = patch.toolExecution;
 		if (patch.tools) this.refreshTools();
-		return updated;
 	}
 
 	// --- state --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import { newSessionId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
 import type { ModelProblem } from "../model-catalog.js";
 import { interruptedToolResults } from "../recovery.js";
+import type { EventTap } from "./event-log.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
 export interface SessionManagerOptions {
@@ -39,6 +40,17 @@ export interface SessionManagerOptions {
 	sessionDeleteAfterMs?: number;
 	/** The per-key limit of concurrent runs; absent: none. */
 	runSlots?: RunSlots;
+	/** Sees every event appended to a session's log (cluster mode's fan-out); absent: none. */
+	eventTap?: EventTap;
+	/**
+	 * The store is shared with other replicas (cluster mode): a session without a run here may
+	 * have been changed by another one since it was loaded, so each request reads it again. Such a
+	 * session is not brought into the store's working set (that would take its lease, and hold off
+	 * the replica that runs it): only a run does, and `releaseLease` gives the lease up after it.
+	 */
+	sharedStore?: boolean;
+	/** Gives up the store's lease on a session without a run here (cluster mode). */
+	releaseLease?(sessionId: string): Promise<void>;
 }
 
 /** What `POST /v1/sessions` may set; every field optional. */
@@ -134,6 +146,38 @@ export class SessionManager {
 		return this.extensionList;
 	}
 
+	/** Gives up the lease of a session that has no run here (cluster mode); failures are logged. */
+	private releaseIdle(session: LiveSession): void {
+		const release = this.options.releaseLease;
+		if (!release || session.isBusy) return;
+		release(session.id).catch((err: unknown) =>
+			this.options.logger.warn({ err, sessionId: session.id }, "could not give up the session's lease"),
+		);
+	}
+
+	/** The session if it is in memory, whoever owns it (for messages between replicas); no store read. */
+	inMemory(id: string): LiveSession | undefined {
+		return this.live.get(id);
+	}
+
+	/**
+	 * Drops a session from memory without touching the store (another replica deleted it, or took
+	 * it over): aborts its run here, ends its streams with `reason`.
+	 */
+	async forget(id: string, reason: string): Promise<void> {
+		const session = this.live.get(id);
+		if (!session) return;
+		this.live.delete(id);
+		await session.destroy(reason, 5_000);
+		for (const ext of this.extensionList) {
+			try {
+				ext.onDelete?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
+			}
+		}
+	}
+
 	/** Sessions currently in memory. */
 	liveSessions(): IterableIterator<LiveSession> {
 		return this.live.values();
@@ -204,6 +248,8 @@ export class SessionManager {
 			);
 			const session = await this.instantiate(record, messages);
 			for (const ext of this.extensionList) ext.onCreate?.(session, input);
+			// Creating put it in the working set, with its lease: any replica may run it now.
+			if (this.options.sharedStore) this.releaseIdle(session);
 			return session;
 		} finally {
 			this.creating--;
@@ -218,9 +264,12 @@ export class SessionManager {
 	private async instantiate(record: SessionRecord, messages?: AgentMessage[]): Promise<LiveSession> {
 		const store = this.options.store;
 		const id = record.id;
-		if (!(await store.openSession(id))) throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		const shared = this.options.sharedStore === true;
+		if (!shared && !(await store.openSession(id))) {
+			throw apiError("SESSION_NOT_FOUND", `Session ${id} does not exist.`);
+		}
 		const transcript = messages ?? (await this.loadTranscript(id));
-		if (record.status === "interrupted") {
+		if (record.status === "interrupted" && !shared) {
 			// Startup recovery records the results of a tool batch a restart cut short; a session
 			// interrupted under an older version may still lack them, and the transcript could not
 			// be continued without them.
@@ -240,6 +289,8 @@ export class SessionManager {
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			runSlots: this.options.runSlots,
+			eventTap: this.options.eventTap,
+			...(shared ? { onIdle: (s: LiveSession) => this.releaseIdle(s) } : {}),
 			isShuttingDown: () => this.shuttingDown,
 		});
 		for (const ext of this.extensionList) {
@@ -286,6 +337,11 @@ export class SessionManager {
 	 */
 	async load(id: string, ownerId: string | null): Promise<LiveSession> {
 		let session = this.live.get(id);
+		// Another replica may have run, changed or deleted it since: only a run here keeps it current.
+		if (session && this.options.sharedStore && !session.isBusy && session.subscriberCount === 0) {
+			this.live.delete(id);
+			session = undefined;
+		}
 		if (!session) {
 			const record = await this.options.store.getSession(id);
 			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);

@@ -58,6 +58,8 @@ export interface SessionQueuesOptions {
 
 export class SessionQueues {
 	private entries: QueueEntry[] = [];
+	/** Ids of every entry the mirror has held (queued, drained, cleared): a reload never takes one back. */
+	private readonly known = new Set<number>();
 	/** The last queue change in progress: the next one starts after it. */
 	private changing: Promise<unknown> = Promise.resolve();
 
@@ -67,6 +69,7 @@ export class SessionQueues {
 		loaded: QueuedMessage[],
 	) {
 		for (const entry of loaded) {
+			this.known.add(entry.id);
 			this.entries.push({ id: entry.id, kind: entry.kind, message: entry.message, createdAt: entry.createdAt });
 			if (entry.kind === "steer") options.agent.steer(entry.message);
 			else options.agent.followUp(entry.message);
@@ -140,6 +143,7 @@ export class SessionQueues {
 		);
 		if (!stored) throw apiError("SESSION_NOT_FOUND", `Session ${sessionId} no longer exists.`);
 		const entry: QueueEntry = { id: stored.id, kind, message, createdAt: stored.createdAt };
+		this.known.add(entry.id);
 		this.entries.push(entry);
 		if (kind === "steer") this.options.agent.steer(message);
 		else this.options.agent.followUp(message);
@@ -162,6 +166,45 @@ export class SessionQueues {
 			if (removed.length > 0) this.publish("cleared", kind ?? "all", removed);
 			return removed.length;
 		});
+	}
+
+	/**
+	 * Takes in the store's queue as another process left it (queued or cleared there): entries
+	 * this mirror never held are added at the end, in store order, and announced; entries gone from
+	 * the store are removed, and announced as cleared. What the loop drained here is never taken back.
+	 */
+	syncStored(stored: readonly QueuedMessage[]): Promise<void> {
+		return this.serially(async () => {
+			const inStore = new Set(stored.map((e) => e.id));
+			const removed = this.entries.filter((e) => !inStore.has(e.id));
+			const added: QueueEntry[] = stored
+				.filter((e) => !this.known.has(e.id))
+				.map((e) => ({ id: e.id, kind: e.kind, message: e.message, createdAt: e.createdAt }));
+			if (removed.length > 0) {
+				this.entries = this.entries.filter((e) => inStore.has(e.id));
+				for (const kind of new Set(removed.map((e) => e.kind))) {
+					if (kind === "steer") this.options.agent.clearSteeringQueue();
+					else this.options.agent.clearFollowUpQueue();
+					for (const e of this.entries) if (e.kind === kind) this.enqueueInAgent(e);
+					this.publish(
+						"cleared",
+						kind,
+						removed.filter((e) => e.kind === kind),
+					);
+				}
+			}
+			for (const entry of added) {
+				this.known.add(entry.id);
+				this.entries.push(entry);
+				this.enqueueInAgent(entry);
+				this.publish("queued", entry.kind, [entry]);
+			}
+		});
+	}
+
+	private enqueueInAgent(entry: QueueEntry): void {
+		if (entry.kind === "steer") this.options.agent.steer(entry.message);
+		else this.options.agent.followUp(entry.message);
 	}
 
 	/**

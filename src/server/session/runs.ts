@@ -58,6 +58,8 @@ export interface RunHost {
 	runEnded(runId: string, end: RunEnd): void;
 	/** Something happened: the session was active now. */
 	touch(): void;
+	/** The session has no run any more (none active, none waiting to start). */
+	idle?(): void;
 }
 
 export class SessionRuns {
@@ -121,6 +123,7 @@ export class SessionRuns {
 		} else {
 			this.busy = false;
 			this.host.runSlots?.release(this.host.ownerId());
+			this.host.idle?.();
 		}
 	}
 

@@ -74,9 +74,10 @@ export function sessionView(parts: ViewParts): SessionView {
 		steeringMode: r.steeringMode,
 		followUpMode: r.followUpMode,
 		metadata: r.metadata,
-		status: busy ? "running" : r.status === "interrupted" ? "interrupted" : "idle",
+		// A run the store has as running without a run here runs on another replica (cluster mode).
+		status: busy || r.status === "running" ? "running" : r.status === "interrupted" ? "interrupted" : "idle",
 		interruptedAt: busy ? null : r.interruptedAt,
-		runId: activeRun?.id ?? null,
+		runId: activeRun?.id ?? (r.status === "running" ? r.currentRunId : null),
 		isStreaming: state.isStreaming,
 		pendingToolCalls: [...state.pendingToolCalls],
 		errorMessage: state.errorMessage ?? null,

@@ -658,10 +658,26 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		at: number,
 		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
 	): Promise<string[]> {
+		return this.recover(at, webhooks, true);
+	}
+
+	async recoverExpiredRuns(
+		at: number,
+		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
+	): Promise<string[]> {
+		return this.recover(at, webhooks, false);
+	}
+
+	/** `recoverInterrupted`; without `own`, the runs this store holds are left alone (they are live here). */
+	private async recover(
+		at: number,
+		webhooks: ((sessionId: string, runId: string | null) => NewWebhookDelivery[]) | undefined,
+		own: boolean,
+	): Promise<string[]> {
 		await this.begin();
 		// Cluster mode: only runs no live store runs — the holder stopped renewing, nobody holds it, or it is this store.
 		const expired = this.settings.cluster
-			? `AND (lease_holder IS NULL OR lease_expires < ${DB_NOW_MS} OR lease_holder = $1)`
+			? `AND (lease_holder IS NULL OR lease_expires < ${DB_NOW_MS} OR ${own ? "lease_holder = $1" : "$1::text IS NULL"})`
 			: "AND $1::text IS NOT NULL";
 		const changed = await this.commits.durable(async (tx) => {
 			const rows = (

@@ -1,0 +1,132 @@
+/**
+ * Live fan-out, the sending side: every event this replica appends to a session's log is
+ * published on the session's Redis channel once it is durable (persist, then publish). Events are
+ * batched: one store flush covers every event queued while the previous batch was being flushed
+ * and published, so the cost is one commit per batch, not per event.
+ *
+ * An event of a session whose lease this replica lost (taken over while it stalled: the store
+ * refused the write) is never published: its id may be the new holder's, and readers skip ids
+ * they have seen. The store reports the loss when the flush finds it, before the flush resolves.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { SessionStore } from "../../store/types.js";
+import { eventChannel, type RedisLink } from "./redis.js";
+
+/** One published event: `id`, `type` and `data` on three lines (data is one-line JSON). */
+export function encodeEventMessage(id: number, type: string, data: string): string {
+	return `${id}\n${type}\n${data}`;
+}
+
+/** The parsed message, or undefined for one that is not an event message. */
+export function decodeEventMessage(message: string): { id: number; type: string; data: string } | undefined {
+	const first = message.indexOf("\n");
+	const second = first < 0 ? -1 : message.indexOf("\n", first + 1);
+	if (second < 0) return undefined;
+	const id = Number(message.slice(0, first));
+	if (!Number.isSafeInteger(id) || id <= 0) return undefined;
+	return { id, type: message.slice(first + 1, second), data: message.slice(second + 1) };
+}
+
+interface Pending {
+	sessionId: string;
+	id: number;
+	type: string;
+	data: string;
+}
+
+/** After a failed flush, the wait before the next try (the batch is kept). */
+const RETRY_MS = 100;
+
+export class EventPublisher {
+	private queue: Pending[] = [];
+	/** Sessions lost while the current batch was being flushed: its events of them are dropped. */
+	private lostInFlight = new Set<string>();
+	private idleWaiters: (() => void)[] = [];
+	private running = false;
+	private closed = false;
+	/** Events published (for the bench and tests' sanity checks). */
+	published = 0;
+
+	constructor(
+		private readonly store: SessionStore,
+		private readonly redis: RedisLink,
+		private readonly prefix: string,
+		private readonly logger: FastifyBaseLogger,
+	) {}
+
+	/** The session log's tap: queues the event for the next batch. */
+	readonly tap = (sessionId: string, id: number, type: string, data: string): void => {
+		if (this.closed) return;
+		this.queue.push({ sessionId, id, type, data });
+		if (!this.running) {
+			this.running = true;
+			// After the current tick: the events the agent emits together share a batch.
+			setImmediate(() => void this.drain());
+		}
+	};
+
+	private async drain(): Promise<void> {
+		try {
+			while (this.queue.length > 0 && !this.closed) {
+				const batch = this.queue;
+				this.queue = [];
+				this.lostInFlight = new Set();
+				await this.flushStore();
+				const lost = this.lostInFlight;
+				const pipeline = this.redis.publisher.pipeline();
+				let count = 0;
+				for (const event of batch) {
+					if (lost.has(event.sessionId)) continue;
+					pipeline.publish(
+						eventChannel(this.prefix, event.sessionId),
+						encodeEventMessage(event.id, event.type, event.data),
+					);
+					count++;
+				}
+				if (count === 0) continue;
+				// Redis away: readers fill the gap from the store (they re-check it periodically).
+				await pipeline.exec().catch(() => undefined);
+				this.published += count;
+			}
+		} finally {
+			this.running = false;
+			if (this.queue.length > 0 && !this.closed) {
+				this.running = true;
+				setImmediate(() => void this.drain());
+			} else {
+				for (const resolve of this.idleWaiters.splice(0)) resolve();
+			}
+		}
+	}
+
+	/** The store lost the session's lease: its events not yet published never will be. */
+	sessionLost(sessionId: string): void {
+		this.lostInFlight.add(sessionId);
+		this.queue = this.queue.filter((event) => event.sessionId !== sessionId);
+	}
+
+	/** Resolves once every event queued so far was published (or dropped). */
+	idle(): Promise<void> {
+		if (!this.running && this.queue.length === 0) return Promise.resolve();
+		return new Promise((resolve) => this.idleWaiters.push(resolve));
+	}
+
+	/** The store flush, retried until it succeeds: nothing is published before it is durable. */
+	private async flushStore(): Promise<void> {
+		for (let attempt = 0; !this.closed; attempt++) {
+			try {
+				await this.store.flush();
+				return;
+			} catch (err) {
+				if (attempt === 0) this.logger.warn({ err }, "store flush before publishing failed; retrying");
+				await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+			}
+		}
+	}
+
+	close(): void {
+		this.closed = true;
+		this.queue = [];
+		for (const resolve of this.idleWaiters.splice(0)) resolve();
+	}
+}

@@ -1,0 +1,205 @@
+/**
+ * One replica's part in a cluster: its Redis link, the live fan-out (publisher and
+ * subscriptions), the control bus, and the operations the routes call for a session that runs
+ * on another replica. Built by `buildApp` when `WHEELHOUSE_REDIS_URL` is set; started before the
+ * app listens (Redis unreachable at startup stops it, naming the variable), closed with the app.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { AgentMessage } from "../../agent/types.js";
+import type { IdempotencyRecord, QueuedMessage, QueueKind, SessionRecord, SessionStore } from "../../store/types.js";
+import type { ApprovalDecision, ClientToolResult, ResolveOutcome } from "../../tools/index.js";
+import { ConfigError } from "../config.js";
+import type { LiveSession } from "../session/live-session.js";
+import type { SessionManager } from "../session/manager.js";
+import type { ToolInteractions } from "../session/tool-interactions.js";
+import type { WebhookEvents } from "../webhooks/events.js";
+import { ControlBus, type ControlMessage } from "./control.js";
+import { EventPublisher } from "./event-publisher.js";
+import { EventSubscriptions } from "./event-subscriptions.js";
+import { LeaseKeeper, leasesOf } from "./leases.js";
+import { RedisLink } from "./redis.js";
+import type { ClusterStreamDeps } from "./remote-stream.js";
+import type { ClusterSettings } from "./settings.js";
+
+export class ClusterNode {
+	readonly redis: RedisLink;
+	readonly publisher: EventPublisher;
+	readonly subscriptions: EventSubscriptions;
+	private control: ControlBus | undefined;
+	private keeper: LeaseKeeper | undefined;
+	private interactions: ToolInteractions | undefined;
+
+	constructor(
+		readonly settings: ClusterSettings,
+		private readonly store: SessionStore,
+		private readonly logger: FastifyBaseLogger,
+		/** How often a stream reader re-reads the store after its cursor. */
+		readonly recheckMs: number,
+	) {
+		this.redis = new RedisLink(settings.redisUrl, logger);
+		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger);
+		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger);
+	}
+
+	get replicaId(): string {
+		return this.settings.replicaId;
+	}
+
+	/** What the cluster streams need. */
+	get streams(): ClusterStreamDeps {
+		return { subscriptions: this.subscriptions, recheckMs: this.recheckMs };
+	}
+
+	/** Both Redis connections are up (`/readyz`). */
+	get ready(): boolean {
+		return this.redis.ready;
+	}
+
+	/** The tool interactions extension, once the tools plugin made it (approvals, client tool results). */
+	useInteractions(interactions: ToolInteractions): void {
+		this.interactions = interactions;
+	}
+
+	/**
+	 * Connects to Redis, listens for control messages, and starts sweeping for runs whose replica
+	 * died. Throws a ConfigError naming the URL when Redis is unreachable.
+	 */
+	async start(sessions: SessionManager, webhooks?: WebhookEvents): Promise<void> {
+		try {
+			await this.redis.connect();
+		} catch (err) {
+			throw new ConfigError(
+				"WHEELHOUSE_REDIS_URL",
+				`cannot reach Redis at ${redactUrl(this.settings.redisUrl)}: ${(err as Error).message}`,
+			);
+		}
+		this.control = new ControlBus({
+			redis: this.redis,
+			prefix: this.settings.prefix,
+			replicaId: this.settings.replicaId,
+			sessions,
+			subscriptions: this.subscriptions,
+			logger: this.logger,
+			interactions: () => this.interactions,
+		});
+		await this.control.start();
+		const leases = leasesOf(this.store);
+		if (leases) {
+			this.keeper = new LeaseKeeper({
+				store: this.store,
+				leases,
+				sessions,
+				publisher: this.publisher,
+				subscriptions: this.subscriptions,
+				redis: this.redis,
+				prefix: this.settings.prefix,
+				logger: this.logger,
+				webhooks,
+			});
+			this.keeper.start();
+		} else {
+			this.logger.warn("the store has no session leases: runs of a dead replica are not taken over");
+		}
+		this.logger.info({ replica: this.replicaId, prefix: this.settings.prefix }, "cluster mode: this is one replica");
+	}
+
+	/** Ends every cluster stream (shutdown). */
+	closeStreams(reason: string): void {
+		this.subscriptions.closeAll(reason);
+	}
+
+	/** Gives up the lease of a session whose run here ended (once its events are published). */
+	async releaseLease(sessionId: string): Promise<void> {
+		await this.keeper?.release(sessionId);
+	}
+
+	/** Sweeps for runs of dead replicas now (tests; the keeper does it on its timer). */
+	sweep(): Promise<string[]> {
+		return this.keeper?.sweep() ?? Promise.resolve([]);
+	}
+
+	async close(): Promise<void> {
+		this.keeper?.stop();
+		await this.publisher.idle();
+		this.publisher.close();
+		this.subscriptions.closeAll("server shutting down");
+		await this.redis.close();
+	}
+
+	/** Latencies of the control messages this replica applied (ms). */
+	get controlLatencies(): readonly number[] {
+		return this.control?.latencies ?? [];
+	}
+
+	send(message: ControlMessage): Promise<boolean> {
+		return this.control?.send(message) ?? Promise.resolve(false);
+	}
+
+	// --- what the routes call for a session without a run on this replica ------------------------
+
+	/** The stored record when the session's run is on another replica (none here, the store says running). */
+	async runningElsewhere(session: LiveSession): Promise<SessionRecord | undefined> {
+		if (session.isBusy) return undefined;
+		const record = await this.store.getSession(session.id);
+		return record?.status === "running" ? record : undefined;
+	}
+
+	/**
+	 * Queues a message for a session that has no run here: durably in the store (with its key's
+	 * record), then tells the replica running it. Resolves to the stored entry and the queue length.
+	 */
+	async enqueue(
+		session: LiveSession,
+		kind: QueueKind,
+		message: AgentMessage,
+		idle: boolean,
+		withKey?: (answer: { queue: QueueKind; entryId: number; queueLength: number; idle: boolean }) => IdempotencyRecord,
+	): Promise<{ entry: QueuedMessage; queueLength: number; idle: boolean } | undefined> {
+		const before = (await this.store.listQueued(session.id, kind)).length;
+		const queueLength = before + 1;
+		const entry = await this.store.enqueue(
+			session.id,
+			kind,
+			message,
+			Date.now(),
+			withKey && ((queued) => withKey({ queue: kind, entryId: queued.id, queueLength, idle })),
+		);
+		if (!entry) return undefined;
+		if (!idle) await this.send({ t: "queue", s: session.id });
+		return { entry, queueLength, idle };
+	}
+
+	/**
+	 * Delivers an approval or a client tool result to a call waiting on another replica: stored
+	 * durably as the call's resolution, then the replica running it is told. `unknown` when no such
+	 * call waits (by the store), `finished` when it was answered already.
+	 */
+	async resolve(
+		session: LiveSession,
+		kind: "approval" | "client_tool",
+		toolCallId: string,
+		value: ApprovalDecision | ClientToolResult,
+	): Promise<ResolveOutcome> {
+		const stored = (await this.store.listPending(session.id, { includeResolved: true })).find(
+			(p) => p.toolCallId === toolCallId && p.kind === kind,
+		);
+		if (!stored) return "unknown";
+		if (stored.resolvedAt !== null) return "finished";
+		if (!(await this.store.resolvePending(session.id, toolCallId, JSON.stringify(value), Date.now()))) {
+			return "finished";
+		}
+		await this.send({ t: "pending", s: session.id, kind, call: toolCallId });
+		return "resolved";
+	}
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+	try {
+		const parsed = new URL(url);
+		if (parsed.password) parsed.password = "***";
+		return parsed.toString();
+	} catch {
+		return "(unparsable URL)";
+	}
+}
