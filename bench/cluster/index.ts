@@ -155,11 +155,10 @@ const dataDir = mkdtempSync(path.join(tmpdir(), "wh-bench-cluster-"));
 
 /** The environment of a server on the PostgreSQL store in `schema` (and, with `redisPrefix`, in cluster mode). */
 function postgresEnv(schema: string, redisPrefix?: string): Record<string, string> {
-	const url = new URL(PG_URL);
-	url.searchParams.set("schema", schema);
 	return {
 		WHEELHOUSE_STORE: "postgres",
-		WHEELHOUSE_DATABASE_URL: url.toString(),
+		WHEELHOUSE_DATABASE_URL: PG_URL,
+		WHEELHOUSE_DATABASE_SCHEMA: schema,
 		...(redisPrefix ? { WHEELHOUSE_REDIS_URL: REDIS_URL, WHEELHOUSE_REDIS_PREFIX: redisPrefix } : {}),
 	};
 }

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { CONFIG_VARS } from "../../src/server/config.js";
+import { CONFIG_VARS, loadConfig } from "../../src/server/config.js";
 import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 
 const deployDir = path.join(repoRoot, "deploy");
@@ -53,6 +53,31 @@ function millis(time: string): number {
 }
 
 const configDefault = (env: string) => CONFIG_VARS.find((v) => v.env === env)!.default;
+
+/**
+ * Compose's interpolation of `${VAR}`, `${VAR:-default}` and `${VAR:?message}` from `env`
+ * (`:?` throws with its message when the variable is unset or empty, as compose refuses to start).
+ */
+function interpolate(value: string, env: Record<string, string>): string {
+	return value.replace(/\$\{(\w+)(?:(:-|:\?)([^}]*))?\}/g, (_, name: string, op: string | undefined, arg: string) => {
+		const set = env[name];
+		if (set !== undefined && set !== "") return set;
+		if (op === ":?") throw new Error(`compose: ${name}: ${arg}`);
+		return op === ":-" ? arg : "";
+	});
+}
+
+/** The runtime stage's ENV lines (its last stage), as `docker run` starts the image. */
+function imageEnv(): Record<string, string> {
+	const dockerfile = readFileSync(path.join(repoRoot, "Dockerfile"), "utf8").replace(/\\\n/g, " ");
+	const lastStage = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+	const env: Record<string, string> = {};
+	for (const line of lastStage.split("\n").filter((l) => l.trim().startsWith("ENV "))) {
+		for (const [, key, value] of line.matchAll(/(\w+)=(\S+)/g))
+			env[key!] = value!.replace("${PORT}", String(imagePort()));
+	}
+	return env;
+}
 
 /** The runtime stage's PORT (ENV PORT=${PORT} with ARG PORT=...). */
 function imagePort(): number {
@@ -105,6 +130,29 @@ describe("deploy/docker-compose.yml", () => {
 			// `${VAR:?message}`: compose refuses to start without keys.
 			expect(env.WHEELHOUSE_API_KEYS).toMatch(/^\$\{WHEELHOUSE_API_KEYS:\?.+\}$/);
 		}
+	});
+
+	it("gives every replica an environment the server accepts: PostgreSQL store, cluster mode, the keys given", () => {
+		const given = { WHEELHOUSE_API_KEYS: "k".repeat(32), OPENAI_API_KEY: "sk-test" };
+		const raw = compose.services["wheelhouse-1"].environment as Record<string, string>;
+		for (const name of Object.keys(raw).filter((n) => n.startsWith("WHEELHOUSE_"))) {
+			expect(
+				CONFIG_VARS.map((v) => v.env),
+				`${name} is a server variable`,
+			).toContain(name);
+		}
+		const env = Object.fromEntries(
+			Object.entries(raw).map(([name, value]) => [name, interpolate(String(value), given)]),
+		);
+		const config = loadConfig({ ...imageEnv(), ...env });
+		expect(config.store).toBe("postgres");
+		expect(config.databaseUrl).toBe("postgres://wheelhouse:wheelhouse@postgres:5432/wheelhouse");
+		expect(config.redisUrl).toBe("redis://redis:6379");
+		expect(config.apiKeys).toEqual([given.WHEELHOUSE_API_KEYS]);
+		expect(config.providerKeys).toEqual({ openai: "sk-test" });
+		expect(config.host).toBe("0.0.0.0");
+		// Without keys compose refuses to start, naming the variable.
+		expect(() => interpolate(raw.WHEELHOUSE_API_KEYS!, {})).toThrow(/WHEELHOUSE_API_KEYS/);
 	});
 
 	it("starts each part once what it needs is healthy, and checks replicas on /readyz", () => {
