@@ -54,6 +54,8 @@ export interface ClusterOptions {
 	fauxDelayMs?: number;
 	heartbeatMs?: number;
 	env?: Record<string, string>;
+	/** Extra environment of one replica, by its name (`A`, `B`, ...). */
+	envOf?: (name: string) => Record<string, string>;
 }
 
 /**
@@ -68,9 +70,12 @@ export function testCluster(file: string) {
 			const prefix = `wh-test:${schema}:${randomBytes(3).toString("hex")}:`;
 			const env = clusterEnv(schema, prefix, options);
 			// One first: it creates the schema; the others then start together.
-			const first = await startReplica("A", env);
+			const envFor = (name: string) => ({ ...env, ...options.envOf?.(name) });
+			const first = await startReplica("A", envFor("A"));
 			const rest = await Promise.all(
-				Array.from({ length: n - 1 }, (_, i) => startReplica(String.fromCharCode(66 + i), env)),
+				Array.from({ length: n - 1 }, (_, i) => String.fromCharCode(66 + i)).map((name) =>
+					startReplica(name, envFor(name)),
+				),
 			);
 			return [first, ...rest];
 		},

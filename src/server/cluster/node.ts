@@ -169,6 +169,16 @@ export class ClusterNode {
 		return { entry, queueLength, idle };
 	}
 
+	/** Whether the transcript's end has a result for `toolCallId` (the call ended: 409, not 404). */
+	private async answeredInTranscript(sessionId: string, toolCallId: string): Promise<boolean> {
+		const total = (await this.store.countMessages(sessionId)) ?? 0;
+		const page = await this.store.listMessages(sessionId, {
+			offset: Math.max(0, total - RECENT_MESSAGES),
+			limit: RECENT_MESSAGES,
+		});
+		return (page?.messages ?? []).some((m) => (m as { toolCallId?: string }).toolCallId === toolCallId);
+	}
+
 	/**
 	 * Delivers an approval or a client tool result to a call waiting on another replica: stored
 	 * durably as the call's resolution, then the replica running it is told. `unknown` when no such
@@ -183,7 +193,7 @@ export class ClusterNode {
 		const stored = (await this.store.listPending(session.id, { includeResolved: true })).find(
 			(p) => p.toolCallId === toolCallId && p.kind === kind,
 		);
-		if (!stored) return "unknown";
+		if (!stored) return (await this.answeredInTranscript(session.id, toolCallId)) ? "finished" : "unknown";
 		if (stored.resolvedAt !== null) return "finished";
 		if (!(await this.store.resolvePending(session.id, toolCallId, JSON.stringify(value), Date.now()))) {
 			return "finished";
@@ -192,6 +202,9 @@ export class ClusterNode {
 		return "resolved";
 	}
 }
+
+/** How much of a transcript's end is searched for the result of a call that no longer waits. */
+const RECENT_MESSAGES = 200;
 
 /** The URL without its password, for messages. */
 function redactUrl(url: string): string {
