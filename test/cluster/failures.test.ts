@@ -139,7 +139,9 @@ describe.skipIf(!ok)("cluster failures", () => {
 				expect((await json(`${C!.url}/v1/sessions/${id}/messages`)).status).toBe(200);
 				expect((await json(`${A!.url}/readyz`)).status).toBe(200);
 				await proxy.restore();
-				await waitUntil("C ready again", async () => ((await json(`${C!.url}/readyz`)).status === 200 ? true : undefined));
+				await waitUntil("C ready again", async () =>
+					(await json(`${C!.url}/readyz`)).status === 200 ? true : undefined,
+				);
 				watch.close();
 			} finally {
 				await proxy.close();

@@ -74,7 +74,7 @@ function imageEnv(): Record<string, string> {
 	const env: Record<string, string> = {};
 	for (const line of lastStage.split("\n").filter((l) => l.trim().startsWith("ENV "))) {
 		for (const [, key, value] of line.matchAll(/(\w+)=(\S+)/g))
-			env[key!] = value!.replace("${PORT}", String(imagePort()));
+			env[key!] = value!.replace(/\$\{PORT\}/, String(imagePort()));
 	}
 	return env;
 }
@@ -192,9 +192,12 @@ describe("deploy/docker-compose.yml", () => {
 		const addresses = replicas.map((name) => compose.services[name].networks.wheelhouse.ipv4_address as string);
 		for (const address of addresses) expect(address.startsWith(prefix)).toBe(true);
 		expect(new Set(addresses).size).toBe(3);
-		const upstream = /upstream\s+wheelhouse\s*\{([\s\S]*?)\n\s*\}/.exec(nginxConf)![1]!;
-		const servers = directive("server", upstream).map((s) => s.split(/\s+/)[0]);
-		expect(servers).toEqual(addresses.map((address) => `${address}:${imagePort()}`));
+		const blocks = [...nginxConf.matchAll(/upstream\s+(\w+)\s*\{([\s\S]*?)\n\s*\}/g)];
+		expect(blocks.map((b) => b[1])).toEqual(["wheelhouse", "wheelhouse_fresh"]);
+		for (const [, , body] of blocks) {
+			const servers = directive("server", body).map((s) => s.split(/\s+/)[0]);
+			expect(servers).toEqual(addresses.map((address) => `${address}:${imagePort()}`));
+		}
 		for (const name of ["postgres", "redis", "nginx"]) expect(compose.services[name].networks).toEqual(["wheelhouse"]);
 	});
 });
@@ -227,7 +230,18 @@ describe("deploy/nginx.conf agrees with the server", () => {
 		expect(Number(directive("keepalive", upstream)[0])).toBeGreaterThan(0);
 		// Closed by nginx before the server's keep-alive timeout (Fastify's default, 72 s).
 		expect(millis(directive("keepalive_timeout", upstream)[0]!)).toBeLessThan(72_000);
-		expect(directive("proxy_pass")).toEqual(["http://wheelhouse"]);
+		// GET and HEAD over kept-alive connections; requests that change something over new ones.
+		expect(directive("proxy_pass")).toEqual(["http://$wheelhouse_upstream"]);
+		const map = /map\s+\$request_method\s+\$wheelhouse_upstream\s*\{([\s\S]*?)\}/.exec(nginxConf)![1]!;
+		expect(
+			map
+				.replace(/#[^\n]*/g, "")
+				.trim()
+				.split(/\s*;\s*/)
+				.filter(Boolean),
+		).toEqual(["GET wheelhouse", "HEAD wheelhouse", "default wheelhouse_fresh"]);
+		const fresh = /upstream\s+wheelhouse_fresh\s*\{([\s\S]*?)\n\s*\}/.exec(nginxConf)![1]!;
+		expect(directive("keepalive", fresh)).toEqual([]);
 	});
 
 	it("leaves daemon, pid and user to the command line and the image", () => {

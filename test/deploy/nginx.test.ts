@@ -126,14 +126,15 @@ describe("the configuration the tests run", () => {
 			deployed.filter((l) => !isServer(l) && !isListen(l)),
 		);
 		const parameters = (line: string) => line.trim().split(/\s+/).slice(2);
-		expect(generated.filter(isServer).map(parameters)).toEqual([
-			parameters(deployed.find(isServer)!),
-			parameters(deployed.find(isServer)!),
-		]);
-		expect(generated.filter(isServer).map((l) => l.trim().split(/\s+/)[1])).toEqual([
-			"127.0.0.1:4001",
-			"127.0.0.1:4002",
-		]);
+		// Each upstream block: the two addresses, with the parameters of the block's servers.
+		const blocks = deployed.filter((l) => /^\s*upstream\s/.test(l)).length;
+		expect(blocks).toBeGreaterThan(0);
+		expect(generated.filter(isServer).map(parameters)).toEqual(
+			Array.from({ length: 2 * blocks }, () => parameters(deployed.find(isServer)!)),
+		);
+		expect(generated.filter(isServer).map((l) => l.trim().split(/\s+/)[1])).toEqual(
+			Array.from({ length: blocks }, () => ["127.0.0.1:4001", "127.0.0.1:4002"]).flat(),
+		);
 		expect(generated.filter(isListen).map((l) => l.trim())).toEqual(["listen 127.0.0.1:4000;"]);
 	});
 });
@@ -296,14 +297,23 @@ describe.skipIf(!enabled)("nginx's upstream connections (deploy/nginx.conf)", ()
 		await proxy?.close();
 	});
 
-	it(nginxTitle("keeps connections to the replicas alive across requests"), async () => {
-		proxy = await startTcpProxy({ host: "127.0.0.1", port: main.port });
-		front = await startNginx([proxy.address]);
-		for (let i = 0; i < 20; i++) expect((await fetch(`${front.url}/healthz`)).status).toBe(200);
-		// One kept-alive connection per nginx worker at most (deploy/nginx.conf: worker_processes auto).
-		expect(proxy.connections).toBeGreaterThanOrEqual(1);
-		expect(proxy.connections).toBeLessThanOrEqual(4);
-	});
+	it(
+		nginxTitle("keeps connections to the replicas alive across reads, and opens a new one for each write"),
+		async () => {
+			proxy = await startTcpProxy({ host: "127.0.0.1", port: main.port });
+			front = await startNginx([proxy.address]);
+			for (let i = 0; i < 20; i++) expect((await fetch(`${front.url}/healthz`)).status).toBe(200);
+			// One kept-alive connection per nginx worker at most (deploy/nginx.conf: worker_processes auto).
+			expect(proxy.connections).toBeGreaterThanOrEqual(1);
+			expect(proxy.connections).toBeLessThanOrEqual(4);
+			// A request that changes something gets a connection of its own, never a kept-alive one.
+			const before = proxy.connections;
+			for (let i = 0; i < 5; i++) {
+				expect((await call(front.url, "POST", "/v1/sessions", { model: "local/tiny" })).status).toBe(201);
+			}
+			expect(proxy.connections - before).toBe(5);
+		},
+	);
 
 	it(nginxTitle("skips a replica that refuses connections, for GET and POST alike"), async () => {
 		const dead = `127.0.0.1:${await freePort()}`;

@@ -35,10 +35,10 @@ export function nginxTitle(title: string): string {
 }
 
 /**
- * deploy/nginx.conf with the `server` lines of its `upstream` block replaced by one line per
- * address in `upstreams` (keeping the parameters of the file's first line: max_fails, ...), and
+ * deploy/nginx.conf with the `server` lines of each `upstream` block replaced by one line per
+ * address in `upstreams` (keeping the parameters of the block's first line: max_fails, ...), and
  * its `listen` port replaced by `127.0.0.1:<listenPort>`. Throws when the file no longer has the
- * shape this relies on (one upstream block with server lines, one listen line).
+ * shape this relies on (upstream blocks with server lines, one listen line).
  */
 export function nginxConfigFor(
 	upstreams: string[],
@@ -46,18 +46,22 @@ export function nginxConfigFor(
 	source = readFileSync(DEPLOY_NGINX_CONF, "utf8"),
 ): string {
 	if (upstreams.length === 0) throw new Error("nginxConfigFor: give at least one upstream address (host:port)");
-	const block = /(upstream\s+\w+\s*\{)([\s\S]*?)(\n\s*\})/.exec(source);
-	if (!block) throw new Error(`${DEPLOY_NGINX_CONF}: no upstream block`);
 	// A server line with the newline before it, so the lines dropped leave no blank line behind.
 	const serverLine = /\n([ \t]*)server\s+(\S+?)(\s[^;]*)?;[^\n]*/g;
-	const lines = [...block[2]!.matchAll(serverLine)];
-	if (lines.length === 0) throw new Error(`${DEPLOY_NGINX_CONF}: the upstream block has no server line`);
-	const [, indent, , parameters = ""] = lines[0]!;
-	const replacement = upstreams.map((address) => `\n${indent}server ${address}${parameters};`).join("");
-	let index = 0;
-	const body = block[2]!.replace(serverLine, () => (index++ === 0 ? replacement : ""));
-	const upstream = `${block[1]}${body}${block[3]}`;
-	const replaced = source.slice(0, block.index) + upstream + source.slice(block.index + block[0].length);
+	let blocks = 0;
+	const replaced = source.replace(
+		/(upstream\s+\w+\s*\{)([\s\S]*?)(\n\s*\})/g,
+		(_, open: string, body: string, close: string) => {
+			blocks += 1;
+			const lines = [...body.matchAll(serverLine)];
+			if (lines.length === 0) throw new Error(`${DEPLOY_NGINX_CONF}: an upstream block has no server line`);
+			const [, indent, , parameters = ""] = lines[0]!;
+			const replacement = upstreams.map((address) => `\n${indent}server ${address}${parameters};`).join("");
+			let index = 0;
+			return `${open}${body.replace(serverLine, () => (index++ === 0 ? replacement : ""))}${close}`;
+		},
+	);
+	if (blocks === 0) throw new Error(`${DEPLOY_NGINX_CONF}: no upstream block`);
 	const listens = replaced.match(/^\s*listen\s+\d+\s*;/gm) ?? [];
 	if (listens.length !== 1)
 		throw new Error(`${DEPLOY_NGINX_CONF}: expected one \`listen <port>;\` line, found ${listens.length}`);
