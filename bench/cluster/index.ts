@@ -1,426 +1,359 @@
 /**
- * bench/cluster: Wheelhouse as three replicas on PostgreSQL and Redis against one node, in one run.
+ * bench/cluster: a cluster of 3 replica processes on PostgreSQL and Redis against one process on
+ * PostgreSQL and one on SQLite, in one run, with the load average.
  *
- *   npx tsx bench/cluster/index.ts [--quick]
- *   (BENCH_CLUSTER_ROUNDS=5, or 2 with --quick; BENCH_CLUSTER_SESSIONS=100; BENCH_CLUSTER_CONTROL=30, or 10)
+ * 1. Throughput: `--sessions` sessions (default 100), each subscribed (`GET /events`) before its
+ *    prompt; in the cluster each subscriber is on another replica than the one running the
+ *    prompt. Events/s = events the subscribers received / time from the first prompt to the last
+ *    `agent_end`. The model is faux/echo at 0 ms per word, `--words` words per answer.
+ * 2. Control latency across replicas (cluster only): the run on A, the POST on C, the effect seen
+ *    on a stream on B — steer (POST → its `queue_update` `queued`) and abort (POST → `agent_end`).
  *
- * Every server is the real server process (src/main.ts, configured by its environment as in
- * production) with the faux/echo model at 0 ms per token; the measuring client is bench/sse's
- * (a separate process). PostgreSQL and Redis are the machine's (127.0.0.1:5432 database `test`,
- * 127.0.0.1:6379), in a schema and a key prefix of this run, dropped at the end.
+ *   npx tsx bench/cluster/index.ts [--sessions 100] [--words 200] [--control 100] [--quick]
  *
- * Measured:
- * - Fan-out: SESSIONS concurrent sessions, each answering 200 tokens, each watched by one
- *   `GET /events` subscriber. Cluster: the run on replica i mod 3, its subscriber on replica
- *   i+1 mod 3 (every event crosses Redis). One node: run and subscriber on the same process,
- *   PostgreSQL store and SQLite store. events/s as the subscribers receive them, and the CPU
- *   time of all server processes per event. The topologies take turns round by round (so load
- *   drift on a shared machine spreads over all of them); the figure is the median round.
- * - Control across replicas: the run on replica A waits in a tool; `POST /steer` or
- *   `POST /abort` goes to replica B; the effect is seen by a subscriber on replica C: for steer
- *   the steering message's `message_start` after the tool is released right after the steer's
- *   `202` (as bench/sse measures it on one node), for abort the run's `agent_end`.
- * - PostgreSQL store against SQLite on one node: from the fan-out rounds above.
+ * Needs PostgreSQL (TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test) and Redis
+ * (TEST_REDIS_URL, default redis://127.0.0.1:6379); without them it says so and exits 0.
  */
-import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { streamEvents } from "../../src/client/stream-events.js";
-import type { ClientJob, ClientResult, StreamRequest } from "../sse/client.js";
+import { Redis } from "ioredis";
+import pg from "pg";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const REPO = path.resolve(here, "..", "..");
-const QUICK = process.argv.includes("--quick");
-const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? (QUICK ? 2 : 5));
-const SESSIONS = Number(process.env.BENCH_CLUSTER_SESSIONS ?? 100);
-const CONTROL = Number(process.env.BENCH_CLUSTER_CONTROL ?? (QUICK ? 10 : 30));
-const TOKENS = 200;
-const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379";
-const RUN_ID = `${process.pid}_${Date.now().toString(36)}`;
-/** BENCH_CLUSTER_TOPOLOGIES=sqlite,pg,cluster (default all): which topologies run. */
-const TOPOLOGIES = new Set((process.env.BENCH_CLUSTER_TOPOLOGIES ?? "sqlite,pg,cluster").split(","));
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const PG_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const REDIS_URL = process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
-// --- server processes --------------------------------------------------------------------------
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number) => {
+	const at = args.indexOf(`--${name}`);
+	return at >= 0 ? Number(args[at + 1]) : fallback;
+};
+const quick = args.includes("--quick");
+const SESSIONS = flag("sessions", quick ? 20 : 100);
+const WORDS = flag("words", quick ? 50 : 200);
+const CONTROL = flag("control", quick ? 20 : 100);
 
-const CLOCK_TICKS = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
+const children = new Set<ChildProcess>();
+process.on("exit", () => {
+	for (const child of children) child.kill("SIGKILL");
+});
 
-/** A server process (src/main.ts) configured by `env`. */
-class Replica {
-	private constructor(
-		readonly child: ChildProcess,
-		readonly url: string,
-		readonly name: string,
-	) {}
-
-	static async start(name: string, env: Record<string, string>): Promise<Replica> {
-		const port = await freePort();
-		const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-			cwd: REPO,
-			env: {
-				PATH: process.env.PATH,
-				HOST: "127.0.0.1",
-				PORT: String(port),
-				LOG_LEVEL: "warn",
-				LOG_FORMAT: "json",
-				WHEELHOUSE_FAUX_DELAY_MS: "0",
-				WHEELHOUSE_HEARTBEAT_MS: "0",
-				WHEELHOUSE_TOOL_MODULES: path.join(here, "tools.ts"),
-				...env,
-			},
-			stdio: ["ignore", "pipe", "pipe"],
-		});
-		let output = "";
-		const collect = (chunk: Buffer) => {
-			output += chunk.toString();
-		};
-		child.stdout!.on("data", collect);
-		child.stderr!.on("data", collect);
-		const url = `http://127.0.0.1:${port}`;
-		// LOG_LEVEL=warn hides the "listening" line: ask /healthz until it answers.
-		for (const deadline = Date.now() + 60_000; ; ) {
-			if (child.exitCode !== null)
-				throw new Error(`${name} exited with ${child.exitCode} before listening:\n${output}`);
-			const ok = await fetch(`${url}/healthz`).then(
-				(res) => res.ok,
-				() => false,
-			);
-			if (ok) break;
-			if (Date.now() > deadline) throw new Error(`${name} did not listen within 60 s:\n${output}`);
-			await new Promise((resolve) => setTimeout(resolve, 100));
-		}
-		child.stdout!.off("data", collect);
-		child.stderr!.off("data", collect);
-		// From now on only warnings and errors reach the output, which a benchmark must not hide.
-		child.stdout!.on("data", (chunk: Buffer) => process.stderr.write(`[${name}] ${chunk}`));
-		child.stderr!.on("data", (chunk: Buffer) => process.stderr.write(`[${name}] ${chunk}`));
-		return new Replica(child, url, name);
+async function reachable(): Promise<string | undefined> {
+	const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+	client.on("error", () => undefined);
+	try {
+		await client.connect();
+		await client.end();
+	} catch {
+		return `no PostgreSQL at ${PG_URL}`;
 	}
-
-	/** CPU time (user + system) of the process so far, in µs. */
-	cpuMicros(): number {
-		const stat = readFileSync(`/proc/${this.child.pid}/stat`, "utf8");
-		const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-		// Fields 14 and 15 of /proc/<pid>/stat (utime, stime); index 0 here is field 3.
-		return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / CLOCK_TICKS;
+	const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+	redis.on("error", () => undefined);
+	try {
+		await redis.connect();
+		await redis.ping();
+	} catch {
+		return `no Redis at ${REDIS_URL}`;
+	} finally {
+		redis.disconnect();
 	}
-
-	async stop(): Promise<void> {
-		if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-		const exited = once(this.child, "exit");
-		this.child.kill("SIGTERM");
-		await exited;
-	}
+	return undefined;
 }
 
 async function freePort(): Promise<number> {
-	const { createServer } = await import("node:net");
 	const server = createServer().listen(0, "127.0.0.1");
-	await once(server, "listening");
+	await new Promise((resolve) => server.once("listening", resolve));
 	const { port } = server.address() as { port: number };
 	server.close();
 	return port;
 }
 
-/** One client process for the whole run (bench/sse's), so its code is warm for every measured job. */
-let clientChild: ChildProcess | undefined;
-
-async function runClient(job: ClientJob): Promise<ClientResult> {
-	if (!clientChild) {
-		clientChild = fork(path.join(REPO, "bench", "sse", "client.ts"), [], {
-			execArgv: ["--import", "tsx"],
-			stdio: ["ignore", "inherit", "inherit", "ipc"],
-		});
-		clientChild.unref();
-		(clientChild as unknown as { channel?: { unref(): void } }).channel?.unref();
-	}
-	clientChild.send(job);
-	const [result] = (await once(clientChild, "message")) as [ClientResult];
-	if (result.error) throw new Error(`client: ${result.error}`);
-	for (const s of result.streams) if (s.status !== 200) throw new Error(`client: HTTP ${s.status}`);
-	return result;
+/** Starts src/main.ts with `env`; resolves to its base URL once it listens. */
+async function startServer(env: Record<string, string>): Promise<{ url: string; child: ChildProcess }> {
+	const port = await freePort();
+	const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+		cwd: root,
+		env: {
+			PATH: process.env.PATH,
+			PORT: String(port),
+			HOST: "127.0.0.1",
+			LOG_LEVEL: "info",
+			WHEELHOUSE_FAUX_DELAY_MS: "0",
+			WHEELHOUSE_HEARTBEAT_MS: "15000",
+			WHEELHOUSE_MAX_SESSIONS: "100000",
+			WHEELHOUSE_MAX_QUEUED: "100000",
+			WHEELHOUSE_METRICS: "off",
+			...env,
+		},
+		stdio: ["ignore", "pipe", "pipe"],
+	});
+	children.add(child);
+	let output = "";
+	await new Promise<void>((resolve, reject) => {
+		const onData = (chunk: Buffer) => {
+			output += chunk.toString();
+			if (/listening on/i.test(output)) resolve();
+		};
+		child.stdout!.on("data", onData);
+		child.stderr!.on("data", onData);
+		child.once("exit", (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+	});
+	return { url: `http://127.0.0.1:${port}`, child };
 }
 
-// --- topologies ----------------------------------------------------------------------------------
-
-interface Topology {
-	name: string;
-	replicas: Replica[];
+async function stopServers(servers: { child: ChildProcess }[]): Promise<void> {
+	await Promise.all(
+		servers.map(
+			({ child }) =>
+				new Promise<void>((resolve) => {
+					child.once("exit", () => resolve());
+					child.kill("SIGTERM");
+				}),
+		),
+	);
+	for (const { child } of servers) children.delete(child);
 }
 
-const dataDir = mkdtempSync(path.join(tmpdir(), "wh-bench-cluster-"));
-
-/** The environment of a server on the PostgreSQL store in `schema` (and, with `redisPrefix`, in cluster mode). */
-function postgresEnv(schema: string, redisPrefix?: string): Record<string, string> {
-	return {
-		WHEELHOUSE_STORE: "postgres",
-		WHEELHOUSE_DATABASE_URL: PG_URL,
-		WHEELHOUSE_DATABASE_SCHEMA: schema,
-		...(redisPrefix ? { WHEELHOUSE_REDIS_URL: REDIS_URL, WHEELHOUSE_REDIS_PREFIX: redisPrefix } : {}),
-	};
-}
-
-async function startTopologies(): Promise<Topology[]> {
-	const topologies: Topology[] = [];
-	if (TOPOLOGIES.has("sqlite")) {
-		topologies.push({
-			name: "one node, SQLite store",
-			replicas: [
-				await Replica.start("sqlite", { WHEELHOUSE_STORE: "sqlite", WHEELHOUSE_DB: path.join(dataDir, "wh.db") }),
-			],
-		});
-	}
-	if (TOPOLOGIES.has("pg")) {
-		topologies.push({
-			name: "one node, PostgreSQL store",
-			replicas: [await Replica.start("pg", postgresEnv(`bench_one_${RUN_ID}`))],
-		});
-	}
-	if (TOPOLOGIES.has("cluster")) {
-		const clusterEnv = postgresEnv(`bench_cluster_${RUN_ID}`, `bench_cluster_${RUN_ID}:`);
-		const cluster: Replica[] = [];
-		for (const name of ["A", "B", "C"]) cluster.push(await Replica.start(name, clusterEnv));
-		topologies.push({ name: "3 replicas, PostgreSQL + Redis", replicas: cluster });
-	}
-	return topologies;
-}
-
-async function dropSchemas(): Promise<void> {
-	const { default: pg } = await import("pg");
-	const client = new pg.Client({ connectionString: PG_URL });
-	await client.connect();
-	try {
-		for (const schema of [`bench_one_${RUN_ID}`, `bench_cluster_${RUN_ID}`]) {
-			await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-		}
-	} finally {
-		await client.end();
-	}
-}
-
-// --- requests --------------------------------------------------------------------------------------
-
-function words(n: number): string {
-	return Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
-}
-
-async function post(url: string, body: unknown, expected: number): Promise<any> {
+async function post(url: string, body?: unknown): Promise<any> {
 	const res = await fetch(url, {
 		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify(body),
+		headers: body === undefined ? {} : { "content-type": "application/json" },
+		body: body === undefined ? undefined : JSON.stringify(body),
 	});
 	const text = await res.text();
-	if (res.status !== expected) throw new Error(`POST ${url}: ${res.status} ${text}`);
+	if (res.status >= 300) throw new Error(`${url}: ${res.status} ${text}`);
 	return text ? JSON.parse(text) : undefined;
 }
 
-async function createSessions(url: string, count: number): Promise<string[]> {
-	const ids: string[] = [];
-	for (let i = 0; i < count; i++) ids.push((await post(`${url}/v1/sessions`, { model: "faux/echo" }, 201)).id);
-	return ids;
-}
+/** A subscriber that counts event frames and calls `onFrame` with each one's type and data text. */
+class Subscriber {
+	events = 0;
+	private controller = new AbortController();
+	private buffer = "";
+	private listeners: ((type: string, data: string, at: number) => void)[] = [];
+	readonly opened: Promise<void>;
 
-/** Session i runs on replica i mod n; its subscriber listens on replica i+1 mod n (the same one on one node). */
-async function fanOutJob(topology: Topology): Promise<ClientJob> {
-	const { replicas } = topology;
-	const ids = await createSessions(replicas[0]!.url, SESSIONS);
-	const n = replicas.length;
-	const requests: StreamRequest[] = ids.map((id, i) => ({
-		method: "GET",
-		url: `${replicas[(i + 1) % n]!.url}/v1/sessions/${id}/events?after=0`,
-	}));
-	const triggers: StreamRequest[] = ids.map((id, i) => ({
-		method: "POST",
-		url: `${replicas[i % n]!.url}/v1/sessions/${id}/prompt`,
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ message: words(TOKENS) }),
-	}));
-	return { requests, triggers, endNeedle: "event: agent_end" };
-}
-
-// --- measurements ----------------------------------------------------------------------------------
-
-interface Round {
-	events: number;
-	eventsPerSec: number;
-	cpuPerEventUs: number;
-	wallMs: number;
-	slowestFirstDeltaMs: number;
-}
-
-async function fanOutRound(topology: Topology): Promise<Round> {
-	const job = await fanOutJob(topology);
-	const cpuBefore = topology.replicas.reduce((sum, r) => sum + r.cpuMicros(), 0);
-	const result = await runClient(job);
-	const cpuAfter = topology.replicas.reduce((sum, r) => sum + r.cpuMicros(), 0);
-	const events = result.streams.reduce((sum, s) => sum + s.events, 0);
-	const deltas = result.streams.reduce((sum, s) => sum + s.textDeltas, 0);
-	if (deltas !== SESSIONS * TOKENS) {
-		throw new Error(`${topology.name}: ${deltas} text deltas arrived, ${SESSIONS * TOKENS} expected`);
+	constructor(url: string) {
+		this.opened = this.run(url);
 	}
-	return {
-		events,
-		eventsPerSec: events / (result.wallMs / 1000),
-		cpuPerEventUs: (cpuAfter - cpuBefore) / events,
-		wallMs: result.wallMs,
-		slowestFirstDeltaMs: Math.max(...result.streams.map((s) => s.firstDeltaMs)),
-	};
-}
 
-/**
- * Steer or abort posted on replica B for a run on replica A waiting in `bench_wait`, seen by a
- * subscriber on replica C. Returns the latency in ms of each try.
- */
-async function controlLatency(cluster: Replica[], kind: "steer" | "abort"): Promise<number[]> {
-	const [a, b, c] = cluster as [Replica, Replica, Replica];
-	const latencies: number[] = [];
-	for (let i = 0; i < CONTROL; i++) {
-		const [id] = await createSessions(a.url, 1);
-		const steerText = `steer ${i}`;
-		let postedAt = 0;
-		let seenAt = 0;
-		const events = streamEvents({
-			url: `${c.url}/v1/sessions/${id}/events?after=0`,
-			until: (e) => e.type === "agent_end",
-		});
-		const next = () => events.next();
-		// The subscription is open before the run starts: its first frame is the retry/first event.
-		const first = next();
-		await post(`${a.url}/v1/sessions/${id}/prompt`, { message: "/tool bench_wait {}" }, 202);
-		let step = await first;
-		while (!step.done && step.value.type !== "tool_execution_start") step = await next();
-		postedAt = performance.now();
-		if (kind === "steer") {
-			await post(`${b.url}/v1/sessions/${id}/steer`, { message: steerText }, 202);
-			a.child.kill("SIGUSR2");
-		} else {
-			await post(`${b.url}/v1/sessions/${id}/abort`, {}, 200);
-		}
-		for (step = await next(); !step.done; step = await next()) {
-			const event = step.value;
-			const data = event.data as any;
-			if (
-				(kind === "steer" &&
-					event.type === "message_start" &&
-					data.message?.role === "user" &&
-					JSON.stringify(data.message).includes(steerText)) ||
-				(kind === "abort" && event.type === "agent_end")
-			) {
-				seenAt = performance.now();
-				break;
+	private async run(url: string): Promise<void> {
+		const res = await fetch(url, { headers: { accept: "text/event-stream" }, signal: this.controller.signal });
+		const reader = res.body!.getReader();
+		const decoder = new TextDecoder();
+		let first = true;
+		const pump = async () => {
+			try {
+				for (;;) {
+					const { value, done } = await reader.read();
+					if (done) return;
+					this.take(decoder.decode(value, { stream: true }));
+				}
+			} catch {
+				// aborted
 			}
-		}
-		if (seenAt === 0) throw new Error(`${kind} ${i}: its effect never reached the subscriber on ${c.name}`);
-		latencies.push(seenAt - postedAt);
-		await events.return(undefined);
-		if (kind === "steer") {
-			// Let the run end (the echo answers the steering message) before the next try.
-			await waitIdle(a.url, id);
+		};
+		void pump();
+		await new Promise<void>((resolve) => {
+			this.on((type) => {
+				if (first && type === "session_snapshot") {
+					first = false;
+					resolve();
+				}
+			});
+		});
+	}
+
+	private take(text: string): void {
+		this.buffer += text;
+		for (;;) {
+			const end = this.buffer.indexOf("\n\n");
+			if (end < 0) return;
+			const frame = this.buffer.slice(0, end);
+			this.buffer = this.buffer.slice(end + 2);
+			const type = /^event: (.*)$/m.exec(frame)?.[1];
+			const data = /^data: (.*)$/m.exec(frame)?.[1];
+			if (!type || data === undefined) continue;
+			if (type !== "session_snapshot") this.events++;
+			const at = performance.now();
+			for (const listener of [...this.listeners]) listener(type, data, at);
 		}
 	}
-	return latencies;
-}
 
-async function waitIdle(url: string, id: string): Promise<void> {
-	for (let i = 0; i < 500; i++) {
-		const res = await fetch(`${url}/v1/sessions/${id}`);
-		const session = (await res.json()) as { status?: string };
-		if (session.status !== "running") return;
-		await new Promise((resolve) => setTimeout(resolve, 10));
+	on(listener: (type: string, data: string, at: number) => void): () => void {
+		this.listeners.push(listener);
+		return () => {
+			this.listeners = this.listeners.filter((l) => l !== listener);
+		};
 	}
-	throw new Error(`session ${id} still running`);
+
+	/** Resolves with the time the first frame matching `match` arrives from now on. */
+	next(match: (type: string, data: string) => boolean): Promise<number> {
+		return new Promise((resolve) => {
+			const off = this.on((type, data, at) => {
+				if (!match(type, data)) return;
+				off();
+				resolve(at);
+			});
+		});
+	}
+
+	close(): void {
+		this.controller.abort();
+	}
 }
 
-// --- report ------------------------------------------------------------------------------------------
+const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(" ");
 
-const fmt = (n: number, digits = 0) =>
-	n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const sorted = (values: number[]) => [...values].sort((x, y) => x - y);
-const quantile = (values: number[], q: number) =>
-	sorted(values)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
-const medianRound = (rounds: Round[]) =>
-	[...rounds].sort((x, y) => x.eventsPerSec - y.eventsPerSec)[Math.floor(rounds.length / 2)]!;
+/** Throughput: sessions on `runOn(i)`, each watched on `watchOn(i)`. */
+async function throughput(urls: string[], runOn: (i: number) => number, watchOn: (i: number) => number) {
+	const ids: string[] = [];
+	for (let i = 0; i < SESSIONS; i++) ids.push((await post(`${urls[runOn(i)]}/v1/sessions`, {})).id);
+	const subscribers = ids.map((id, i) => new Subscriber(`${urls[watchOn(i)]}/v1/sessions/${id}/events`));
+	await Promise.all(subscribers.map((s) => s.opened));
+	const ends = subscribers.map((s) => s.next((type) => type === "agent_end"));
+	const started = performance.now();
+	await Promise.all(ids.map((id, i) => post(`${urls[runOn(i)]}/v1/sessions/${id}/prompt`, { message: words(WORDS, "w") })));
+	const last = Math.max(...(await Promise.all(ends)));
+	const events = subscribers.reduce((sum, s) => sum + s.events, 0);
+	for (const s of subscribers) s.close();
+	const seconds = (last - started) / 1000;
+	return { events, seconds, perSecond: events / seconds };
+}
 
-function printTable(header: string[], rows: string[][]): void {
-	const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-	const line = (cells: string[]) =>
-		`| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(" | ")} |`;
-	console.log(line(header));
-	console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
-	for (const row of rows) console.log(line(row));
+function percentile(values: number[], p: number): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Control latency across replicas: the run on A, the POST on C, the effect on B's stream. */
+async function control(urls: string[]) {
+	const [A, B, C] = urls as [string, string, string];
+	// Steering: a run held at an approval on A; each steer on C, its queue_update seen on B.
+	const held = (await post(`${A}/v1/sessions`, { toolApprovals: { calculate: "always" } })).id;
+	const watch = new Subscriber(`${B}/v1/sessions/${held}/events`);
+	await watch.opened;
+	const approval = watch.next((type) => type === "approval_requested");
+	await post(`${A}/v1/sessions/${held}/prompt`, { message: '/tool calculate {"expression":"1+1"}' });
+	await approval;
+	const steer: number[] = [];
+	for (let i = 0; i < CONTROL; i++) {
+		const marker = `steer-${i}-${randomBytes(3).toString("hex")}`;
+		const seen = watch.next((type, data) => type === "queue_update" && data.includes(marker));
+		const t0 = performance.now();
+		await post(`${C}/v1/sessions/${held}/steer`, { message: marker });
+		steer.push((await seen) - t0);
+	}
+	watch.close();
+	// Abort: a run on A held at an approval, aborted from C, its agent_end seen on B.
+	const abort: number[] = [];
+	const long = (await post(`${A}/v1/sessions`, { toolApprovals: { calculate: "always" } })).id;
+	const watchLong = new Subscriber(`${B}/v1/sessions/${long}/events`);
+	await watchLong.opened;
+	for (let i = 0; i < Math.max(5, Math.floor(CONTROL / 4)); i++) {
+		const waiting = watchLong.next((type) => type === "approval_requested");
+		const ended = watchLong.next((type) => type === "agent_end");
+		await post(`${A}/v1/sessions/${long}/prompt`, { message: '/tool calculate {"expression":"2+2"}' });
+		await waiting;
+		const t0 = performance.now();
+		const answer = await post(`${C}/v1/sessions/${long}/abort`);
+		if (!answer.aborted) throw new Error("abort on C found no run");
+		abort.push((await ended) - t0);
+	}
+	watchLong.close();
+	return { steer, abort };
+}
+
+async function dropSchema(schema: string): Promise<void> {
+	const client = new pg.Client({ connectionString: PG_URL });
+	await client.connect();
+	await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+	await client.end();
 }
 
 async function main(): Promise<void> {
-	const loadStart = loadavg()[0]!;
-	const topologies = await startTopologies();
+	const missing = await reachable();
+	if (missing) {
+		console.log(`bench/cluster: skipped, ${missing} (set TEST_DATABASE_URL / TEST_REDIS_URL)`);
+		return;
+	}
+	const load0 = loadavg()[0]!;
+	console.log(`bench/cluster: ${SESSIONS} sessions x ${WORDS} words, ${CONTROL} control rounds; load ${load0.toFixed(2)}`);
+	const tag = `bench_cluster_${process.pid}_${randomBytes(3).toString("hex")}`;
+	const schemas = [`${tag}_c`, `${tag}_p`];
+	const tmp = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-cluster-"));
+	const rows: string[] = [];
 	try {
-		// Warm-up: JIT of servers and client, pools, prepared statements.
-		for (const topology of topologies) await fanOutRound(topology);
-		const rounds = new Map<Topology, Round[]>(topologies.map((t) => [t, []]));
-		for (let r = 0; r < ROUNDS; r++) {
-			const order = r % 2 === 0 ? topologies : [...topologies].reverse();
-			for (const topology of order) rounds.get(topology)!.push(await fanOutRound(topology));
-		}
-		// Control latency on the cluster (or, without it, on the last topology: one node).
-		const cluster = topologies.at(-1)!.replicas;
-		const control = cluster.length === 3 ? cluster : [cluster[0]!, cluster[0]!, cluster[0]!];
-		const steer = await controlLatency(control, "steer");
-		const abort = await controlLatency(control, "abort");
-		const loadEnd = loadavg()[0]!;
+		// One node, SQLite.
+		const sqlite = [await startServer({ WHEELHOUSE_STORE: "sqlite", WHEELHOUSE_DB: path.join(tmp, "bench.db") })];
+		const one = await throughput(
+			sqlite.map((s) => s.url),
+			() => 0,
+			() => 0,
+		);
+		await stopServers(sqlite);
+		// One node, PostgreSQL.
+		const pgEnv = { WHEELHOUSE_STORE: "postgres", WHEELHOUSE_DATABASE_URL: PG_URL };
+		const pgOne = [await startServer({ ...pgEnv, WHEELHOUSE_DATABASE_SCHEMA: schemas[1]! })];
+		const onePg = await throughput(
+			pgOne.map((s) => s.url),
+			() => 0,
+			() => 0,
+		);
+		await stopServers(pgOne);
+		// Three replicas.
+		const clusterEnv = {
+			...pgEnv,
+			WHEELHOUSE_DATABASE_SCHEMA: schemas[0]!,
+			WHEELHOUSE_REDIS_URL: REDIS_URL,
+			WHEELHOUSE_REDIS_PREFIX: `${tag}:`,
+		};
+		const first = await startServer(clusterEnv);
+		const replicas = [first, ...(await Promise.all([startServer(clusterEnv), startServer(clusterEnv)]))];
+		const urls = replicas.map((r) => r.url);
+		const three = await throughput(
+			urls,
+			(i) => i % 3,
+			(i) => (i + 1) % 3,
+		);
+		const latency = await control(urls);
+		await stopServers(replicas);
+		const load1 = loadavg()[0]!;
 
-		console.log(
-			`bench/cluster — node ${process.version}, ${cpus().length} cores, load average ${fmt(loadStart, 1)} at the start, ${fmt(loadEnd, 1)} at the end; ` +
-				`${SESSIONS} sessions x ${TOKENS} tokens, ${ROUNDS} rounds (median round)\n`,
+		const fmt = (n: number) => Math.round(n).toLocaleString("en-US");
+		rows.push(
+			"| setup | events | seconds | events/s | vs one node PostgreSQL | vs one node SQLite |",
+			"|---|---|---|---|---|---|",
 		);
-		const sqlite = medianRound(rounds.get(topologies[0]!)!);
-		printTable(
-			[
-				"topology",
-				"events/s",
-				"vs SQLite one node",
-				"server CPU µs/event (all processes)",
-				"wall ms",
-				"slowest 1st delta ms",
-				"events/s range",
-			],
-			topologies.map((t) => {
-				const all = rounds.get(t)!;
-				const m = medianRound(all);
-				const range = sorted(all.map((x) => x.eventsPerSec));
-				return [
-					t.name,
-					fmt(m.eventsPerSec),
-					`${fmt((100 * m.eventsPerSec) / sqlite.eventsPerSec, 1)}%`,
-					fmt(m.cpuPerEventUs, 2),
-					fmt(m.wallMs, 1),
-					fmt(m.slowestFirstDeltaMs, 1),
-					`${fmt(range[0]!)}–${fmt(range.at(-1)!)}`,
-				];
-			}),
+		for (const [name, r] of [
+			["one node, SQLite", one],
+			["one node, PostgreSQL", onePg],
+			["3 replicas (PostgreSQL + Redis), subscriber on another replica", three],
+		] as const) {
+			rows.push(
+				`| ${name} | ${fmt(r.events)} | ${r.seconds.toFixed(2)} | ${fmt(r.perSecond)} | ${((r.perSecond / onePg.perSecond) * 100).toFixed(0)}% | ${((r.perSecond / one.perSecond) * 100).toFixed(0)}% |`,
+			);
+		}
+		rows.push(
+			"",
+			"| control across replicas (POST on C, run on A, effect on B's stream) | n | p50 ms | p99 ms |",
+			"|---|---|---|---|",
+			`| steer → its queue_update | ${latency.steer.length} | ${percentile(latency.steer, 50).toFixed(1)} | ${percentile(latency.steer, 99).toFixed(1)} |`,
+			`| abort → agent_end | ${latency.abort.length} | ${percentile(latency.abort, 50).toFixed(1)} | ${percentile(latency.abort, 99).toFixed(1)} |`,
+			"",
+			`load average (1 min): ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end; ${new Date().toISOString()}`,
 		);
-		console.log("\nCluster: each session's subscriber is on another replica than its run (every event crosses Redis).");
-		console.log(`\nControl across replicas (${CONTROL} tries each; run on A, POST on B, effect seen on C):`);
-		printTable(
-			["control", "p50 ms", "p99 ms", "max ms"],
-			[
-				[
-					"steer → its message_start (tool released after the 202)",
-					fmt(quantile(steer, 0.5), 2),
-					fmt(quantile(steer, 0.99), 2),
-					fmt(Math.max(...steer), 2),
-				],
-				["abort → agent_end", fmt(quantile(abort, 0.5), 2), fmt(quantile(abort, 0.99), 2), fmt(Math.max(...abort), 2)],
-			],
-		);
+		console.log(rows.join("\n"));
 	} finally {
-		for (const topology of topologies) for (const replica of topology.replicas) await replica.stop();
-		await dropSchemas().catch((error) => console.error(`dropping the bench schemas: ${error}`));
-		rmSync(dataDir, { recursive: true, force: true });
+		rmSync(tmp, { recursive: true, force: true });
+		for (const schema of schemas) await dropSchema(schema).catch(() => undefined);
 	}
 }
 
 await main();
+process.exit(0);

@@ -26,17 +26,6 @@ export interface ClientJob {
 	 * native events'; other protocols, e.g. bench/facades, have their own). At most 32 characters.
 	 */
 	deltaNeedle?: string;
-	/**
-	 * Streams that do not end by themselves (`GET /events`): the client closes each once this text
-	 * has arrived on it (e.g. `event: agent_end`). At most 32 characters.
-	 */
-	endNeedle?: string;
-	/**
-	 * Plain requests sent once every stream has its response head (e.g. the prompts whose events the
-	 * streams are waiting for, on another server); the clock of the job starts then. Each must
-	 * answer 2xx.
-	 */
-	triggers?: StreamRequest[];
 }
 
 export interface StreamStats {
@@ -81,11 +70,9 @@ function countNew(text: string, needle: string, tailLength: number): number {
  */
 function runStream(
 	req: StreamRequest,
-	clock: { t0: number },
+	t0: number,
 	record: boolean,
 	deltaNeedle = DELTA,
-	endNeedle?: string,
-	onHead?: () => void,
 ): Promise<StreamStats & { body?: string }> {
 	return new Promise((resolve, reject) => {
 		const url = new URL(req.url);
@@ -108,7 +95,7 @@ function runStream(
 		const finish = () => {
 			if (finished) return;
 			finished = true;
-			stats.endMs = performance.now() - clock.t0;
+			stats.endMs = performance.now() - t0;
 			if (record) stats.body = Buffer.concat(parts).toString("utf8");
 			socket.destroy();
 			resolve(stats);
@@ -119,11 +106,9 @@ function runStream(
 			const text = tail + payload.toString("latin1");
 			stats.events += countNew(text, EVENT, tail.length);
 			const deltas = countNew(text, deltaNeedle, tail.length);
-			if (deltas > 0 && stats.textDeltas === 0) stats.firstDeltaMs = performance.now() - clock.t0;
+			if (deltas > 0 && stats.textDeltas === 0) stats.firstDeltaMs = performance.now() - t0;
 			stats.textDeltas += deltas;
-			const ended = endNeedle !== undefined && countNew(text, endNeedle, tail.length) > 0;
 			tail = text.slice(-TAIL);
-			if (ended) finish();
 		};
 		const onBody = (data: Buffer) => {
 			let i = 0;
@@ -176,7 +161,6 @@ function runStream(
 					return reject(new Error(`expected a chunked response, got:\n${headers}`));
 				}
 				head = undefined;
-				onHead?.();
 				onBody(all.subarray(end + 4));
 				return;
 			}
@@ -187,36 +171,12 @@ function runStream(
 	});
 }
 
-/** One plain request; rejects unless it answers 2xx. */
-async function trigger(req: StreamRequest): Promise<void> {
-	const res = await fetch(req.url, { method: req.method, headers: req.headers, body: req.body });
-	const text = await res.text();
-	if (!res.ok) throw new Error(`${req.method} ${req.url}: ${res.status} ${text}`);
-}
-
 async function runJob(job: ClientJob): Promise<ClientResult> {
-	const clock = { t0: performance.now() };
-	let heads = 0;
-	let allHeads!: () => void;
-	const headsDone = new Promise<void>((resolve) => {
-		allHeads = resolve;
-	});
-	const onHead = () => {
-		heads += 1;
-		if (heads === job.requests.length) allHeads();
-	};
-	const streams = Promise.all(
-		job.requests.map((req, i) =>
-			runStream(req, clock, job.record === true && i === 0, job.deltaNeedle, job.endNeedle, onHead),
-		),
+	const t0 = performance.now();
+	const results = await Promise.all(
+		job.requests.map((req, i) => runStream(req, t0, job.record === true && i === 0, job.deltaNeedle)),
 	);
-	if (job.triggers) {
-		await Promise.race([headsDone, streams]);
-		clock.t0 = performance.now();
-		await Promise.all(job.triggers.map(trigger));
-	}
-	const results = await streams;
-	const wallMs = performance.now() - clock.t0;
+	const wallMs = performance.now() - t0;
 	const recorded = results[0]?.body;
 	for (const r of results) delete r.body;
 	return { wallMs, streams: results, recorded };

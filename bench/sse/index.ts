@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
+ *   npx tsx bench/sse/index.ts --postgres-only [--quick]   (BENCH_PG_URL; BENCH_SSE_STORE_PAIRS)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
  * real server from buildApp with the faux/echo model at 0 ms delay — memory store, then SQLite —
@@ -28,6 +29,9 @@
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
  * `git archive` into a temporary folder that shares this checkout's node_modules) against this
  * tree's, for each store, in interleaved pairs as above; only those pairs run.
+ *
+ * `--postgres-only` measures the PostgreSQL store against the SQLite store the same way (SQLite the
+ * base, PostgreSQL at `BENCH_PG_URL` in a schema of its own, dropped afterwards); only those pairs run.
  */
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { once } from "node:events";
@@ -62,6 +66,9 @@ const COMPARE_REF = process.argv.includes("--compare")
 const COMPARE_PAIRS = Number(
 	process.env.BENCH_SSE_COMPARE_PAIRS ?? (process.argv.includes("--quick") ? 6 : STORE_PAIRS),
 );
+/** `--postgres-only`: run only the SQLite/PostgreSQL store pairs. */
+const POSTGRES_ONLY = process.argv.includes("--postgres-only");
+const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 /** The checkout this file is in. */
 const REPO = path.resolve(here, "..", "..");
 const SIZES = [200, 2_000, 10_000];
@@ -607,8 +614,53 @@ async function mainCompare(ref: string): Promise<void> {
 	}
 }
 
+/** `--postgres-only`: SQLite store (base) against PostgreSQL store, interleaved pairs of both jobs. */
+async function mainPostgres(): Promise<void> {
+	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-pg-"));
+	const { default: pg } = await import("pg");
+	const schema = `bench_sse_${process.pid}`;
+	const admin = async (sql: string) => {
+		const client = new pg.Client({ connectionString: PG_URL });
+		await client.connect();
+		try {
+			await client.query(sql);
+		} finally {
+			await client.end();
+		}
+	};
+	console.log(
+		`bench/sse --postgres-only — node ${process.version}, ${cpus().length} cores, load average ` +
+			`${loadavg()
+				.map((l) => l.toFixed(1))
+				.join(", ")}, ${SESSIONS} sessions`,
+	);
+	try {
+		const pairs = async (jobs: (url: string) => Promise<ClientJob>) =>
+			benchPairs(
+				{ kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, `pairs-${Date.now()}.db`) },
+				{ kind: "wheelhouse", store: "postgres", databaseUrl: PG_URL, databaseSchema: schema },
+				STORE_PAIRS,
+				jobs,
+			);
+		const runs = { concurrent: await pairs(concurrentJob) };
+		await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+		const all = { ...runs, single: await pairs(singleJob) };
+		printPairs("PostgreSQL vs SQLite store", ["SQLite", "PostgreSQL"], STORE_PAIRS, all);
+		console.log(
+			`\nload average at the end: ${loadavg()
+				.map((l) => l.toFixed(1))
+				.join(", ")}`,
+		);
+	} finally {
+		clientChild?.kill();
+		rmSync(dbDir, { recursive: true, force: true });
+		await admin(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
+	}
+}
+
 export async function main(): Promise<void> {
 	if (METRICS_ONLY) return mainMetricsOnly();
+	if (POSTGRES_ONLY) return mainPostgres();
 	if (COMPARE_REF) return mainCompare(COMPARE_REF);
 	const dbDir = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-sse-"));
 	try {

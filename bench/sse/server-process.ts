@@ -1,8 +1,8 @@
 /**
  * The server under test of bench/sse, in its own process (forked by index.ts): either the raw
  * node:http writer or the real Wheelhouse server (buildApp, faux/echo at 0 ms delay unless
- * `fauxDelayMs` says otherwise, memory or
- * SQLite store, metrics on unless `metrics: "off"`) with one extra tool, `bench_wait`, that runs until the orchestrator says
+ * `fauxDelayMs` says otherwise, memory,
+ * SQLite or PostgreSQL store, metrics on unless `metrics: "off"`) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
@@ -15,8 +15,11 @@ export type ServerStart =
 	| { kind: "raw"; streams: Record<string, string> }
 	| {
 			kind: "wheelhouse";
-			store: "memory" | "sqlite";
+			store: "memory" | "sqlite" | "postgres";
 			dbPath?: string;
+			/** PostgreSQL store: the database URL and the schema (one replica, created if missing). */
+			databaseUrl?: string;
+			databaseSchema?: string;
 			fauxDelayMs?: number;
 			/** Prometheus metrics (default: the server's default, on). */
 			metrics?: "on" | "off";
@@ -37,8 +40,13 @@ const waiting: (() => void)[] = [];
 async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" }>): Promise<string> {
 	const { Type } = await import("@sinclair/typebox");
 	const { buildApp } = await import("../../src/server/app.js");
-	const { createMemoryStore, openSqliteStore } = await import("../../src/store/index.js");
-	const store = start.store === "sqlite" ? openSqliteStore({ path: start.dbPath! }) : createMemoryStore();
+	const { createMemoryStore, openPostgresStore, openSqliteStore } = await import("../../src/store/index.js");
+	const store =
+		start.store === "sqlite"
+			? openSqliteStore({ path: start.dbPath! })
+			: start.store === "postgres"
+				? await openPostgresStore({ url: start.databaseUrl!, schema: start.databaseSchema! })
+				: createMemoryStore();
 	const benchWait = {
 		name: "bench_wait",
 		label: "Bench wait",

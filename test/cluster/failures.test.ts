@@ -114,7 +114,7 @@ describe.skipIf(!ok)("cluster failures", () => {
 			try {
 				const [A, , C] = (await cluster.start(3, {
 					fauxDelayMs: 20,
-					envOf: (name) => (name === "C" ? { WHEELHOUSE_REDIS_URL: proxy.url } : {}),
+					envOf: (name): Record<string, string> => (name === "C" ? { WHEELHOUSE_REDIS_URL: proxy.url } : {}),
 				})) as Replica[];
 				const id = await createSession(A!);
 				const watch = await openSse(`${C!.url}/v1/sessions/${id}/events`);

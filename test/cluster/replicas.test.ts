@@ -229,6 +229,87 @@ describe.skipIf(!ok)("cluster: three replicas", () => {
 	);
 });
 
+
+describe.skipIf(!ok)("cluster: the failure modes of others", () => {
+	let A: Replica;
+	let B: Replica;
+	let C: Replica;
+	beforeAll(async () => {
+		[A, B, C] = (await cluster.start(3, { fauxDelayMs: 5 })) as [Replica, Replica, Replica];
+	}, T);
+	afterAll(() => stopAll());
+
+	it(
+		"no final event is lost to an id collision: back-to-back runs on alternating replicas keep every id once",
+		async () => {
+			const id = await createSession(A);
+			const watch = await openSse(`${C.url}/v1/sessions/${id}/events`);
+			await watch.waitForType("session_snapshot", T);
+			const ends: number[] = [];
+			for (const [i, replica] of [A, B, A, B, C].entries()) {
+				// Each run starts on the next replica the moment the last one ended.
+				const run = await promptSse(replica.url, id, { message: words(10, `r${i}-`) });
+				const end = await run.waitForType("agent_end", T);
+				ends.push(end.id as number);
+				run.close();
+			}
+			for (const end of ends) await watch.waitFor((e) => e.id === end && e.event === "agent_end", T);
+			expectIncreasing(idsOf(watch.events));
+			expect(watch.types().filter((t) => t === "agent_end")).toHaveLength(ends.length);
+			const log = await openSse(`${B.url}/v1/sessions/${id}/events?after=0`);
+			await log.waitFor((e) => e.id === ends.at(-1), T);
+			expectIncreasing(idsOf(log.events));
+			expect(log.events.filter((e) => e.event === "agent_end").map((e) => e.id)).toEqual(ends);
+			watch.close();
+			log.close();
+		},
+		T,
+	);
+
+	it(
+		"ifBusy interrupt on B aborts the run on A and starts the prompt on B; a repeated prompt (same key) on C follows that run",
+		async () => {
+			const id = await createSession(A);
+			const first = await promptSse(A.url, id, { message: words(2000) });
+			await first.waitFor((e) => e.event === "message_update", T);
+			const headers = { "content-type": "application/json", "idempotency-key": `k-${id}` };
+			const body = JSON.stringify({ message: "instead", ifBusy: "interrupt" });
+			const second = await openSse(`${B.url}/v1/sessions/${id}/prompt`, { method: "POST", headers, body });
+			const end = await first.waitForType("agent_end", T);
+			expect(end.data.messages.at(-1).stopReason).toBe("aborted");
+			const start = await second.waitForType("agent_start", T);
+			expect(start.id as number).toBeGreaterThan(end.id as number);
+			const repeat = await openSse(`${C.url}/v1/sessions/${id}/prompt`, { method: "POST", headers, body });
+			await second.waitForType("agent_end", T);
+			await repeat.waitForEnd(T);
+			expect(repeat.response.headers.get("idempotent-replayed")).toBe("true");
+			expect(repeat.types()[0]).toBe("agent_start");
+			expect(repeat.types().at(-1)).toBe("agent_end");
+			expect(idsOf(repeat.events).filter((n) => !second.ids().includes(n))).toEqual([]);
+		},
+		T,
+	);
+
+	it(
+		"a disconnect on a replica that does not run the session aborts nothing",
+		async () => {
+			const id = await createSession(A);
+			const onB = await openSse(`${B.url}/v1/sessions/${id}/events`);
+			const onC = await openSse(`${C.url}/v1/sessions/${id}/events`);
+			await onB.waitForType("session_snapshot", T);
+			await onC.waitForType("session_snapshot", T);
+			expect((await json(`${A.url}/v1/sessions/${id}/prompt`, "POST", { message: words(80) })).status).toBe(202);
+			await onB.waitFor((e) => e.event === "message_update", T);
+			onB.close();
+			const end = await onC.waitForType("agent_end", T);
+			const last = end.data.messages[end.data.messages.length - 1];
+			expect(last.stopReason).toBe("stop");
+			onC.close();
+		},
+		T,
+	);
+});
+
 describe.skipIf(ok)("cluster: three replicas", () => {
 	it(NO_CLUSTER_SERVICES, () => undefined);
 });

@@ -73,7 +73,7 @@ describe.skipIf(!ok)("PostgreSQL session leases and fencing", () => {
 		expect((await b.readEvents("s1", 0)).map((e) => e.data)).toEqual(['{"i":0}', '{"i":1}', '{"i":2}']);
 		// B writes on; its ids come after every id A could have handed out.
 		const next = b.appendEvent("s1", "e", '{"from":"b"}', 30) as number;
-		expect(next).toBeGreaterThan(staleId);
+		expect(next).toBeGreaterThan(staleId as number);
 		expect(b.appendMessages("s1", [assistant("b's answer")])).toBe(2);
 		expect(b.endRun("s1", "r1", { status: "completed", endedAt: 40, usage: usage(1, 1, 0) })).toBe(true);
 		await b.sync();

@@ -69,7 +69,6 @@ export class LeaseKeeper {
 	/** Gives up the lease of a session whose run here ended, once its events are published. */
 	async release(sessionId: string): Promise<void> {
 		await this.options.publisher.idle();
-		if (this.options.sessions.inMemory(sessionId)?.isBusy) return;
 		await this.options.leases.releaseSession(sessionId);
 	}
 

@@ -120,7 +120,15 @@ export class ClusterNode {
 
 	async close(): Promise<void> {
 		this.keeper?.stop();
-		await this.publisher.idle();
+		// What the last runs appended is published if the store takes it within a moment.
+		let timer: NodeJS.Timeout | undefined;
+		await Promise.race([
+			this.publisher.idle(),
+			new Promise((resolve) => {
+				timer = setTimeout(resolve, CLOSE_PUBLISH_WAIT_MS);
+			}),
+		]);
+		clearTimeout(timer);
 		this.publisher.close();
 		this.subscriptions.closeAll("server shutting down");
 		await this.redis.close();
@@ -202,6 +210,9 @@ export class ClusterNode {
 		return "resolved";
 	}
 }
+
+/** At close, how long the events still queued may take to be published. */
+const CLOSE_PUBLISH_WAIT_MS = 1_000;
 
 /** How much of a transcript's end is searched for the result of a call that no longer waits. */
 const RECENT_MESSAGES = 200;

@@ -114,6 +114,10 @@ export interface LiveSessionDeps {
 	eventTap?: EventTap;
 	/** The session's run ended and no other waits to start (cluster mode gives up its lease). */
 	onIdle?(session: LiveSession): void;
+	/** Resolves when a run may claim the session in the store (cluster mode: its lease is not being given up). */
+	beforeClaim?(sessionId: string): Promise<void> | undefined;
+	/** See `RunHost.claimRetryMs`. */
+	claimRetryMs?: number;
 }
 
 export class LiveSession {
@@ -205,6 +209,8 @@ export class LiveSession {
 				this.lastActiveAt = Date.now();
 			},
 			idle: () => this.deps.onIdle?.(this),
+			beforeClaim: () => this.deps.beforeClaim?.(this.id),
+			claimRetryMs: deps.claimRetryMs,
 		});
 		this.agent.subscribe((event) => this.onAgentEvent(event));
 		for (const ext of deps.extensions()) this.attachExtension(ext);

@@ -58,6 +58,12 @@ export type NewSessionInput = Partial<SessionConfig> & { messages?: AgentMessage
 
 const MAX_PAGE = 1000;
 
+/**
+ * Cluster mode: how long a run's claim waits for another replica that holds the idle session's
+ * lease (it gives it up right after its own run or request).
+ */
+const CLAIM_RETRY_MS = 3_000;
+
 /** How long aborted runs may take to emit their `agent_end` at shutdown. */
 export const SHUTDOWN_ABORT_WAIT_MS = 2_000;
 
@@ -82,6 +88,8 @@ export class SessionManager {
 	private readonly extensionList: SessionExtension[] = [];
 	private shuttingDown = false;
 	private evictTimer: NodeJS.Timeout | undefined;
+	/** Leases being given up (cluster mode), by session: a run claims the session after that. */
+	private readonly releasing = new Map<string, Promise<void>>();
 
 	constructor(private readonly options: SessionManagerOptions) {
 		for (const tool of options.tools) this.addTool(tool);
@@ -149,10 +157,12 @@ export class SessionManager {
 	/** Gives up the lease of a session that has no run here (cluster mode); failures are logged. */
 	private releaseIdle(session: LiveSession): void {
 		const release = this.options.releaseLease;
-		if (!release || session.isBusy) return;
-		release(session.id).catch((err: unknown) =>
-			this.options.logger.warn({ err, sessionId: session.id }, "could not give up the session's lease"),
-		);
+		if (!release || session.isBusy || this.releasing.has(session.id)) return;
+		const id = session.id;
+		const releasing = release(id)
+			.catch((err: unknown) => this.options.logger.warn({ err, sessionId: id }, "could not give up the session's lease"))
+			.finally(() => this.releasing.delete(id));
+		this.releasing.set(id, releasing);
 	}
 
 	/** The session if it is in memory, whoever owns it (for messages between replicas); no store read. */
@@ -290,7 +300,13 @@ export class SessionManager {
 			maxQueuedMessages: this.options.maxQueuedMessages,
 			runSlots: this.options.runSlots,
 			eventTap: this.options.eventTap,
-			...(shared ? { onIdle: (s: LiveSession) => this.releaseIdle(s) } : {}),
+			...(shared
+				? {
+						onIdle: (s: LiveSession) => this.releaseIdle(s),
+						beforeClaim: (sessionId: string) => this.releasing.get(sessionId),
+						claimRetryMs: CLAIM_RETRY_MS,
+					}
+				: {}),
 			isShuttingDown: () => this.shuttingDown,
 		});
 		for (const ext of this.extensionList) {

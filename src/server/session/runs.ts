@@ -60,6 +60,14 @@ export interface RunHost {
 	touch(): void;
 	/** The session has no run any more (none active, none waiting to start). */
 	idle?(): void;
+	/** Resolves when the store may be asked for the claim (cluster mode: the lease is not being given up). */
+	beforeClaim?(): Promise<void> | undefined;
+	/**
+	 * How long a claim the store refused on a session that is not running is retried (another
+	 * replica holds the session's lease for a moment, e.g. right after its run); 0 or absent: not
+	 * retried, the run goes on unrecorded as for a session deleted meanwhile.
+	 */
+	claimRetryMs?: number;
 }
 
 export class SessionRuns {
@@ -166,11 +174,8 @@ export class SessionRuns {
 		// that fails) must give the session back: otherwise it stays busy with no run to end it.
 		let recorded = false;
 		try {
-			recorded = await this.host.store.startRun(sessionId, run.id, Date.now(), prompt);
+			recorded = await this.claimInStore(run.id, prompt);
 			if (recorded) this.host.runStored(run.id, prompt);
-			else if ((await this.host.store.getSession(sessionId))?.status === "running") {
-				throw apiError("AGENT_BUSY", `Session ${sessionId} is running elsewhere; retry once its run ended.`);
-			}
 			this.activeRun = run;
 			this.host.touch();
 			attach?.(run);
@@ -195,6 +200,30 @@ export class SessionRuns {
 			}
 		})();
 		return run;
+	}
+
+	/**
+	 * The store's claim of the session for run `runId`: true when recorded. Throws `AGENT_BUSY`
+	 * when a run of the session is active elsewhere, or (with `claimRetryMs`) when another
+	 * process held the session for longer than that.
+	 */
+	private async claimInStore(runId: string, prompt: AgentMessage[]): Promise<boolean> {
+		const { sessionId, store } = this.host;
+		const retryMs = this.host.claimRetryMs ?? 0;
+		const deadline = Date.now() + retryMs;
+		for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+			await this.host.beforeClaim?.();
+			if (await store.startRun(sessionId, runId, Date.now(), prompt)) return true;
+			const status = (await store.getSession(sessionId))?.status;
+			if (status === "running") {
+				throw apiError("AGENT_BUSY", `Session ${sessionId} is running elsewhere; retry once its run ended.`);
+			}
+			if (status === undefined || retryMs <= 0) return false;
+			if (Date.now() >= deadline) {
+				throw apiError("AGENT_BUSY", `Session ${sessionId} is held by another replica; retry in a moment.`);
+			}
+			await new Promise((resolve) => setTimeout(resolve, pause));
+		}
 	}
 
 	/**

@@ -25,7 +25,7 @@
  */
 import type pg from "pg";
 import { closedError } from "../shared.js";
-import { asUnavailable, isConnectionFailure, type Queryable } from "./connection.js";
+import { asUnavailable, isConnectionFailure, named, type Queryable } from "./connection.js";
 import type { Bump, EventLog } from "./event-log.js";
 import type { PostgresSettings } from "./settings.js";
 import type { EventBatch, SessionState, WorkingSet } from "./working-set.js";
@@ -459,36 +459,44 @@ export class CommitQueue {
 	): Promise<void> {
 		if (batches.length > 0) {
 			await client.query(
-				`INSERT INTO event_batches (session_id, last_id, first_id, data)
+				named(
+					`INSERT INTO event_batches (session_id, last_id, first_id, data)
 				 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[])`,
-				[
-					batches.map((b) => b.sessionId),
-					batches.map((b) => b.last),
-					batches.map((b) => b.first),
-					batches.map((b) => b.data),
-				],
+					[
+						batches.map((b) => b.sessionId),
+						batches.map((b) => b.last),
+						batches.map((b) => b.first),
+						batches.map((b) => b.data),
+					],
+				),
 			);
 			const trims = batches.filter((b) => b.trimFloor > 0);
 			if (trims.length > 0) {
 				await client.query(
-					`DELETE FROM event_batches e USING unnest($1::text[], $2::bigint[]) AS t(id, floor)
+					named(
+						`DELETE FROM event_batches e USING unnest($1::text[], $2::bigint[]) AS t(id, floor)
 					 WHERE e.session_id = t.id AND e.last_id <= t.floor`,
-					[trims.map((b) => b.sessionId), trims.map((b) => b.trimFloor)],
+						[trims.map((b) => b.sessionId), trims.map((b) => b.trimFloor)],
+					),
 				);
 			}
 		}
 		if (bumps.length > 0) {
 			await client.query(
-				`UPDATE sessions s SET event_id_reserved = greatest(s.event_id_reserved, t.reserved)
+				named(
+					`UPDATE sessions s SET event_id_reserved = greatest(s.event_id_reserved, t.reserved)
 				 FROM unnest($1::text[], $2::bigint[]) AS t(id, reserved) WHERE s.id = t.id`,
-				[bumps.map((b) => b.state.sessionId), bumps.map((b) => b.reserved)],
+					[bumps.map((b) => b.state.sessionId), bumps.map((b) => b.reserved)],
+				),
 			);
 		}
 		if (touches.length > 0) {
 			await client.query(
-				`UPDATE sessions s SET last_active_at = greatest(s.last_active_at, t.at)
+				named(
+					`UPDATE sessions s SET last_active_at = greatest(s.last_active_at, t.at)
 				 FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE s.id = t.id`,
-				[touches.map(([id]) => id), touches.map(([, at]) => at)],
+					[touches.map(([id]) => id), touches.map(([, at]) => at)],
+				),
 			);
 		}
 	}

@@ -17,7 +17,7 @@
 import type { EventPage } from "../shared.js";
 import { decodeBatch, encodeEvent, encodeSkip } from "../sqlite/event-batch.js";
 import type { StoredEvent } from "../types.js";
-import type { Queryable } from "./connection.js";
+import { named, type Queryable } from "./connection.js";
 import type { EventBatch, SessionState, WorkingSet } from "./working-set.js";
 
 /** Event ids reserved per extension; bounds the id gap a crash can leave. */
@@ -175,10 +175,12 @@ export class EventLog {
 		if (state) return state.last;
 		const row = (
 			await db.query<{ last: number }>(
-				`SELECT greatest(last_event_id, event_id_reserved,
-				 coalesce((SELECT max(last_id) FROM event_batches WHERE session_id = $1), 0)) AS last
-				 FROM sessions WHERE id = $1`,
-				[sessionId],
+				named(
+					`SELECT greatest(last_event_id, event_id_reserved,
+					 coalesce((SELECT max(last_id) FROM event_batches WHERE session_id = $1), 0)) AS last
+					 FROM sessions WHERE id = $1`,
+					[sessionId],
+				),
 			)
 		).rows[0];
 		return row?.last;
@@ -197,8 +199,10 @@ export class EventLog {
 		while (!done && page.open) {
 			const rows = (
 				await db.query<{ first_id: number; last_id: number; data: string }>(
-					"SELECT first_id, last_id, data FROM event_batches WHERE session_id = $1 AND last_id > $2 ORDER BY last_id LIMIT $3",
-					[sessionId, cursor, ROWS_PER_READ],
+					named(
+						"SELECT first_id, last_id, data FROM event_batches WHERE session_id = $1 AND last_id > $2 ORDER BY last_id LIMIT $3",
+						[sessionId, cursor, ROWS_PER_READ],
+					),
 				)
 			).rows;
 			for (const row of rows) {

@@ -11,7 +11,7 @@ import { ZERO_USAGE_JSON } from "../sqlite/rows.js";
 import type { RunEnd, UsageTotals } from "../types.js";
 import { usageEntriesOf } from "../usage.js";
 import type { CommitQueue } from "./commit.js";
-import type { Queryable } from "./connection.js";
+import { named, type Queryable } from "./connection.js";
 import type { SessionState } from "./working-set.js";
 
 export class RunWrites {
@@ -171,8 +171,10 @@ export async function insertMessages(
 ): Promise<void> {
 	const counted = (
 		await tx.query<{ message_count: number; owner_id: string | null }>(
-			"UPDATE sessions SET message_count = message_count + $1 WHERE id = $2 RETURNING message_count, owner_id",
-			[rows.length, sessionId],
+			named("UPDATE sessions SET message_count = message_count + $1 WHERE id = $2 RETURNING message_count, owner_id", [
+				rows.length,
+				sessionId,
+			]),
 		)
 	).rows[0];
 	if (!counted) throw new Error(`session "${sessionId}" no longer exists`);

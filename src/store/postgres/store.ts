@@ -67,7 +67,7 @@ import type {
 } from "../types.js";
 import { checkUsageQuery } from "../usage.js";
 import { CommitQueue } from "./commit.js";
-import { asUnavailable, createPool, type Queryable } from "./connection.js";
+import { asUnavailable, createPool, named, type Queryable } from "./connection.js";
 import { EventLog, ID_RESERVATION } from "./event-log.js";
 import { DB_NOW_MS, expiredRuns, releaseLeases, renewLeases, takeLease } from "./leases.js";
 import { checkSchemaVersion, LATEST_PG_SCHEMA_VERSION, migrate } from "./migrations.js";
@@ -208,7 +208,7 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	private async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
 		const db = await this.reader();
 		try {
-			return (await db.query<R>(sql, params)).rows;
+			return (await db.query<R>(named(sql, params))).rows;
 		} catch (error) {
 			throw asUnavailable(error, "a read", this.settings.url.redacted);
 		}
@@ -275,17 +275,16 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		if (this.closed || this.sessions.size === 0) return [];
 		await this.begin();
 		const states = [...this.sessions.values()];
-		let renewed: Set<string>;
-		try {
-			renewed = await renewLeases(
-				this.pool,
+		// Through the commit queue: a renewal running beside a commit, both updating session rows in
+		// their own order, could deadlock with it.
+		const renewed = await this.commits.durable((tx) =>
+			renewLeases(
+				tx,
 				states.map((s) => s.sessionId),
 				states.map((s) => s.token),
 				this.settings.leaseTtlMs,
-			);
-		} catch (error) {
-			throw asUnavailable(error, "renewing leases", this.settings.url.redacted);
-		}
+			),
+		);
 		const lost: string[] = [];
 		for (const state of states) {
 			if (renewed.has(state.sessionId) || !this.sessions.holds(state)) continue;
@@ -307,11 +306,7 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		if (!this.sessions.holds(state)) return false;
 		this.sessions.delete(sessionId);
 		this.log.drop(state);
-		try {
-			await releaseLeases(this.pool, [leaseOf(state)]);
-		} catch (error) {
-			throw asUnavailable(error, "releasing a lease", this.settings.url.redacted);
-		}
+		await this.commits.durable((tx) => releaseLeases(tx, [leaseOf(state)]));
 		return true;
 	}
 
@@ -910,7 +905,8 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 			}
 			// Give the leases and unused id reservations back, so a restart continues ids without a gap.
 			try {
-				await releaseLeases(this.pool, [...this.sessions.values()].map(leaseOf));
+				const leases = [...this.sessions.values()].map(leaseOf);
+				await this.commits.durable((tx) => releaseLeases(tx, leases));
 			} catch (error) {
 				this.settings.onFlushError(new Error(`releasing session leases failed: ${(error as Error).message}`));
 			}
