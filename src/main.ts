@@ -13,8 +13,8 @@
 import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
-import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
 import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
+import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
 import { recoverInterruptedRuns } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";

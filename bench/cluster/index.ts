@@ -218,7 +218,9 @@ async function throughput(urls: string[], runOn: (i: number) => number, watchOn:
 	await Promise.all(subscribers.map((s) => s.opened));
 	const ends = subscribers.map((s) => s.next((type) => type === "agent_end"));
 	const started = performance.now();
-	await Promise.all(ids.map((id, i) => post(`${urls[runOn(i)]}/v1/sessions/${id}/prompt`, { message: words(WORDS, "w") })));
+	await Promise.all(
+		ids.map((id, i) => post(`${urls[runOn(i)]}/v1/sessions/${id}/prompt`, { message: words(WORDS, "w") })),
+	);
 	const last = Math.max(...(await Promise.all(ends)));
 	const events = subscribers.reduce((sum, s) => sum + s.events, 0);
 	for (const s of subscribers) s.close();
@@ -283,13 +285,16 @@ async function main(): Promise<void> {
 		return;
 	}
 	const load0 = loadavg()[0]!;
-	console.log(`bench/cluster: ${SESSIONS} sessions x ${WORDS} words, ${CONTROL} control rounds; load ${load0.toFixed(2)}`);
+	console.log(
+		`bench/cluster: ${SESSIONS} sessions x ${WORDS} words, ${CONTROL} control rounds; load ${load0.toFixed(2)}`,
+	);
 	const tag = `bench_cluster_${process.pid}_${randomBytes(3).toString("hex")}`;
 	const schemas = [`${tag}_c`, `${tag}_p`];
 	const tmp = mkdtempSync(path.join(tmpdir(), "wheelhouse-bench-cluster-"));
 	const rows: string[] = [];
 	try {
 		// One node, SQLite.
+		console.error("one node, SQLite ...");
 		const sqlite = [await startServer({ WHEELHOUSE_STORE: "sqlite", WHEELHOUSE_DB: path.join(tmp, "bench.db") })];
 		const one = await throughput(
 			sqlite.map((s) => s.url),
@@ -298,6 +303,7 @@ async function main(): Promise<void> {
 		);
 		await stopServers(sqlite);
 		// One node, PostgreSQL.
+		console.error("one node, PostgreSQL ...");
 		const pgEnv = { WHEELHOUSE_STORE: "postgres", WHEELHOUSE_DATABASE_URL: PG_URL };
 		const pgOne = [await startServer({ ...pgEnv, WHEELHOUSE_DATABASE_SCHEMA: schemas[1]! })];
 		const onePg = await throughput(
@@ -307,6 +313,7 @@ async function main(): Promise<void> {
 		);
 		await stopServers(pgOne);
 		// Three replicas.
+		console.error("three replicas ...");
 		const clusterEnv = {
 			...pgEnv,
 			WHEELHOUSE_DATABASE_SCHEMA: schemas[0]!,
@@ -321,6 +328,7 @@ async function main(): Promise<void> {
 			(i) => i % 3,
 			(i) => (i + 1) % 3,
 		);
+		console.error("control latency ...");
 		const latency = await control(urls);
 		await stopServers(replicas);
 		const load1 = loadavg()[0]!;

@@ -151,6 +151,6 @@ describe.skipIf(!ok)("cluster failures", () => {
 	);
 });
 
-describe.skipIf(ok)("cluster failures", () => {
+describe.skipIf(ok)("cluster failures (no services)", () => {
 	it(NO_CLUSTER_SERVICES, () => undefined);
 });

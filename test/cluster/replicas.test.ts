@@ -229,7 +229,6 @@ describe.skipIf(!ok)("cluster: three replicas", () => {
 	);
 });
 
-
 describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	let A: Replica;
 	let B: Replica;
@@ -291,6 +290,27 @@ describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	);
 
 	it(
+		"a reader that subscribed a moment before the run starts elsewhere gets every event (the approval request too)",
+		async () => {
+			for (let i = 0; i < 5; i++) {
+				const id = await createSession(A, { toolApprovals: { calculate: "always" } });
+				const watch = await openSse(`${B.url}/v1/sessions/${id}/events`);
+				await watch.waitForType("session_snapshot", T);
+				const run = await promptSse(A.url, id, { message: '/tool calculate {"expression":"1+1"}' });
+				const requested = await run.waitForType("approval_requested", T);
+				const seen = await watch.waitForType("approval_requested", 20_000);
+				expect(seen.id).toBe(requested.id);
+				await json(`${C.url}/v1/sessions/${id}/abort`, "POST");
+				await watch.waitForType("agent_end", T);
+				expect(idsOf(watch.events.filter((e) => e.event !== "session_snapshot"))).toEqual(idsOf(run.events));
+				watch.close();
+				run.close();
+			}
+		},
+		T,
+	);
+
+	it(
 		"a disconnect on a replica that does not run the session aborts nothing",
 		async () => {
 			const id = await createSession(A);
@@ -310,7 +330,7 @@ describe.skipIf(!ok)("cluster: the failure modes of others", () => {
 	);
 });
 
-describe.skipIf(ok)("cluster: three replicas", () => {
+describe.skipIf(ok)("cluster: three replicas (no services)", () => {
 	it(NO_CLUSTER_SERVICES, () => undefined);
 });
 

@@ -25,9 +25,9 @@ describe("cluster settings", () => {
 		const settings = resolveClusterSettings(loadConfig(env));
 		expect(settings).toMatchObject({ redisUrl: "redis://127.0.0.1:6379", prefix: "wheelhouse:" });
 		expect(settings?.replicaId).not.toBe(resolveClusterSettings(loadConfig(env))?.replicaId);
-		expect(
-			resolveClusterSettings(loadConfig({ ...env, WHEELHOUSE_REDIS_PREFIX: "staging:" }))?.prefix,
-		).toBe("staging:");
+		expect(resolveClusterSettings(loadConfig({ ...env, WHEELHOUSE_REDIS_PREFIX: "staging:" }))?.prefix).toBe(
+			"staging:",
+		);
 	});
 
 	it("refuse a URL that is not redis://, naming WHEELHOUSE_REDIS_URL", () => {

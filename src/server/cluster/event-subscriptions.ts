@@ -6,8 +6,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { decodeEventMessage } from "./event-publisher.js";
-import { RESYNC_MESSAGE } from "./leases.js";
-import { eventChannel, type RedisLink } from "./redis.js";
+import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
 
 /** A reader of one session's live events. */
 export interface LiveEventReader {

@@ -14,15 +14,12 @@ import type { SessionManager } from "../session/manager.js";
 import type { WebhookEvents } from "../webhooks/events.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
-import { eventChannel, type RedisLink } from "./redis.js";
+import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
 
 /** The store's lease role, or undefined for a store without one. */
 export function leasesOf(store: SessionStore): LeaseStore | undefined {
 	return isLeaseStore(store) ? store : undefined;
 }
-
-/** The message on a session's event channel that tells its readers to re-read the log. */
-export const RESYNC_MESSAGE = "resync";
 
 export interface LeaseKeeperOptions {
 	store: SessionStore;

@@ -13,6 +13,9 @@ export function eventChannel(prefix: string, sessionId: string): string {
 	return `${prefix}events:${sessionId}`;
 }
 
+/** The message on a session's event channel that tells its readers to re-read the log. */
+export const RESYNC_MESSAGE = "resync";
+
 /** The channel every replica listens to for control messages. */
 export function controlChannel(prefix: string): string {
 	return `${prefix}control`;

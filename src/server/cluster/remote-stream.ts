@@ -140,9 +140,10 @@ class ClusterReader {
 			const events = await log.read(cursor, REPLAY_PAGE_EVENTS, replayPageBytes(this.settings, this.sse));
 			if (this.stopped || this.sse.isClosed) return;
 			if (events.length > 0 && events[0]!.id > cursor + 1 && !(await log.isRetained(cursor))) {
+				// The trimmed handler sends a reset snapshot and moves the cursor to it; the next read
+				// (a live message, or the periodic re-check) goes on from there.
 				this.trimmed();
-				// The trimmed handler moved the cursor to its snapshot: go on from there.
-				continue;
+				return;
 			}
 			let progressed = false;
 			for (const event of events) {
@@ -213,7 +214,10 @@ export function streamClusterEvents(
 		return snap.id;
 	};
 	let cursor: number;
-	if (afterId === undefined || afterId > session.lastEventId) {
+	// A cursor past the log's written end, on a session running elsewhere, is one the running
+	// replica sent a moment ago: its events follow, live or from the log.
+	const ahead = afterId !== undefined && afterId > session.lastEventId;
+	if (afterId === undefined || (ahead && session.config.status !== "running")) {
 		const snap = snapshotFrame(session, afterId !== undefined);
 		sse.send(snap.frame, snap.id);
 		cursor = snap.id;

@@ -160,7 +160,9 @@ export class SessionManager {
 		if (!release || session.isBusy || this.releasing.has(session.id)) return;
 		const id = session.id;
 		const releasing = release(id)
-			.catch((err: unknown) => this.options.logger.warn({ err, sessionId: id }, "could not give up the session's lease"))
+			.catch((err: unknown) =>
+				this.options.logger.warn({ err, sessionId: id }, "could not give up the session's lease"),
+			)
 			.finally(() => this.releasing.delete(id));
 		this.releasing.set(id, releasing);
 	}

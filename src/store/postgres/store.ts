@@ -217,7 +217,9 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	private toRecord(row: SessionRowWithLog): SessionRecord {
 		const state = this.sessions.get(row.id);
 		const written = Math.max(row.batch_last ?? 0, row.last_event_id);
-		const last = state?.last ?? Math.max(written, row.event_id_reserved);
+		// A cluster's other replicas see what is written: the holder's reservation runs ahead of the
+		// ids it assigned, and a reader must not take the reserved ids for events.
+		const last = state?.last ?? (this.settings.cluster ? written : Math.max(written, row.event_id_reserved));
 		const touched = Math.max(this.commits.touches.get(row.id) ?? 0, this.commits.touchesInFlight.get(row.id) ?? 0);
 		return toSessionRecord(row, touched || undefined, last);
 	}
