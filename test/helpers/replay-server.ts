@@ -38,6 +38,12 @@ export interface ReplayResponse {
 	resetWhen?: Promise<unknown>;
 	/** Stop writing after this many body bytes and keep the connection open. */
 	stallAfterBytes?: number;
+	/**
+	 * With `stallAfterBytes`: once this promise resolves (e.g. "the test saw the first delta"),
+	 * write the rest of the body and end, so a test holds a model answer mid-stream for as long
+	 * as it needs without sleeping.
+	 */
+	resumeWhen?: Promise<unknown>;
 	/** Never answer at all (headers included). */
 	stall?: boolean;
 }
@@ -168,7 +174,13 @@ export class ReplayServer {
 			res.socket?.destroy();
 			return;
 		}
-		if (scripted.stallAfterBytes !== undefined) return;
+		if (scripted.stallAfterBytes !== undefined) {
+			if (!scripted.resumeWhen) return;
+			await scripted.resumeWhen;
+			if (res.destroyed) return;
+			res.end(body.subarray(limit));
+			return;
+		}
 		res.end();
 	}
 }
