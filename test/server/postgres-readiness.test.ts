@@ -5,7 +5,7 @@
  * committed once the database is back, and readiness returns.
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { PostgresSessionStore } from "../../src/store/postgres.js";
 import { freePort } from "../helpers/main-process.js";
 import { havePostgres, NO_POSTGRES, PG_URL, testSchemas } from "../helpers/postgres.js";
@@ -95,7 +95,10 @@ describe.skipIf(!ok)("the server while PostgreSQL is unreachable", () => {
 		expect(store.appendMessages(id, [user("written while the database was away")])).toBe(1);
 		await store.sync();
 		expect(store.syncPending).toBe(true);
-		expect(flushErrors.some((e) => /stay queued for the next try/.test(e.message))).toBe(true);
+		// The commit attempt that carries it reports the failure (the barrier may resolve on an earlier attempt's end).
+		await vi.waitFor(() => expect(flushErrors.some((e) => /stay queued for the next try/.test(e.message))).toBe(true), {
+			timeout: 10_000,
+		});
 
 		await proxy.restore();
 		const deadline = Date.now() + 20_000;
