@@ -408,7 +408,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 	() => {
 		afterEach(() => stopAll());
 
-		it("resumes after SIGTERM mid-run (the aborted answer once) and after SIGKILL mid-run (the run marked interrupted)", async () => {
+		it("resumes after SIGTERM mid-run (the aborted answer once) and after SIGKILL mid-run (the run marked interrupted, then continued)", async () => {
 			// src/main.ts finds the page in the repository's dist/playground when it runs from src/.
 			await buildPlayground(path.join(repoRoot, "dist/playground"));
 			const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-main-"));
@@ -432,7 +432,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant"]);
 			await page.locator(".msg.assistant .error", { hasText: /abort/i }).waitFor();
 
-			// SIGKILL: the next process puts run_interrupted on the stream; the streaming answer was not kept.
+			// SIGKILL: the next process puts run_interrupted on the stream; the streaming answer was not kept,
+			// and the session's default onInterrupt ("continue") answers again in a new run.
 			await send(page, long);
 			await page.locator(".msg.assistant", { hasText: "w3" }).nth(1).waitFor();
 			main.child.kill("SIGKILL");
@@ -440,14 +441,15 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			main = await startMain({ db, port, env });
 			await page.locator('#events li[data-type="run_interrupted"]').waitFor();
 			await page.locator("#connection", { hasText: /resumed after event #\d+/ }).waitFor();
+			await page.locator(".msg.assistant", { hasText: "w299" }).waitFor({ timeout: 60_000 });
 			await idle(page);
-			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant", "you"]);
+			expect(await texts(page, ".msg .role")).toEqual(["you", "assistant", "you", "assistant"]);
 			expect(await page.locator("#notice").textContent()).toMatch(/.+/);
 			const ids = await page
 				.locator("#events li[data-id]")
 				.evaluateAll((items) => items.map((i) => Number((i as unknown as Dataset).dataset.id)));
 			expect(new Set(ids).size, "no event twice").toBe(ids.length);
 			expect(errors.filter((e) => !/ERR_CONNECTION_REFUSED|Failed to load resource/.test(e))).toEqual([]);
-		}, 90_000);
+		}, 150_000);
 	},
 );
