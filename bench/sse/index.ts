@@ -79,6 +79,12 @@ const COMPARE_PAIRS = Number(
 const TRACING_ONLY = process.argv.includes("--tracing");
 /** Rounds of `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
 const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
+/**
+ * Jobs back to back per server and round in `--tracing` (BENCH_SSE_TRACING_JOBS; 1 with --quick):
+ * one 100-session job lasts ~150 ms, short enough for a scheduler hiccup to swing its figure by
+ * half, so a round's figure is that of several jobs together.
+ */
+const TRACING_JOBS = Number(process.env.BENCH_SSE_TRACING_JOBS ?? (process.argv.includes("--quick") ? 1 : 4));
 /** `--postgres-only`: run only the SQLite/PostgreSQL store pairs. */
 const POSTGRES_ONLY = process.argv.includes("--postgres-only");
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -240,6 +246,37 @@ async function runMeasured(server: ServerChild, job: ClientJob): Promise<Figures
 	const result = figures(await runClient(job));
 	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
 	return { ...result, serverCpuPerEventUs: (after - before) / result.events };
+}
+
+/**
+ * `times` jobs back to back as one measurement: events, bytes, wall and server CPU added up. The
+ * jobs are made first (their sessions created), outside the measurement, as in {@link runMeasured}.
+ */
+async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJob>, times: number): Promise<Figures> {
+	const jobs: ClientJob[] = [];
+	for (let i = 0; i < times; i++) jobs.push(await job());
+	const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	let events = 0;
+	let bytes = 0;
+	let deltas = 0;
+	let wallMs = 0;
+	for (const prepared of jobs) {
+		const f = figures(await runClient(prepared));
+		events += f.events;
+		bytes += f.bytes;
+		deltas += f.deltas;
+		wallMs += f.wallMs;
+	}
+	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	return {
+		events,
+		eventsPerSec: events / (wallMs / 1000),
+		bytes,
+		deltas,
+		bytesPerDelta: bytes / deltas,
+		wallMs,
+		serverCpuPerEventUs: (after - before) / events,
+	};
 }
 
 async function measure(server: ServerChild, jobs: Jobs): Promise<Figures> {
@@ -652,12 +689,16 @@ async function benchRounds(
 	starts: ServerStart[],
 	rounds: number,
 	jobs: (url: string) => Promise<ClientJob>,
-): Promise<Figures[][]> {
+	jobsPerRound = 1,
+): Promise<{ rounds: Figures[][]; wholeCpuPerEventUs: number[] }> {
 	const servers: ServerChild[] = [];
 	try {
 		for (const start of starts) servers.push(await ServerChild.start(start));
-		const once = async (server: ServerChild) => runMeasured(server, await jobs(server.url));
+		const once = (server: ServerChild) => runMeasuredTimes(server, () => jobs(server.url), jobsPerRound);
 		for (const server of servers) await once(server); // warm-up
+		// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
+		// export, a collection) may fall outside its own measured windows, but not outside these.
+		const cpuBefore = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
 		const out: Figures[][] = servers.map(() => []);
 		for (let r = 0; r < rounds; r++) {
 			for (let k = 0; k < servers.length; k++) {
@@ -665,7 +706,12 @@ async function benchRounds(
 				out[i].push(await once(servers[i]));
 			}
 		}
-		return out;
+		await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the span processors' 5 s export delay
+		const cpuAfter = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
+		const wholeCpuPerEventUs = servers.map(
+			(_, i) => (cpuAfter[i] - cpuBefore[i]) / out[i].reduce((sum, f) => sum + f.events, 0),
+		);
+		return { rounds: out, wholeCpuPerEventUs };
 	} finally {
 		for (const server of servers) await server.stop();
 	}
@@ -700,11 +746,21 @@ async function mainTracing(): Promise<void> {
 				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers`,
 		);
 		const starts = [off, ...variants.map(([, start]) => start)];
-		const concurrent = await benchRounds(starts, TRACING_PAIRS, concurrentJob);
-		const single = await benchRounds(starts, TRACING_PAIRS, singleJob);
+		console.log(
+			`each round: ${TRACING_JOBS} jobs back to back per server (${SESSIONS} sessions x ${SHORT} tokens), one job (one stream)`,
+		);
+		const concurrentRun = await benchRounds(starts, TRACING_PAIRS, concurrentJob, TRACING_JOBS);
+		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob);
+		const concurrent = concurrentRun.rounds;
+		const single = singleRun.rounds;
 		const results = variants.map(([name], i) => {
 			const runs = { concurrent: pairsOf(concurrent[0], concurrent[i + 1]), single: pairsOf(single[0], single[i + 1]) };
 			printPairs(`${name} vs everything off, memory store`, ["off", name], TRACING_PAIRS, runs);
+			const whole = (run: { wholeCpuPerEventUs: number[] }) =>
+				`${fmt(run.wholeCpuPerEventUs[0], 2)} → ${fmt(run.wholeCpuPerEventUs[i + 1], 2)} µs (off / ${name} ${pct(run.wholeCpuPerEventUs[0], run.wholeCpuPerEventUs[i + 1])})`;
+			console.log(
+				`  server CPU per event over the whole run, deferred work included: ${SESSIONS} sessions ${whole(concurrentRun)}; one stream ${whole(singleRun)}`,
+			);
 			return [name, runs] as const;
 		});
 		// The servers were stopped (their last spans flushed at close): what reached the collector.
