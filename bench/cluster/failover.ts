@@ -5,8 +5,9 @@
  * Each try: the run on A streams an answer (faux/echo, 20 ms per word), a subscriber on C has
  * seen its first delta, A is SIGKILLed. Measured from the kill: the `run_interrupted` event on C
  * (another replica took the session over after the lease TTL and recorded the interruption), and
- * the first event of the continued run on C, the client calling `POST /continue` on B as soon as
- * it sees the interruption. A is started again before the next try.
+ * the first event of the continued run on C: the replica that took the session over continues the
+ * run by itself (the session's `onInterrupt` is `"continue"`, the default); no client asks for it.
+ * A is started again before the next try.
  *
  *   npx tsx bench/cluster/failover.ts [--tries 5] [--ttl 3000]
  *
@@ -116,7 +117,6 @@ async function main(): Promise<void> {
 				} else if (killedAt > 0 && message.event === "run_interrupted") {
 					interruptedAt = performance.now();
 					interrupted.push(interruptedAt - killedAt);
-					await post(`${b.url}/v1/sessions/${id}/continue`);
 				} else if (interruptedAt > 0 && message.event === "agent_start") {
 					continued.push(performance.now() - killedAt);
 					break;
@@ -145,8 +145,12 @@ async function main(): Promise<void> {
 	console.log("| from SIGKILL of the replica running the session to | median s | range s |");
 	console.log("|---|---|---|");
 	console.log(line("`run_interrupted` on another replica's stream (takeover recorded)", interrupted));
-	console.log(line("`agent_start` of the continued run (client calls `continue` on seeing it)", continued));
-	console.log(`\ngoal: takeover within TTL + 2 s = ${((TTL_MS + 2000) / 1000).toFixed(1)} s`);
+	console.log(line("`agent_start` of the continued run (continued by the replica that took it over)", continued));
+	const goal = TTL_MS + 2000;
+	const worst = Math.max(...continued);
+	console.log(
+		`\ngoal: the continued run's first event within TTL + 2 s = ${(goal / 1000).toFixed(1)} s: ${worst <= goal ? "met" : "NOT met"} (slowest try ${(worst / 1000).toFixed(2)} s)`,
+	);
 }
 
 await main();
