@@ -1,12 +1,14 @@
 /**
  * The engines failing under a cluster of three replica processes, without touching the shared
- * engines: a private redis-server killed mid-run and started again (empty), and PostgreSQL made
- * unreachable for seconds by a TCP proxy between the replicas and it. While an engine is away
+ * engines: a private redis-server killed mid-run and started again (empty); a private
+ * redis-server short of memory, which evicts keys and disconnects a subscriber that falls behind;
+ * and PostgreSQL made unreachable for seconds by a TCP proxy between the replicas and it. While an engine is away
  * every answer is a success or a 503 with the error envelope (no 500, no other 5xx), /readyz names
  * the engine; nothing that was acknowledged is lost; the run in flight ends, its stream (resumed
  * with Last-Event-ID) has every event once, and the cluster streams across replicas again after.
  */
 import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { readSse } from "../../src/client/sse-parser.js";
 import { ERRORS } from "../../src/server/errors.js";
@@ -200,6 +202,91 @@ describe.skipIf(!enabled)("engines failing under three replicas", () => {
 				watcher,
 				"the second run's end on B",
 				(e) => e.type === "agent_end" && e.id! > log.at(-1)!.id!,
+			);
+			expectExactlyOnce(watcher, await storedLog(C!.url, id, 2));
+		},
+		T,
+	);
+
+	it(
+		"Redis under memory pressure drops a stalled replica's subscriber: its reader still gets every event once, from the store, and nothing of the cluster was a key to evict",
+		async () => {
+			// Keys are evicted as soon as memory is short, and a subscriber whose unread messages pass
+			// 32 KB is disconnected at once: the two ways a Redis under pressure loses live data.
+			const redis: PrivateRedis = await startPrivateRedis([
+				"--maxmemory",
+				"4mb",
+				"--maxmemory-policy",
+				"allkeys-lru",
+				"--client-output-buffer-limit",
+				"pubsub",
+				"32kb",
+				"16kb",
+				"1",
+			]);
+			cleanups.push(() => redis.close());
+			const admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+			cleanups.push(() => admin.disconnect());
+			const schema = schemas.next();
+			const prefix = `wh-test:${schema}:${randomBytes(3).toString("hex")}:`;
+			const [A, B, C] = await startReplicas({
+				...clusterEnv(schema, prefix, { fauxDelayMs: 1, heartbeatMs: 500, leaseTtlMs: 5000 }),
+				WHEELHOUSE_REDIS_URL: redis.url,
+			});
+			let filled = 0;
+			const fill = async (n: number) => {
+				for (let i = 0; i < n; i++) await admin.set(`filler:${filled++}`, "x".repeat(64 * 1024));
+			};
+			await fill(100);
+			const evicted = async () => Number(/evicted_keys:(\d+)/.exec(await admin.info("stats"))![1]);
+			expect(await evicted(), "memory is short: keys are being evicted").toBeGreaterThan(0);
+
+			const id = (await json(`${A!.url}/v1/sessions`, "POST", {})).body.id as string;
+			const watcher = follow(B!.url, id);
+			cleanups.push(() => watcher.stop());
+			// ~100 KB: the user message's own event is more than a subscriber may have pending.
+			const answer = words(1500, "x".repeat(60));
+			expect((await json(`${A!.url}/v1/sessions/${id}/prompt`, "POST", { message: answer })).status).toBe(202);
+			await waitForEvent(watcher, "the first delta on B", (e) => e.type === "message_update");
+
+			const subscribers = async () =>
+				((await admin.call("CLIENT", "LIST", "TYPE", "pubsub")) as string)
+					.split("\n")
+					.filter((line) => / name=wheelhouse-sub /.test(line))
+					.map((line) => /^id=(\d+)/.exec(line)![1]!);
+			const before = await subscribers();
+			expect(before).toHaveLength(3);
+			// B reads nothing for 3 s while A publishes the answer, and keys keep being evicted.
+			B!.child.kill("SIGSTOP");
+			cleanups.push(() => void B!.child.kill("SIGCONT"));
+			const stalledUntil = Date.now() + 3000;
+			while (Date.now() < stalledUntil) await fill(10);
+			B!.child.kill("SIGCONT");
+
+			await waitForEvent(watcher, "agent_end on B", (e) => e.type === "agent_end");
+			expect(redis.log(), "Redis dropped a subscriber for its output buffer").toMatch(
+				/name=wheelhouse-sub.*output buffer limits/,
+			);
+			const after = await waitUntil("B subscribed again", async () => {
+				const now = await subscribers();
+				return now.length === 3 ? now : undefined;
+			});
+			expect(
+				before.filter((subscriber) => after.includes(subscriber)),
+				"A's and C's subscribers kept",
+			).toHaveLength(2);
+			expectExactlyOnce(watcher, await storedLog(C!.url, id, 1));
+			expect(answerText((await json(`${C!.url}/v1/sessions/${id}/messages`)).body.messages)).toEqual([answer]);
+			// Nothing the cluster keeps was a key that pressure could evict.
+			expect(await admin.keys(`${prefix}*`)).toEqual([]);
+			expect(await evicted()).toBeGreaterThan(0);
+
+			// Live across replicas again: a run on C streams to B.
+			expect((await json(`${C!.url}/v1/sessions/${id}/prompt`, "POST", { message: "after pressure" })).status).toBe(
+				202,
+			);
+			await waitUntil("the second run's end on B", async () =>
+				watcher.events.filter((e) => e.type === "agent_end").length >= 2 ? true : undefined,
 			);
 			expectExactlyOnce(watcher, await storedLog(C!.url, id, 2));
 		},

@@ -33,24 +33,30 @@ export interface PrivateRedis {
 	start(): Promise<void>;
 	/** Stops it for good and removes its folder. */
 	close(): Promise<void>;
+	/** What the server has logged since it was last started. */
+	log(): string;
 }
 
-/** Starts a redis-server on a free loopback port; resolves once it accepts commands. */
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/**
+ * Starts a redis-server on a free loopback port; resolves once it accepts commands. `args` are
+ * more configuration directives on its command line (`["--maxmemory", "2mb"]`).
+ */
+export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
 	const port = await freePort();
 	const dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-redis-"));
 	let child: ChildProcess | undefined;
 	let exited: Promise<void> = Promise.resolve();
+	let output = "";
 
 	const start = async () => {
 		const proc = spawn(
 			REDIS_SERVER,
-			["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+			["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...args],
 			{ stdio: ["ignore", "pipe", "pipe"] },
 		);
 		child = proc;
 		exited = new Promise((resolve) => proc.once("exit", () => resolve()));
-		let output = "";
+		output = "";
 		await new Promise<void>((resolve, reject) => {
 			const onData = (chunk: Buffer) => {
 				output += chunk.toString();
@@ -77,5 +83,6 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
 			await kill();
 			rmSync(dir, { recursive: true, force: true });
 		},
+		log: () => output,
 	};
 }
