@@ -1,9 +1,15 @@
 /**
  * Cluster failures with real replica processes: a replica stalled past its lease (SIGSTOP) loses
- * its run to another and its late writes are refused; a killed replica's run is reclaimed; a
+ * its run to another and its late writes are refused; a killed replica's run is reclaimed, mid-answer
+ * and mid-tool (a tool call in flight runs again only when its tool is declared idempotent); a
  * reader whose live messages are lost still gets the run's end from the store; Redis unreachable
  * turns /readyz 503 naming it, and requests that need no Redis go on.
  */
+import { once } from "node:events";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
 	createSession,
@@ -22,6 +28,27 @@ const ok = await haveClusterServices();
 const cluster = testCluster("failures");
 const T = 90_000;
 const LEASE_TTL_MS = 1500;
+
+/** The endpoint the HTTP tools call: counts calls; the first call of each tool never answers (its replica dies during it). */
+async function toolEndpoint(): Promise<{ calls: string[]; url: string; close(): void }> {
+	const calls: string[] = [];
+	const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+		calls.push(req.url ?? "");
+		if (calls.filter((c) => c === req.url).length === 1) return; // in flight until the replica is killed
+		res.writeHead(200, { "content-type": "text/plain" }).end(`done ${calls.length}`);
+	});
+	server.listen(0, "127.0.0.1");
+	await once(server, "listening");
+	const { port } = server.address() as { port: number };
+	return {
+		calls,
+		url: `http://127.0.0.1:${port}`,
+		close: () => {
+			server.closeAllConnections();
+			server.close();
+		},
+	};
+}
 
 const idsOf = (events: SseEvent[]) => events.filter((e) => e.id !== undefined).map((e) => e.id as number);
 
@@ -107,6 +134,82 @@ describe.skipIf(!ok)("cluster failures", () => {
 			});
 			expect(state.body.messageCount).toBeGreaterThanOrEqual(2);
 			watch.close();
+		},
+		T,
+	);
+
+	it(
+		"a replica killed mid-tool: another continues both runs; the idempotent tool is called again, the other is not and the model gets the error result",
+		async () => {
+			const endpoint = await toolEndpoint();
+			const dir = mkdtempSync(path.join(tmpdir(), "wh-cluster-tools-"));
+			try {
+				const tool = (name: string, idempotent: boolean) => ({
+					name,
+					description: `calls the endpoint (${idempotent ? "idempotent" : "not idempotent"})`,
+					method: "POST",
+					url: `${endpoint.url}/${name}`,
+					parameters: { type: "object", properties: {} },
+					timeoutMs: 60_000,
+					idempotent,
+				});
+				const config = path.join(dir, "config.json");
+				writeFileSync(
+					config,
+					JSON.stringify({ tools: { httpTools: [tool("write_once", false), tool("read_again", true)] } }),
+				);
+				const [A, B, C] = (await cluster.start(3, {
+					leaseTtlMs: LEASE_TTL_MS,
+					env: { WHEELHOUSE_CONFIG: config },
+				})) as Replica[];
+				const runs = [];
+				for (const name of ["write_once", "read_again"]) {
+					const id = await createSession(A!);
+					const watch = await openSse(`${B!.url}/v1/sessions/${id}/events`);
+					await watch.waitForType("session_snapshot", T);
+					expect(
+						(await json(`${A!.url}/v1/sessions/${id}/prompt`, "POST", { message: `/tool ${name} {}` })).status,
+					).toBe(202);
+					await watch.waitForType("tool_execution_start", T);
+					runs.push({ id, name, watch });
+				}
+				// Both calls reached the endpoint, which holds them: A dies with both in flight.
+				await waitUntil("both tool calls in flight", async () => (endpoint.calls.length === 2 ? true : undefined));
+				A!.child.kill("SIGKILL");
+
+				for (const { id, name, watch } of runs) {
+					const end = await watch.waitFor((e) => e.event === "agent_end", T);
+					expectIncreasing(idsOf(watch.events));
+					const types = watch.types();
+					const toolEnd = watch.events.find((e) => e.event === "tool_execution_end")!;
+					const interrupted = watch.events.find((e) => e.event === "run_interrupted")!;
+					expect(toolEnd.data).toMatchObject({ toolName: name, isError: name === "write_once" });
+					expect(interrupted.data).toMatchObject({ willContinue: true });
+					// The tool call's end, then the interruption, then the continued run.
+					expect(types.indexOf("tool_execution_end")).toBeLessThan(types.indexOf("run_interrupted"));
+					expect(types.lastIndexOf("agent_start")).toBeGreaterThan(types.indexOf("run_interrupted"));
+					const answer = end.data.messages.at(-1).content[0].text as string;
+					if (name === "write_once") {
+						expect(answer).toMatch(/^Tool results: write_once \(error\): The tool call was interrupted/);
+					} else {
+						expect(answer).toBe(`Tool results: read_again: done ${endpoint.calls.length}`);
+					}
+					const transcript = (await json(`${C!.url}/v1/sessions/${id}/messages`)).body.messages;
+					expect(transcript.map((m: { role: string }) => m.role)).toEqual([
+						"user",
+						"assistant",
+						"toolResult",
+						"assistant",
+					]);
+					watch.close();
+				}
+				// Each tool as often as its declaration allows: the idempotent one twice, the other once.
+				expect(endpoint.calls.filter((c) => c === "/write_once")).toHaveLength(1);
+				expect(endpoint.calls.filter((c) => c === "/read_again")).toHaveLength(2);
+			} finally {
+				endpoint.close();
+				rmSync(dir, { recursive: true, force: true });
+			}
 		},
 		T,
 	);
