@@ -237,6 +237,11 @@ export class MemorySessionStore implements SessionStore {
 		return this.get(sessionId) !== undefined;
 	}
 
+	/** Every session stays: this store keeps them all in memory anyway (see the module comment). */
+	async releaseSession(sessionId: string): Promise<boolean> {
+		return this.get(sessionId) !== undefined;
+	}
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
 		const s = this.get(sessionId);

@@ -339,6 +339,16 @@ export interface SessionWriter {
 	openSession(sessionId: string): Promise<boolean>;
 
 	/**
+	 * Commits the session's writes, then takes it out of the working set (and gives its lease up,
+	 * where the store has leases), so a process that runs many sessions over its life keeps write
+	 * state only for those in memory. Resolves to false when it was not in the working set. The
+	 * caller releases only a session with no active run (a store may refuse one: false) and writes
+	 * nothing more to it until `openSession` again. A store that keeps every session in memory
+	 * anyway may keep it and resolve true.
+	 */
+	releaseSession(sessionId: string): Promise<boolean>;
+
+	/**
 	 * Assigns the next event id of the session and appends the event. Buffered: NOT durable on
 	 * return (see the module comment); immediately visible to `readEvents` (see `deltaRetention` for
 	 * deltas). `createdAt` defaults to `Date.now()`. Returns the id, or undefined (dropped).
@@ -638,11 +648,6 @@ export interface LeaseStore {
 	 * `StoreUnavailableError` when the database cannot be reached.
 	 */
 	renewLeases(): Promise<string[]>;
-	/**
-	 * Commits the session's writes, then gives its lease up and takes it out of the working set (so
-	 * another replica can take it at once). Resolves to false if it was not in the working set.
-	 */
-	releaseSession(sessionId: string): Promise<boolean>;
 	/** Running sessions whose lease expired or that nobody holds (their process died), at most `limit` (default 100). */
 	listExpiredRuns(limit?: number): Promise<string[]>;
 	/**

@@ -511,6 +511,34 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect(await store.getSession("s1")).toMatchObject({ status: "idle", messageCount: 2 });
 			});
 
+			it("releases a session from the working set with its writes durable; opened again, its ids go on", async () => {
+				const store = open();
+				await store.createSession(newSession("s1"));
+				expect(await store.releaseSession("x")).toBe(false);
+				await store.startRun("s1", "r1", 1, [user("p")]);
+				const first = store.appendEvent("s1", "agent_start", "{}")!;
+				store.appendMessages("s1", [assistant("a")]);
+				const last = store.appendEvent("s1", "agent_end", "{}")!;
+				store.endRun("s1", "r1", { status: "completed", endedAt: 2, usage: usage(1, 1, 0) });
+				expect(await store.releaseSession("s1")).toBe(true);
+				expect(store.syncPending).toBe(false);
+				expect(await store.getSession("s1")).toMatchObject({ status: "idle", messageCount: 2 });
+				// Ids reserved ahead of use may count as used: skipped, never handed out again.
+				expect((await store.getSession("s1"))!.lastEventId).toBeGreaterThanOrEqual(last);
+				expect((await store.readEvents("s1", 0)).map((e) => e.id)).toEqual([first, last]);
+				expect(await store.openSession("s1")).toBe(true);
+				expect(await store.startRun("s1", "r2", 3, [user("q")])).toBe(true);
+				expect(store.appendEvent("s1", "agent_start", "{}")).toBeGreaterThan(last);
+				expect(store.appendMessages("s1", [assistant("b")])).toBe(4);
+				await store.sync();
+				expect((await store.listMessages("s1"))?.messages).toEqual([
+					user("p"),
+					assistant("a"),
+					user("q"),
+					assistant("b"),
+				]);
+			});
+
 			it("refuses a duplicate run id and ignores unknown runs", async () => {
 				const store = open();
 				await store.createSession(newSession("s1"));

@@ -16,13 +16,13 @@ import type { EventSubscriptions } from "./event-subscriptions.js";
 import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
 
 /** The store's lease role, or undefined for a store without one. */
-export function leasesOf(store: SessionStore): LeaseStore | undefined {
+export function leasesOf(store: SessionStore): (LeaseStore & SessionStore) | undefined {
 	return isLeaseStore(store) ? store : undefined;
 }
 
 export interface LeaseKeeperOptions {
 	store: SessionStore;
-	leases: LeaseStore;
+	leases: LeaseStore & SessionStore;
 	sessions: SessionManager;
 	publisher: EventPublisher;
 	subscriptions: EventSubscriptions;

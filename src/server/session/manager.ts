@@ -384,6 +384,8 @@ export class SessionManager {
 	}
 
 	private async loadStored(record: SessionRecord): Promise<LiveSession> {
+		// Evicted a moment ago: its release from the working set ends before it joins again.
+		await this.releasing.get(record.id);
 		if (!this.options.resolveModel(record.model)) {
 			// The model was removed from the catalog since: fall back so the session stays usable.
 			this.options.logger.warn(
@@ -480,9 +482,27 @@ export class SessionManager {
 		for (const [id, session] of this.live) {
 			if (session.isBusy || session.subscriberCount > 0 || session.lastActiveAt > cutoff) continue;
 			this.live.delete(id);
+			// With a shared store a session is in the working set only while it runs (releaseIdle).
+			if (!this.options.sharedStore) this.releaseEvicted(id);
 			evicted++;
 		}
 		return evicted;
+	}
+
+	/**
+	 * Takes an evicted session out of the store's working set, so its write state does not outlive
+	 * it in memory; a load of the session waits for this first (it joins the working set again).
+	 */
+	private releaseEvicted(id: string): void {
+		if (this.releasing.has(id)) return;
+		const releasing = this.options.store
+			.releaseSession(id)
+			.then(
+				() => undefined,
+				(err: unknown) => this.options.logger.warn({ err, sessionId: id }, "could not release an evicted session"),
+			)
+			.finally(() => this.releasing.delete(id));
+		this.releasing.set(id, releasing);
 	}
 
 	/** The first step of a shutdown: no new session or run starts from now on (`SHUTTING_DOWN`). */

@@ -263,6 +263,17 @@ export class SqliteSessionStore implements SessionStore {
 		return this.sessions.join(sessionId) !== undefined;
 	}
 
+	async releaseSession(sessionId: string): Promise<boolean> {
+		this.open();
+		const state = this.sessions.get(sessionId);
+		if (!state) return false;
+		// Committed first, synchronously: no write of this session can come in between.
+		this.commits.flush();
+		if (state.tally?.running || state.streaming !== undefined || state.pendingCount > 0) return false;
+		this.sessions.delete(sessionId);
+		return true;
+	}
+
 	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
 		this.open();
 		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
