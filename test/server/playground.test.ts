@@ -142,8 +142,21 @@ describe.skipIf(!HAVE_CHROMIUM)(
 		it("streams a prompt into the chat and every event into the timeline, filterable and expandable", async () => {
 			const server = await serve();
 			const { page, errors } = await openPage(`${server.url}/`);
+			// The paint entry may be recorded after the load event: wait for it (up to 10 s).
 			const firstPaint = await page.evaluate(
-				() => (globalThis as any).performance.getEntriesByName("first-contentful-paint")[0]?.startTime,
+				() =>
+					new Promise<number | undefined>((resolve) => {
+						const g = globalThis as any;
+						const observer = new g.PerformanceObserver((list: any) => {
+							const entry = list.getEntriesByName("first-contentful-paint")[0];
+							if (entry) {
+								observer.disconnect();
+								resolve(entry.startTime);
+							}
+						});
+						observer.observe({ type: "paint", buffered: true });
+						setTimeout(() => resolve(undefined), 10_000);
+					}),
 			);
 			console.log(`playground first contentful paint: ${Math.round(firstPaint)} ms`);
 			// The target is 1 s on loopback; the margin is for a loaded test machine.

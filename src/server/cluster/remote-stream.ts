@@ -136,6 +136,11 @@ class ClusterReader {
 		return true;
 	}
 
+	/** Sends what the log has after the cursor now (however it got there). */
+	readToEnd(): Promise<void> {
+		return this.readLog(Number.POSITIVE_INFINITY);
+	}
+
 	/** Sends the log's events after the cursor up to `until`, a page at a time as the socket drains. */
 	private async readLog(until: number): Promise<void> {
 		const log = this.session.events;
@@ -288,7 +293,10 @@ export function streamClusterRun(
 	if (sse.isClosed) return;
 	const floor = run.firstEventId - 1;
 	const cursor = Math.max(afterId ?? floor, floor);
+	let finished = false;
 	const finish = () => {
+		if (finished) return;
+		finished = true;
 		sse.end();
 		stop?.();
 	};
@@ -320,7 +328,12 @@ export function streamClusterRun(
 		// The log was read to its end: a run the store no longer has running is over.
 		r.onIdleCheck = async () => {
 			const record = await session.store.getSession(session.id);
-			if (!record || record.currentRunId !== run.runId || record.status !== "running") finish();
+			if (!record || record.currentRunId !== run.runId || record.status !== "running") {
+				// The run may have ended since the log was read, its last events committed with its
+				// end: read the log once more, or a short run would end this stream with none of them.
+				await r.readToEnd();
+				finish();
+			}
 		};
 		return r;
 	});
