@@ -1,20 +1,9 @@
 /**
- * One live session: its `Agent` and the wiring around it — the Agent's listener that stores what
- * an event completes and then publishes the event, the tool hooks of the session's extensions,
- * config changes applied to the running Agent — over the parts that each keep one job: the event
- * log (`event-log.ts`), the runs (`runs.ts`), the queues (`queues.ts`), the stored transcript
- * (`transcript.ts`) and the view (`view.ts`).
- *
- * ## Persist, then publish
- *
- * Every AgentEvent is serialised once, inside the Agent listener (the agent mutates its partial
- * message after the listener returns), and appended to the log, which assigns the next id and
- * hands the frame to every subscriber. What the event completes (a message at its `message_end`,
- * the run at its `agent_end`, a drained queued message at its `message_start`) is written to the
- * store first: no client sees a message or a run end that a crash could take back. Messages and
- * run ends go to the store's working set, synchronously; the app's write passes await the store's
- * barrier before any SSE byte leaves. Moving a drained message out of the stored queue is a
- * durable write: the listener awaits it (the Agent awaits its listeners) before publishing.
+ * One live session: its `Agent` and the wiring around it — the tool hooks of the session's
+ * extensions, config changes applied to the running Agent — over the parts that each keep one job:
+ * the Agent's listener that stores what an event completes and then publishes the event
+ * (`agent-events.ts`), the event log (`event-log.ts`), the runs (`runs.ts`), the queues
+ * (`queues.ts`), the stored transcript (`transcript.ts`) and the view (`view.ts`).
  */
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger } from "fastify";
@@ -29,7 +18,7 @@ import type {
 	BeforeToolCallResult,
 } from "../../agent/types.js";
 import { streamSimple } from "../../ai/stream.js";
-import type { AssistantMessage, Context, Model, SimpleStreamOptions, Usage } from "../../ai/types.js";
+import type { Context, Model, SimpleStreamOptions, Usage } from "../../ai/types.js";
 import { addUsage } from "../../ai/usage.js";
 import type {
 	IdempotencyRecord,
@@ -40,12 +29,13 @@ import type {
 	SessionStore,
 } from "../../store/types.js";
 import { selectTools } from "../../tools/selection.js";
-import { encodeWireData, type ServerEvent } from "../../wire/events.js";
+import type { ServerEvent } from "../../wire/events.js";
 import { apiError } from "../errors.js";
 import type { RunSlots } from "../limits.js";
+import { AgentEventRecorder } from "./agent-events.js";
 import { type EventTap, SessionEventLog, type SessionSubscriber } from "./event-log.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
-import { type ActiveRun, type RunHandle, SessionRuns } from "./runs.js";
+import { type RunHandle, SessionRuns } from "./runs.js";
 import { StoredTranscript } from "./transcript.js";
 import { type SessionView, sessionView } from "./view.js";
 
@@ -221,7 +211,19 @@ export class LiveSession {
 			beforeClaim: () => this.deps.beforeClaim?.(this.id),
 			claimRetryMs: deps.claimRetryMs,
 		});
-		this.agent.subscribe((event) => this.onAgentEvent(event));
+		const recorder = new AgentEventRecorder({
+			sessionId: record.id,
+			agent: this.agent,
+			events: this.events,
+			runs: this.runs,
+			queues: this.queues,
+			transcript: this.transcript,
+			logger: deps.logger,
+			notifyExtensions: (event) => {
+				for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
+			},
+		});
+		this.agent.subscribe((event) => recorder.onAgentEvent(event));
 		for (const ext of deps.extensions()) this.attachExtension(ext);
 	}
 
@@ -355,77 +357,6 @@ export class LiveSession {
 			unsubscribe();
 			this.lastActiveAt = Date.now();
 		};
-	}
-
-	/**
-	 * Stores what `event` completes, then publishes it. Synchronous unless storing is a durable write
-	 * (a drained queued message): then it returns the promise the Agent awaits before its next event.
-	 */
-	private onAgentEvent(event: AgentEvent): Promise<void> | undefined {
-		const run = this.runs.active;
-		try {
-			const storing = this.storeCompleted(event, run);
-			if (storing) {
-				return storing.then(
-					() => this.publishEvent(event, run),
-					(err: unknown) => this.eventFailed(err, event),
-				);
-			}
-			this.publishEvent(event, run);
-		} catch (err) {
-			this.eventFailed(err, event);
-		}
-		return undefined;
-	}
-
-	/**
-	 * What the event completes is stored before any subscriber gets the event (a stream that ends at
-	 * agent_end writes at once, after the store's barrier): no client sees a message or a run end
-	 * that a crash could take back. A promise when that is a durable write to await.
-	 */
-	private storeCompleted(event: AgentEvent, run: ActiveRun | undefined): Promise<void> | undefined {
-		switch (event.type) {
-			case "message_start":
-				return this.noteDrained(event.message);
-			case "message_end": {
-				const stored = this.transcript.messageEnded(event.message);
-				if (run && event.message.role === "assistant") {
-					this.runs.noteAssistant(run, event.message as AssistantMessage);
-				}
-				return stored;
-			}
-			case "agent_end":
-				this.transcript.runEnded(this.agent.state.messages);
-				if (run) this.runs.end(run);
-				return undefined;
-		}
-		return undefined;
-	}
-
-	/** Logs the event and hands it to the extensions. */
-	private publishEvent(event: AgentEvent, run: ActiveRun | undefined): void {
-		try {
-			const id = this.events.append(event.type, encodeWireData(event), this.currentRunSeq);
-			if (run && id !== undefined) run.resolveFirst(id);
-			for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
-		} catch (err) {
-			this.eventFailed(err, event);
-		}
-	}
-
-	/** Never let persistence or fan-out trouble break the run: the Agent awaits this listener. */
-	private eventFailed(err: unknown, event: AgentEvent): void {
-		this.deps.logger.error({ err, sessionId: this.id, event: event.type }, "failed to record an agent event");
-	}
-
-	/**
-	 * A queued message the loop just started is moved from the stored queue into the stored
-	 * transcript (durably), then announced; undefined for any other message.
-	 */
-	private noteDrained(message: AgentMessage): Promise<void> | undefined {
-		const entry = this.queues.takeDrained(message);
-		if (!entry) return undefined;
-		return this.transcript.storeDrained(message, entry.id).then(() => this.queues.publishDrained(entry));
 	}
 
 	// --- queues -------------------------------------------------------------------------------
