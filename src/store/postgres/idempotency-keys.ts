@@ -14,12 +14,12 @@ export async function writeIdempotencyKey(tx: Queryable, r: IdempotencyRecord, m
 	await tx.query("DELETE FROM idempotency_keys WHERE session_id = $1 AND key = $2", [r.sessionId, r.key]);
 	await tx.query(
 		`INSERT INTO idempotency_keys (session_id, key, operation, fingerprint, outcome, created_at)
-		 VALUES ($1, $2, $3, $4, $5, $6)`,
+			 VALUES ($1, $2, $3, $4, $5, $6)`,
 		[r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt],
 	);
 	await tx.query(
 		`DELETE FROM idempotency_keys WHERE session_id = $1 AND id NOT IN
-		 (SELECT id FROM idempotency_keys WHERE session_id = $1 ORDER BY id DESC LIMIT $2)`,
+			 (SELECT id FROM idempotency_keys WHERE session_id = $1 ORDER BY id DESC LIMIT $2)`,
 		[r.sessionId, maxKeys],
 	);
 }
