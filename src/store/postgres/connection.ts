@@ -11,6 +11,12 @@ import type { PostgresSettings } from "./settings.js";
 /** A connection a transaction runs on (or the pool, for single statements). */
 export type Queryable = Pick<pg.PoolClient, "query">;
 
+/**
+ * The store's one read statement: it runs after every write called before it (read-your-writes),
+ * and a connection failure rejects with a `StoreUnavailableError`.
+ */
+export type Read = <R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params?: unknown[]) => Promise<R[]>;
+
 /** `bigint` (int8, oid 20) and `numeric` sums as JS numbers: every value the store keeps fits in 2^53. */
 function typeParser(oid: number, format?: string): (value: string) => unknown {
 	if (oid === 20 || oid === 1700) return (value: string) => Number(value);
