@@ -5,10 +5,10 @@
  *
  * Precedence: environment variable > config file field > default. The file uses the camelCase
  * keys of {@link CONFIG_VARS} (config-vars.ts; e.g. `{ "port": 8080, "apiKeys": ["..."] }`),
- * `providerKeys` (`{ "openai": "sk-..." }`), and three sections validated by their owners: `tools`
+ * `providerKeys` (`{ "openai": "sk-..." }`), and sections validated by their owners: `tools`
  * (MCP servers, HTTP tools, approvals: `ToolsConfig` of src/tools), `models` (custom models:
- * `CustomModelConfig[]` of src/ai/models.ts), `profiles` (agent profiles: profiles.ts) and
- * `keyBudgets` (spending limits per API key: budgets/config.ts).
+ * `CustomModelConfig[]` of src/ai/models.ts), `profiles` (agent profiles: profiles.ts),
+ * `keyBudgets` (spending limits per API key: budgets/config.ts) and `webhooks` (webhooks/).
  */
 import { readFileSync } from "node:fs";
 import { Value } from "@sinclair/typebox/value";
