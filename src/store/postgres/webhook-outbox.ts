@@ -6,37 +6,10 @@
  * them instead of waiting for each other or sending one twice.
  */
 import { checkLimit } from "../shared.js";
+import { type OutboxRow, toDelivery } from "../sqlite/webhook-outbox.js";
 import type { NewWebhookDelivery, WebhookDelivery, WebhookOutbox, WebhookStatus } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Queryable } from "./connection.js";
-
-interface OutboxRow {
-	id: string;
-	endpoint: string;
-	event_type: string;
-	payload: string;
-	created_at: number;
-	status: WebhookStatus;
-	attempts: number;
-	next_attempt_at: number;
-	last_error: string | null;
-	finished_at: number | null;
-}
-
-function toDelivery(row: OutboxRow): WebhookDelivery {
-	return {
-		id: row.id,
-		endpoint: row.endpoint,
-		eventType: row.event_type,
-		payload: row.payload,
-		createdAt: row.created_at,
-		status: row.status,
-		attempts: row.attempts,
-		nextAttemptAt: row.next_attempt_at,
-		lastError: row.last_error,
-		finishedAt: row.finished_at,
-	};
-}
 
 /** Inserts deliveries in the caller's transaction (a duplicate id fails it). */
 export async function putDeliveries(tx: Queryable, deliveries: readonly NewWebhookDelivery[]): Promise<void> {

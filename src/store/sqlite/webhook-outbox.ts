@@ -10,7 +10,8 @@ import type { NewWebhookDelivery, WebhookDelivery, WebhookOutbox, WebhookStatus 
 import type { CommitQueue } from "./commit-queue.js";
 import type { Statement } from "./statements.js";
 
-interface OutboxRow {
+/** A `webhook_outbox` row as both SQL stores read it (same columns). */
+export interface OutboxRow {
 	id: string;
 	endpoint: string;
 	event_type: string;
@@ -23,7 +24,7 @@ interface OutboxRow {
 	finished_at: number | null;
 }
 
-function toDelivery(row: OutboxRow): WebhookDelivery {
+export function toDelivery(row: OutboxRow): WebhookDelivery {
 	return {
 		id: row.id,
 		endpoint: row.endpoint,
