@@ -75,6 +75,41 @@ function eventsAfter(events: SseEvent[], lastSeen: number): SseEvent[] {
 	return later;
 }
 
+/**
+ * A run calls `tool` (its endpoint holds the call), the server is SIGKILLed, then restarted: the
+ * events a client resuming with `Last-Event-ID` sees after the kill, checked to begin with the
+ * tool call's end, its result message, the interruption and the continued run.
+ */
+async function killMidTool(tool: string, n: number) {
+	const endpoint = await toolEndpoint();
+	const options = await setup(endpoint.url);
+	const first = await startMain(options);
+	const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
+	const events = await openSse(`${first.url}/v1/sessions/${id}/events`);
+	await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: `/tool ${tool} {"n": ${n}}` });
+	await events.waitForType("tool_execution_start", 15_000);
+	await expect.poll(() => endpoint.calls.length, { timeout: 10_000 }).toBe(1);
+	const lastSeen = events.events.at(-1)!.id!;
+	events.close();
+	first.child.kill("SIGKILL");
+	await first.exited;
+
+	const second = await startMain(options);
+	const base = `${second.url}/v1/sessions/${id}`;
+	const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
+	const end = await resumed.waitForType("agent_end", 30_000);
+	resumed.close();
+	const later = eventsAfter(resumed.events, lastSeen);
+	expect(later.map((e) => e.event).slice(0, 5)).toEqual([
+		"tool_execution_end",
+		"message_start",
+		"message_end",
+		"run_interrupted",
+		"agent_start",
+	]);
+	return { endpoint, base, end, later };
+}
+
 describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 	it("mid-answer: a client resuming with Last-Event-ID sees run_interrupted, then the continued run to agent_end, once", {
 		timeout: 90_000,
@@ -128,32 +163,7 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 	it("mid-tool, a tool not declared idempotent: not called again; the model gets the error result", {
 		timeout: 90_000,
 	}, async () => {
-		const endpoint = await toolEndpoint();
-		const options = await setup(endpoint.url);
-		const first = await startMain(options);
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
-		const events = await openSse(`${first.url}/v1/sessions/${id}/events`);
-		await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: '/tool write_once {"n": 1}' });
-		await events.waitForType("tool_execution_start", 15_000);
-		await expect.poll(() => endpoint.calls.length, { timeout: 10_000 }).toBe(1);
-		const lastSeen = events.events.at(-1)!.id!;
-		events.close();
-		first.child.kill("SIGKILL");
-		await first.exited;
-
-		const second = await startMain(options);
-		const base = `${second.url}/v1/sessions/${id}`;
-		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
-		const end = await resumed.waitForType("agent_end", 30_000);
-		resumed.close();
-		const later = eventsAfter(resumed.events, lastSeen);
-		expect(later.map((e) => e.event).slice(0, 5)).toEqual([
-			"tool_execution_end",
-			"message_start",
-			"message_end",
-			"run_interrupted",
-			"agent_start",
-		]);
+		const { endpoint, end, later } = await killMidTool("write_once", 1);
 		expect(later[0]!.data).toMatchObject({ toolName: "write_once", isError: true });
 		expect(later[3]!.data).toMatchObject({ willContinue: true });
 		// What the model was sent: the error result (faux/echo answers with the results it got).
@@ -166,32 +176,7 @@ describe("onInterrupt: continue (the default) after a SIGKILL", () => {
 	it("mid-tool, an idempotent tool: it is called again and the model gets its result", {
 		timeout: 90_000,
 	}, async () => {
-		const endpoint = await toolEndpoint();
-		const options = await setup(endpoint.url);
-		const first = await startMain(options);
-		const id = (await json(`${first.url}/v1/sessions`, "POST", {})).body.id;
-		const events = await openSse(`${first.url}/v1/sessions/${id}/events`);
-		await json(`${first.url}/v1/sessions/${id}/prompt`, "POST", { message: '/tool read_again {"n": 2}' });
-		await events.waitForType("tool_execution_start", 15_000);
-		await expect.poll(() => endpoint.calls.length, { timeout: 10_000 }).toBe(1);
-		const lastSeen = events.events.at(-1)!.id!;
-		events.close();
-		first.child.kill("SIGKILL");
-		await first.exited;
-
-		const second = await startMain(options);
-		const base = `${second.url}/v1/sessions/${id}`;
-		const resumed = await openSse(`${base}/events`, { headers: { "last-event-id": String(lastSeen) } });
-		const end = await resumed.waitForType("agent_end", 30_000);
-		resumed.close();
-		const later = eventsAfter(resumed.events, lastSeen);
-		expect(later.map((e) => e.event).slice(0, 5)).toEqual([
-			"tool_execution_end",
-			"message_start",
-			"message_end",
-			"run_interrupted",
-			"agent_start",
-		]);
+		const { endpoint, base, end, later } = await killMidTool("read_again", 2);
 		expect(later[0]!.data).toMatchObject({ toolName: "read_again", isError: false });
 		expect(end.data.messages.at(-1).content[0].text).toBe("Tool results: read_again: done 2");
 		expect(endpoint.calls).toEqual(["/read_again", "/read_again"]);
