@@ -157,11 +157,20 @@ export class SessionManager {
 	/** Gives up the lease of a session that has no run here (cluster mode); failures are logged. */
 	private releaseIdle(session: LiveSession): void {
 		const release = this.options.releaseLease;
-		if (!release || session.isBusy || this.releasing.has(session.id)) return;
-		const id = session.id;
+		if (!release || session.isBusy) return;
+		this.trackRelease(session.id, release, "could not give up the session's lease");
+	}
+
+	/**
+	 * Runs `release(id)` unless one is in flight for the session, and keeps it in `releasing` until
+	 * it settles (a load and a claim of the session wait for it); a failure is logged as `failure`.
+	 */
+	private trackRelease(id: string, release: (id: string) => Promise<unknown>, failure: string): void {
+		if (this.releasing.has(id)) return;
 		const releasing = release(id)
-			.catch((err: unknown) =>
-				this.options.logger.warn({ err, sessionId: id }, "could not give up the session's lease"),
+			.then(
+				() => undefined,
+				(err: unknown) => this.options.logger.warn({ err, sessionId: id }, failure),
 			)
 			.finally(() => this.releasing.delete(id));
 		this.releasing.set(id, releasing);
@@ -494,15 +503,11 @@ export class SessionManager {
 	 * it in memory; a load of the session waits for this first (it joins the working set again).
 	 */
 	private releaseEvicted(id: string): void {
-		if (this.releasing.has(id)) return;
-		const releasing = this.options.store
-			.releaseSession(id)
-			.then(
-				() => undefined,
-				(err: unknown) => this.options.logger.warn({ err, sessionId: id }, "could not release an evicted session"),
-			)
-			.finally(() => this.releasing.delete(id));
-		this.releasing.set(id, releasing);
+		this.trackRelease(
+			id,
+			(sessionId) => this.options.store.releaseSession(sessionId),
+			"could not release an evicted session",
+		);
 	}
 
 	/** The first step of a shutdown: no new session or run starts from now on (`SHUTTING_DOWN`). */
