@@ -134,6 +134,8 @@ describe("compaction at the threshold", () => {
 			message: compaction,
 			messageIndex: 7,
 		});
+		// The answer's first event may still be on its way when compaction_end arrives.
+		await events.waitFor((e) => e.event === "message_start" && (e.id as number) > (end.id as number));
 		const order = events.events.map((e) => e.event);
 		const at = (name: string, from = 0) => order.indexOf(name, from);
 		expect(at("compaction_start")).toBeLessThan(at("compaction_end"));

@@ -136,9 +136,14 @@ class ClusterReader {
 		return true;
 	}
 
-	/** Sends what the log has after the cursor now (however it got there). */
+	/** Sends what the log has after the cursor now (however it got there), up to the live messages waiting. */
 	readToEnd(): Promise<void> {
 		return this.readLog(Number.POSITIVE_INFINITY);
+	}
+
+	/** Whether live messages wait to be sent. */
+	get hasQueued(): boolean {
+		return this.queue.length > 0;
 	}
 
 	/** Sends the log's events after the cursor up to `until`, a page at a time as the socket drains. */
@@ -331,8 +336,10 @@ export function streamClusterRun(
 			if (!record || record.currentRunId !== run.runId || record.status !== "running") {
 				// The run may have ended since the log was read, its last events committed with its
 				// end: read the log once more, or a short run would end this stream with none of them.
+				// Live messages that came meanwhile are sent next (the last of them ends the stream);
+				// without any, the log had everything.
 				await r.readToEnd();
-				finish();
+				if (!r.hasQueued) finish();
 			}
 		};
 		return r;
