@@ -248,13 +248,55 @@ async function runMeasured(server: ServerChild, job: ClientJob): Promise<Figures
 	return { ...result, serverCpuPerEventUs: (after - before) / result.events };
 }
 
+/** The sessions a job's requests prompt. */
+function sessionsOf(job: ClientJob): string[] {
+	return job.requests.map((request) => {
+		const match = /\/v1\/sessions\/([^/]+)\/prompt$/.exec(request.url);
+		if (!match) throw new Error(`bench: not a prompt request: ${request.url}`);
+		return match[1];
+	});
+}
+
+async function deleteSessions(url: string, ids: string[]): Promise<void> {
+	for (let i = 0; i < ids.length; i += 25) {
+		await Promise.all(
+			ids.slice(i, i + 25).map(async (id) => {
+				const res = await fetch(`${url}/v1/sessions/${id}`, { method: "DELETE" });
+				await res.arrayBuffer();
+				if (!res.ok) throw new Error(`DELETE /v1/sessions/${id}: ${res.status}`);
+			}),
+		);
+	}
+}
+
+/** Waits until `server` is quiet: its CPU time grows by less than 5% of the clock over 50 ms (at most 3 s). */
+async function untilQuiet(server: ServerChild): Promise<void> {
+	let last = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	for (const deadline = Date.now() + 3_000; Date.now() < deadline; ) {
+		await new Promise((resolve) => setTimeout(resolve, 50));
+		const now = (await server.ask({ type: "cpu" }, "cpu")).micros;
+		if (now - last < 2_500) return;
+		last = now;
+	}
+}
+
 /**
- * `times` jobs back to back as one measurement: events, bytes, wall and server CPU added up. The
- * jobs are made first (their sessions created), outside the measurement, as in {@link runMeasured}.
+ * One server's turn in {@link benchRounds}: `times` jobs back to back as one measurement (events,
+ * bytes, wall and server CPU added up), holding the work the server defers for those jobs and none
+ * of another turn's:
+ * - the jobs are made first (their sessions created), outside the measurement, as in
+ *   {@link runMeasured}, and the spans of that are exported before it starts;
+ * - the measurement ends when the spans of its jobs are exported: the flush, which is what the
+ *   batch span processor would do on its own a few seconds later, is timed with the jobs;
+ * - then the jobs' sessions are deleted, so the server holds as many sessions in every round (a
+ *   heap that grew round after round would make each collection dearer than the last), and the
+ *   turn ends when the server is quiet: what it still does cannot land in the next server's turn.
  */
 async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJob>, times: number): Promise<Figures> {
 	const jobs: ClientJob[] = [];
 	for (let i = 0; i < times; i++) jobs.push(await job());
+	await server.ask({ type: "flush" }, "flushed");
+	await untilQuiet(server);
 	const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
 	let events = 0;
 	let bytes = 0;
@@ -267,7 +309,13 @@ async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJo
 		deltas += f.deltas;
 		wallMs += f.wallMs;
 	}
+	const flushStart = performance.now();
+	await server.ask({ type: "flush" }, "flushed");
+	wallMs += performance.now() - flushStart;
 	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	await deleteSessions(server.url, jobs.flatMap(sessionsOf));
+	await server.ask({ type: "flush" }, "flushed");
+	await untilQuiet(server);
 	return {
 		events,
 		eventsPerSec: events / (wallMs / 1000),
@@ -735,7 +783,7 @@ function pairsOf(base: Figures[], variant: Figures[]): Pairs {
 async function mainTracing(): Promise<void> {
 	const receiver = await startReceiver();
 	try {
-		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
+		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off", idleMemory: "off" };
 		const variants: [string, ServerStart][] = [
 			["off again (A/A)", off],
 			["tracing", { ...off, otlpEndpoint: receiver.url }],

@@ -6,8 +6,9 @@
  * `release` (for the steering measurement).
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
- * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far), and
- * `{type:"release"}` ends the running `bench_wait` calls.
+ * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far),
+ * `{type:"flush"}` → `{type:"flushed"}` once the spans ended so far are exported (at once when
+ * tracing is off), and `{type:"release"}` ends the running `bench_wait` calls.
  */
 import { splitFrames, startRawServer } from "./raw-server.js";
 
@@ -27,17 +28,25 @@ export type ServerStart =
 			piProxy?: "on";
 			/** Traces exported over OTLP/HTTP (protobuf) to this endpoint, set as the standard OTEL_* variables. */
 			otlpEndpoint?: string;
+			/**
+			 * The idle collector of src/main.ts (default on). Off for servers measured in turns: one waiting
+			 * its turn for seconds reads as quiet, and its full collection would run in another's turn.
+			 */
+			idleMemory?: "off";
 	  };
 
 export type ServerReply =
 	| { type: "ready"; url: string }
 	| { type: "rss"; rss: number }
 	| { type: "cpu"; micros: number }
+	| { type: "flushed" }
 	| { type: "tool_started" }
 	| { type: "error"; message: string };
 
 const reply = (message: ServerReply) => process.send!(message);
 const waiting: (() => void)[] = [];
+/** Exports the spans ended so far (the SDK's own batch processor, flushed now instead of on its timer). */
+let flushSpans: () => Promise<void> = async () => {};
 
 async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" }>): Promise<string> {
 	const { Type } = await import("@sinclair/typebox");
@@ -60,18 +69,25 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 				reply({ type: "tool_started" });
 			}),
 	};
+	// Tracing: the SDK the server builds from the standard OTEL_* variables, built here with the
+	// server's own code (src/server/tracing/sdk.ts) and handed to it, so that the bench can flush it.
+	const env = start.otlpEndpoint
+		? { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: start.otlpEndpoint, OTEL_SERVICE_NAME: "wheelhouse-bench" }
+		: undefined;
+	let tracer: { provider: import("@opentelemetry/api").TracerProvider; shutdown(): Promise<void> } | undefined;
+	if (env) {
+		const { tracingSettingsFrom } = await import("../../src/server/tracing/settings.js");
+		const { startTracerProvider } = await import("../../src/server/tracing/sdk.js");
+		const settings = tracingSettingsFrom(env);
+		if (!settings.export) throw new Error("bench: the OTEL_* variables turned no exporter on");
+		tracer = await startTracerProvider(settings.export);
+		const provider = tracer.provider as unknown as { forceFlush(): Promise<void> };
+		flushSpans = () => provider.forceFlush();
+	}
 	const app = await buildApp({
 		store,
 		tools: [benchWait],
-		...(start.otlpEndpoint
-			? {
-					env: {
-						...process.env,
-						OTEL_EXPORTER_OTLP_ENDPOINT: start.otlpEndpoint,
-						OTEL_SERVICE_NAME: "wheelhouse-bench",
-					},
-				}
-			: {}),
+		...(env && tracer ? { env, tracerProvider: tracer.provider } : {}),
 		config: {
 			logLevel: "silent",
 			fauxDelayMs: start.fauxDelayMs ?? 0,
@@ -82,11 +98,16 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
 	// As the server process does (src/main.ts): the young generation is given back when quiet.
-	const { startIdleMemory } = await import("../../src/server/idle-memory.js");
-	startIdleMemory();
+	if (start.idleMemory !== "off") {
+		const { startIdleMemory } = await import("../../src/server/idle-memory.js");
+		startIdleMemory();
+	}
 	const address = app.server.address() as { port: number };
 	process.on("SIGTERM", () => {
-		app.close().finally(() => process.exit(0));
+		app
+			.close()
+			.then(() => tracer?.shutdown())
+			.finally(() => process.exit(0));
 	});
 	return `http://127.0.0.1:${address.port}`;
 }
@@ -117,6 +138,11 @@ process.on("message", (message: any) => {
 	} else if (message.type === "rss") {
 		globalThis.gc?.();
 		reply({ type: "rss", rss: process.memoryUsage().rss });
+	} else if (message.type === "flush") {
+		flushSpans().then(
+			() => reply({ type: "flushed" }),
+			(error: Error) => reply({ type: "error", message: `flush: ${error.message}` }),
+		);
 	} else if (message.type === "release") {
 		for (const release of waiting.splice(0)) release();
 	}
