@@ -31,7 +31,8 @@
  * tracing on (spans exported over OTLP/HTTP protobuf to a stand-in collector in a process of its own,
  * otlp-receiver.ts) against one with both off, memory store; in the same rounds, tracing alone and a
  * second server with both off (the A/A noise floor). Four servers up side by side, each round runs
- * the job on all four in a rotating order, and each figure is the median of the per-round ratios to
+ * the job on all four in a balanced order (each server first, and after each other server, once
+ * every four rounds), and each figure is the median of the per-round ratios to
  * the first server; only these rounds run.
  *
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
@@ -729,9 +730,22 @@ async function startReceiver(): Promise<{ url: string; count(): Promise<Receiver
 }
 
 /**
+ * The order of the servers in round `round`: a Williams design for an even number `n` of servers,
+ * whose rows, taken in turn, put each server first, and right after each other server, once every
+ * `n` rounds. What one server's turn leaves behind (a collection, a flush) then falls on each of the
+ * others alike, where a plain rotation would always hand it to the same next server.
+ */
+function roundOrder(round: number, n: number): number[] {
+	// The first row 0, 1, n-1, 2, n-2, ...; every other row adds the row number to it (mod n).
+	const first = [0];
+	for (let i = 1, lo = 1, hi = n - 1; i < n; i++) first.push(i % 2 === 1 ? lo++ : hi--);
+	const shift = round % n;
+	return first.map((server) => (server + shift) % n);
+}
+
+/**
  * Servers measured in rounds, for comparisons of more than two: each round runs the same job on
- * every server, in an order that rotates from round to round (each server is first as often as
- * the others). Returns each server's figures, round by round.
+ * every server, in the order of {@link roundOrder}. Returns each server's figures, round by round.
  */
 async function benchRounds(
 	starts: ServerStart[],
@@ -749,10 +763,7 @@ async function benchRounds(
 		const cpuBefore = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
 		const out: Figures[][] = servers.map(() => []);
 		for (let r = 0; r < rounds; r++) {
-			for (let k = 0; k < servers.length; k++) {
-				const i = (r + k) % servers.length;
-				out[i].push(await once(servers[i]));
-			}
+			for (const i of roundOrder(r, servers.length)) out[i].push(await once(servers[i]));
 		}
 		await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the span processors' 5 s export delay
 		const cpuAfter = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
