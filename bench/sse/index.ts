@@ -145,6 +145,10 @@ class ServerChild {
 		this.child.send(command);
 	}
 
+	get pid(): number {
+		return this.child.pid!;
+	}
+
 	async stop(): Promise<void> {
 		if (this.child.exitCode !== null || this.child.signalCode !== null) return;
 		const exited = once(this.child, "exit");
@@ -156,12 +160,31 @@ class ServerChild {
 /** One client process for the whole run, so its code is warm (JIT) for every measured job. */
 let clientChild: ChildProcess | undefined;
 
-async function runClient(job: ClientJob): Promise<ClientResult> {
+function client(): ChildProcess {
 	if (!clientChild) {
 		clientChild = forkTs("client.ts");
 		clientChild.unref();
 		(clientChild as unknown as { channel?: { unref(): void } }).channel?.unref();
 	}
+	return clientChild;
+}
+
+/**
+ * Binds a process, all its threads, to one CPU (`taskset`, util-linux); false where that cannot
+ * be done (no `taskset`, one CPU, BENCH_SSE_PIN=0).
+ */
+function pinToCpu(pid: number, cpu: number): boolean {
+	if (process.env.BENCH_SSE_PIN === "0" || cpus().length < 2) return false;
+	try {
+		execFileSync("taskset", ["-a", "-cp", String(cpu), String(pid)], { stdio: "ignore" });
+		return true;
+	} catch {
+		return false;
+	}
+}
+
+async function runClient(job: ClientJob): Promise<ClientResult> {
+	const clientChild = client();
 	clientChild.send(job);
 	const [result] = (await once(clientChild, "message")) as [ClientResult];
 	if (result.error) throw new Error(`client: ${result.error}`);
@@ -288,7 +311,7 @@ async function untilQuiet(server: ServerChild): Promise<void> {
  * - the jobs are made first (their sessions created), outside the measurement, as in
  *   {@link runMeasured}, and the spans of that are exported before it starts;
  * - the measurement ends when the spans of its jobs are exported: the flush, which is what the
- *   batch span processor would do on its own a few seconds later, is timed with the jobs;
+ *   batch span processor would do on its own a few seconds later, is counted with the jobs;
  * - then the jobs' sessions are deleted, so the server holds as many sessions in every round (a
  *   heap that grew round after round would make each collection dearer than the last), and the
  *   turn ends when the server is quiet: what it still does cannot land in the next server's turn.
@@ -310,10 +333,13 @@ async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJo
 		deltas += f.deltas;
 		wallMs += f.wallMs;
 	}
-	const flushStart = performance.now();
+	// The export of the jobs' spans: its CPU time is added to the wall time, as the batch span
+	// processor would have taken that time from the streams had it exported during them (the server
+	// is the bottleneck); its wait for the collector's answer is not.
+	const beforeFlush = (await server.ask({ type: "cpu" }, "cpu")).micros;
 	await server.ask({ type: "flush" }, "flushed");
-	wallMs += performance.now() - flushStart;
 	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	wallMs += (after - beforeFlush) / 1000;
 	await deleteSessions(server.url, jobs.flatMap(sessionsOf));
 	await server.ask({ type: "flush" }, "flushed");
 	await untilQuiet(server);
@@ -714,12 +740,18 @@ async function mainCompare(ref: string): Promise<void> {
 }
 
 /** The stand-in collector of `--tracing`, in its own process. */
-async function startReceiver(): Promise<{ url: string; count(): Promise<ReceiverReply>; stop(): void }> {
+async function startReceiver(): Promise<{
+	url: string;
+	pid: number;
+	count(): Promise<ReceiverReply>;
+	stop(): void;
+}> {
 	const child = forkTs("otlp-receiver.ts");
 	const [ready] = (await once(child, "message")) as [ReceiverReply];
 	if (ready.type !== "ready") throw new Error(`receiver failed: ${JSON.stringify(ready)}`);
 	return {
 		url: ready.url,
+		pid: child.pid!,
 		async count() {
 			child.send({ type: "count" });
 			const [reply] = (await once(child, "message")) as [ReceiverReply];
@@ -752,10 +784,12 @@ async function benchRounds(
 	rounds: number,
 	jobs: (url: string) => Promise<ClientJob>,
 	jobsPerRound = 1,
+	pinned = false,
 ): Promise<{ rounds: Figures[][]; wholeCpuPerEventUs: number[] }> {
 	const servers: ServerChild[] = [];
 	try {
 		for (const start of starts) servers.push(await ServerChild.start(start));
+		if (pinned) for (const server of servers) pinToCpu(server.pid, 0);
 		const once = (server: ServerChild) => runMeasuredTimes(server, () => jobs(server.url), jobsPerRound);
 		for (const server of servers) await once(server); // warm-up
 		// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
@@ -794,6 +828,11 @@ function pairsOf(base: Figures[], variant: Figures[]): Pairs {
 async function mainTracing(): Promise<void> {
 	const receiver = await startReceiver();
 	try {
+		// The servers on CPU 0, everything else (this process, the client, the collector) on CPU 1.
+		// Left to the scheduler, whichever server was started first spent more CPU per event than its
+		// identical twin in every run (bench/sse/results.md), and every comparison is made against
+		// the first server.
+		const pinned = [process.pid, client().pid!, receiver.pid].every((pid) => pinToCpu(pid, 1));
 		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off", idleMemory: "off" };
 		const variants: [string, ServerStart][] = [
 			["off again (A/A)", off],
@@ -808,8 +847,13 @@ async function mainTracing(): Promise<void> {
 		console.log(
 			`each round: ${TRACING_JOBS} jobs back to back per server (${SESSIONS} sessions x ${SHORT} tokens), one job (one stream)`,
 		);
-		const concurrentRun = await benchRounds(starts, TRACING_PAIRS, concurrentJob, TRACING_JOBS);
-		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob);
+		console.log(
+			pinned
+				? "the servers run on CPU 0; this process, the client and the collector on CPU 1"
+				: "processes not bound to CPUs (taskset missing, one CPU, or BENCH_SSE_PIN=0)",
+		);
+		const concurrentRun = await benchRounds(starts, TRACING_PAIRS, concurrentJob, TRACING_JOBS, pinned);
+		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob, 1, pinned);
 		const concurrent = concurrentRun.rounds;
 		const single = singleRun.rounds;
 		const results = variants.map(([name], i) => {
