@@ -149,6 +149,17 @@ class ServerChild {
 		return this.child.pid!;
 	}
 
+	/** The server's process CPU time so far, µs. */
+	async cpu(): Promise<number> {
+		return (await this.ask({ type: "cpu" }, "cpu")).micros;
+	}
+
+	/** Exports the spans the server has ended so far; throws when the export failed. */
+	async flush(): Promise<void> {
+		const { error } = await this.ask({ type: "flush" }, "flushed");
+		if (error) throw new Error(`span export failed: ${error}`);
+	}
+
 	async stop(): Promise<void> {
 		if (this.child.exitCode !== null || this.child.signalCode !== null) return;
 		const exited = once(this.child, "exit");
@@ -266,9 +277,9 @@ type Jobs = (repeat: number) => Promise<ClientJob>;
 
 /** Runs `job` and returns its figures with the server's CPU time per event. */
 async function runMeasured(server: ServerChild, job: ClientJob): Promise<Figures> {
-	const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	const before = await server.cpu();
 	const result = figures(await runClient(job));
-	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	const after = await server.cpu();
 	return { ...result, serverCpuPerEventUs: (after - before) / result.events };
 }
 
@@ -295,10 +306,10 @@ async function deleteSessions(url: string, ids: string[]): Promise<void> {
 
 /** Waits until `server` is quiet: its CPU time grows by less than 5% of the clock over 50 ms (at most 3 s). */
 async function untilQuiet(server: ServerChild): Promise<void> {
-	let last = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	let last = await server.cpu();
 	for (const deadline = Date.now() + 3_000; Date.now() < deadline; ) {
 		await new Promise((resolve) => setTimeout(resolve, 50));
-		const now = (await server.ask({ type: "cpu" }, "cpu")).micros;
+		const now = await server.cpu();
 		if (now - last < 2_500) return;
 		last = now;
 	}
@@ -319,9 +330,9 @@ async function untilQuiet(server: ServerChild): Promise<void> {
 async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJob>, times: number): Promise<Figures> {
 	const jobs: ClientJob[] = [];
 	for (let i = 0; i < times; i++) jobs.push(await job());
-	await server.ask({ type: "flush" }, "flushed");
+	await server.flush();
 	await untilQuiet(server);
-	const before = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	const before = await server.cpu();
 	let events = 0;
 	let bytes = 0;
 	let deltas = 0;
@@ -336,12 +347,12 @@ async function runMeasuredTimes(server: ServerChild, job: () => Promise<ClientJo
 	// The export of the jobs' spans: its CPU time is added to the wall time, as the batch span
 	// processor would have taken that time from the streams had it exported during them (the server
 	// is the bottleneck); its wait for the collector's answer is not.
-	const beforeFlush = (await server.ask({ type: "cpu" }, "cpu")).micros;
-	await server.ask({ type: "flush" }, "flushed");
-	const after = (await server.ask({ type: "cpu" }, "cpu")).micros;
+	const beforeFlush = await server.cpu();
+	await server.flush();
+	const after = await server.cpu();
 	wallMs += (after - beforeFlush) / 1000;
 	await deleteSessions(server.url, jobs.flatMap(sessionsOf));
-	await server.ask({ type: "flush" }, "flushed");
+	await server.flush();
 	await untilQuiet(server);
 	return {
 		events,
@@ -794,13 +805,12 @@ async function benchRounds(
 		for (const server of servers) await once(server); // warm-up
 		// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
 		// export, a collection) may fall outside its own measured windows, but not outside these.
-		const cpuBefore = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
+		const cpuBefore = await Promise.all(servers.map((s) => s.cpu()));
 		const out: Figures[][] = servers.map(() => []);
 		for (let r = 0; r < rounds; r++) {
 			for (const i of roundOrder(r, servers.length)) out[i].push(await once(servers[i]));
 		}
-		await new Promise((resolve) => setTimeout(resolve, 6_000)); // past the span processors' 5 s export delay
-		const cpuAfter = await Promise.all(servers.map(async (s) => (await s.ask({ type: "cpu" }, "cpu")).micros));
+		const cpuAfter = await Promise.all(servers.map((s) => s.cpu()));
 		const wholeCpuPerEventUs = servers.map(
 			(_, i) => (cpuAfter[i] - cpuBefore[i]) / out[i].reduce((sum, f) => sum + f.events, 0),
 		);

@@ -7,8 +7,8 @@
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
  * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far),
- * `{type:"flush"}` → `{type:"flushed"}` once the spans ended so far are exported (at once when
- * tracing is off), and `{type:"release"}` ends the running `bench_wait` calls.
+ * `{type:"flush"}` → `{type:"flushed", error?}` once the spans ended so far are exported (at once
+ * when tracing is off), and `{type:"release"}` ends the running `bench_wait` calls.
  */
 import { splitFrames, startRawServer } from "./raw-server.js";
 
@@ -39,7 +39,7 @@ export type ServerReply =
 	| { type: "ready"; url: string }
 	| { type: "rss"; rss: number }
 	| { type: "cpu"; micros: number }
-	| { type: "flushed" }
+	| { type: "flushed"; error?: string }
 	| { type: "tool_started" }
 	| { type: "error"; message: string };
 
@@ -141,7 +141,7 @@ process.on("message", (message: any) => {
 	} else if (message.type === "flush") {
 		flushSpans().then(
 			() => reply({ type: "flushed" }),
-			(error: Error) => reply({ type: "error", message: `flush: ${error.message}` }),
+			(error: Error) => reply({ type: "flushed", error: error.message }),
 		);
 	} else if (message.type === "release") {
 		for (const release of waiting.splice(0)) release();
