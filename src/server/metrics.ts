@@ -241,7 +241,12 @@ export class ServerMetrics {
 			registers,
 		});
 		collectDefaultMetrics({ register: this.registry });
-		this.extension = { name: "metrics", onEvent: (session, event) => this.onEvent(session, event) };
+		this.extension = {
+			name: "metrics",
+			onEvent: (session, event) => this.onEvent(session, event),
+			events: ["turn_start", "message_end", "tool_execution_start", "tool_execution_end"],
+			onFirstUpdate: (session, event) => this.onFirstToken(session, event.message as AssistantMessage),
+		};
 	}
 
 	/** Counts an answered request (an `onResponse` hook). */
@@ -279,17 +284,6 @@ export class ServerMetrics {
 				state.awaitingFirstToken = true;
 				return;
 			}
-			case "message_update": {
-				const state = this.calls.get(session);
-				if (!state?.awaitingFirstToken) return;
-				state.awaitingFirstToken = false;
-				const message = event.message as AssistantMessage;
-				this.firstToken.observe(
-					{ provider: message.provider, model: this.models.value(message.model) },
-					(performance.now() - state.turnStartedAt) / 1000,
-				);
-				return;
-			}
 			case "message_end":
 				if (event.message.role === "assistant") this.onModelCallEnd(session, event.message as AssistantMessage);
 				return;
@@ -306,6 +300,17 @@ export class ServerMetrics {
 				return;
 			}
 		}
+	}
+
+	/** The first streamed output of a model call. */
+	private onFirstToken(session: LiveSession, message: AssistantMessage): void {
+		const state = this.calls.get(session);
+		if (!state?.awaitingFirstToken) return;
+		state.awaitingFirstToken = false;
+		this.firstToken.observe(
+			{ provider: message.provider, model: this.models.value(message.model) },
+			(performance.now() - state.turnStartedAt) / 1000,
+		);
 	}
 
 	private onModelCallEnd(session: LiveSession, message: AssistantMessage): void {

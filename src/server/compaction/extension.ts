@@ -27,6 +27,7 @@ export function compactionExtension(options: CompactionExtensionOptions): Compac
 	return {
 		name: "compaction",
 		of: (session) => controllers.get(session),
+		events: ["agent_start", "agent_end", "message_end"],
 		attach(session) {
 			if (!controllers.has(session)) controllers.set(session, new SessionCompaction(session, options));
 		},

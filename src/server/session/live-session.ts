@@ -34,6 +34,7 @@ import { apiError } from "../errors.js";
 import type { RunSlots } from "../limits.js";
 import { AgentEventRecorder } from "./agent-events.js";
 import { type EventTap, SessionEventLog, type SessionSubscriber } from "./event-log.js";
+import type { ExtensionEventTable } from "./extension-events.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
 import { type RunHandle, SessionRuns } from "./runs.js";
 import { StoredTranscript } from "./transcript.js";
@@ -62,8 +63,21 @@ export interface SessionExtension {
 	): Promise<AfterToolCallResult | undefined>;
 	/** Extra fields of the session state (`GET /v1/sessions/:id` and `session_snapshot`). */
 	state?(session: LiveSession): Record<string, unknown>;
-	/** Called for every AgentEvent after it was logged. */
+	/**
+	 * Called for each AgentEvent of a type in `events` (every type when `events` is absent), after
+	 * it was logged.
+	 */
 	onEvent?(session: LiveSession, event: AgentEvent): void;
+	/**
+	 * The event types `onEvent` is called for; absent: all. Name them: a streamed delta
+	 * (`message_update`) is by far the most frequent event, and every call on it is paid per token.
+	 */
+	events?: readonly AgentEvent["type"][];
+	/**
+	 * Called for the first `message_update` of each message, after it was logged (a model's first
+	 * streamed output): what needs only that leaves `message_update` out of `events`.
+	 */
+	onFirstUpdate?(session: LiveSession, event: AgentEvent & { type: "message_update" }): void;
 	/** The session was deleted. */
 	onDelete?(session: LiveSession): void;
 	/** Validates the `POST /v1/sessions` body before the session is created; throw an ApiError to reject it. */
@@ -102,6 +116,8 @@ export interface LiveSessionDeps {
 	/** Tools of the server by name. */
 	serverTools(): Map<string, AgentTool<any>>;
 	extensions(): readonly SessionExtension[];
+	/** The same extensions by the event types their `onEvent` takes. */
+	extensionEvents(): ExtensionEventTable<SessionExtension>;
 	getApiKey(provider: string): string | undefined;
 	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
 	providerIdleTimeoutMs?: number;
@@ -130,6 +146,8 @@ export class LiveSession {
 	private readonly runs: SessionRuns;
 	private readonly transcript: StoredTranscript;
 	private deleted = false;
+	/** A message started and no `message_update` of it was handed to the extensions yet. */
+	private firstUpdatePending = false;
 	/** Aborts the work of a run outside the agent loop (`runOutsideLoop`) while one runs. */
 	private outsideAbort: AbortController | undefined;
 	lastActiveAt = Date.now();
@@ -219,12 +237,41 @@ export class LiveSession {
 			queues: this.queues,
 			transcript: this.transcript,
 			logger: deps.logger,
-			notifyExtensions: (event) => {
-				for (const ext of this.deps.extensions()) ext.onEvent?.(this, event);
-			},
+			notifyExtensions: (event) => this.notifyExtensions(event),
 		});
 		this.agent.subscribe((event) => recorder.onAgentEvent(event));
 		for (const ext of deps.extensions()) this.attachExtension(ext);
+	}
+
+	/**
+	 * Hands a logged event to the extensions that take its type, and the first update of each
+	 * message to `onFirstUpdate`. A throw is logged and stops no other extension.
+	 */
+	private notifyExtensions(event: AgentEvent): void {
+		const table = this.deps.extensionEvents();
+		for (const ext of table.forType(event.type)) {
+			try {
+				ext.onEvent?.(this, event);
+			} catch (err) {
+				this.extensionFailed(err, ext, "onEvent");
+			}
+		}
+		if (event.type === "message_start" || event.type === "message_end") {
+			this.firstUpdatePending = event.type === "message_start";
+		} else if (event.type === "message_update" && this.firstUpdatePending) {
+			this.firstUpdatePending = false;
+			for (const ext of table.firstUpdateHooks) {
+				try {
+					ext.onFirstUpdate?.(this, event);
+				} catch (err) {
+					this.extensionFailed(err, ext, "onFirstUpdate");
+				}
+			}
+		}
+	}
+
+	private extensionFailed(err: unknown, ext: SessionExtension, hook: string): void {
+		this.deps.logger.error({ err, extension: ext.name, sessionId: this.id }, `extension ${hook}() failed`);
 	}
 
 	/** Lets `ext` install its hooks on this session (`SessionExtension.attach`); a throw is logged. */

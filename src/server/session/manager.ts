@@ -18,6 +18,7 @@ import { newSessionId } from "../ids.js";
 import type { RunSlots } from "../limits.js";
 import type { ModelProblem } from "../model-catalog.js";
 import type { EventTap } from "./event-log.js";
+import { ExtensionEventTable } from "./extension-events.js";
 import { interruptedToolResult, unansweredToolCalls } from "./interrupted-results.js";
 import { LiveSession, type SessionExtension } from "./live-session.js";
 
@@ -86,6 +87,7 @@ export class SessionManager {
 	private creating = 0;
 	private readonly toolsByName = new Map<string, AgentTool<any>>();
 	private readonly extensionList: SessionExtension[] = [];
+	private eventTable = new ExtensionEventTable<SessionExtension>([]);
 	private shuttingDown = false;
 	private evictTimer: NodeJS.Timeout | undefined;
 	/** Leases being given up (cluster mode), by session: a run claims the session after that. */
@@ -144,6 +146,7 @@ export class SessionManager {
 	/** Registers a session extension (tool hooks, per-session tools, state fields). */
 	addExtension(extension: SessionExtension): void {
 		this.extensionList.push(extension);
+		this.eventTable = new ExtensionEventTable(this.extensionList);
 		for (const session of this.live.values()) {
 			session.attachExtension(extension);
 			session.refreshTools();
@@ -307,6 +310,7 @@ export class SessionManager {
 			resolveModel: (spec) => this.options.resolveModel(spec),
 			serverTools: () => this.toolsByName,
 			extensions: () => this.extensionList,
+			extensionEvents: () => this.eventTable,
 			getApiKey: (provider) => this.options.getApiKey(provider),
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,

@@ -123,6 +123,7 @@ const publicRequest = (r: PendingRequest) => ({
 
 export class ToolInteractions implements SessionExtension {
 	readonly name = "tool-interactions";
+	readonly events = ["agent_start"] as const;
 	private readonly entries = new Map<string, SessionEntry>();
 
 	constructor(private readonly options: ToolInteractionsOptions) {}

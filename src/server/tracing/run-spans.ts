@@ -64,6 +64,7 @@ export class RunSpans {
 			name: "tracing",
 			attach: (session) => this.wrapModelCalls(session),
 			onEvent: (session, event) => this.onEvent(session, event),
+			events: ["agent_start", "agent_end", "tool_execution_start", "tool_execution_end"],
 		};
 	}
 
