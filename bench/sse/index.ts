@@ -4,6 +4,8 @@
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
  *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30 rounds, or 6 with --quick)
+ *   BENCH_SSE_TOKENS=1000: the concurrent sessions' answer length (default 200); OTEL_TRACES_SAMPLER
+ *   and OTEL_TRACES_SAMPLER_ARG reach the tracing servers' SDK, as they would a deployed server's
  *   npx tsx bench/sse/index.ts --postgres-only [--quick]   (BENCH_PG_URL; BENCH_SSE_STORE_PAIRS)
  *
  * Three processes on loopback: this orchestrator, the server under test (server-process.ts: the
@@ -93,7 +95,8 @@ const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/t
 const REPO = path.resolve(here, "..", "..");
 const SIZES = [200, 2_000, 10_000];
 const LONG = 10_000;
-const SHORT = 200;
+/** The answer length of the concurrent sessions (BENCH_SSE_TOKENS, default 200). */
+const SHORT = Number(process.env.BENCH_SSE_TOKENS ?? 200);
 
 // --- child processes -------------------------------------------------------------------------
 
@@ -861,6 +864,12 @@ async function mainTracing(): Promise<void> {
 			pinned
 				? "the servers run on CPU 0; this process, the client and the collector on CPU 1"
 				: "processes not bound to CPUs (taskset missing, one CPU, or BENCH_SSE_PIN=0)",
+		);
+		const sampler = process.env.OTEL_TRACES_SAMPLER;
+		console.log(
+			sampler
+				? `tracing servers sample: OTEL_TRACES_SAMPLER=${sampler} OTEL_TRACES_SAMPLER_ARG=${process.env.OTEL_TRACES_SAMPLER_ARG ?? ""}`
+				: "tracing servers keep every span (the SDK's default sampler)",
 		);
 		const concurrentRun = await benchRounds(starts, TRACING_PAIRS, concurrentJob, TRACING_JOBS, pinned);
 		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob, 1, pinned);

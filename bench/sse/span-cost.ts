@@ -1,0 +1,162 @@
+/**
+ * What one span and one labelled metric update cost on this machine, with the libraries the server
+ * uses and nothing else: the floor under what `--tracing` measures. A run of the bench's
+ * concurrent job makes three spans (the prompt request's server span, `invoke_agent`, `chat`) and
+ * about eight labelled metric updates, so their cost, over the server's CPU per event, bounds how
+ * close metrics and tracing can come to "everything off" for answers of a given length.
+ *
+ *   npx tsx bench/sse/span-cost.ts   (BENCH_SPAN_COST_RUNS=20000 runs of three spans)
+ *
+ * Spans are made as the server makes them: the same SDK (src/server/tracing/sdk.ts, OTLP over
+ * HTTP/protobuf to the bench's collector in its own process), attributes of the same count and
+ * kind, a server span parenting the other two; the export is flushed every 512 spans (the batch
+ * processor's batch size) and counted. Each figure is the median of five rounds, CPU time of this
+ * process per span or per update.
+ */
+import { fork } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { type Attributes, ROOT_CONTEXT, SpanKind, trace } from "@opentelemetry/api";
+import { Counter, Histogram, Registry } from "prom-client";
+import { startTracerProvider } from "../../src/server/tracing/sdk.js";
+import { tracingSettingsFrom } from "../../src/server/tracing/settings.js";
+import type { ReceiverReply } from "./otlp-receiver.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const RUNS = Number(process.env.BENCH_SPAN_COST_RUNS ?? 20_000);
+const ROUNDS = 5;
+
+function cpuUs(): number {
+	const usage = process.cpuUsage();
+	return usage.user + usage.system;
+}
+
+function median(values: number[]): number {
+	const sorted = [...values].sort((a, b) => a - b);
+	return sorted[Math.floor(sorted.length / 2)];
+}
+
+const receiver = fork(path.join(here, "otlp-receiver.ts"), [], { execArgv: ["--import", "tsx"] });
+const url = await new Promise<string>((resolve) =>
+	receiver.once("message", (message: ReceiverReply) => {
+		if (message.type === "ready") resolve(message.url);
+	}),
+);
+
+try {
+	const settings = tracingSettingsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: url, OTEL_SERVICE_NAME: "span-cost" });
+	if (!settings.export) throw new Error("span-cost: no exporter");
+	const owned = await startTracerProvider(settings.export);
+	const provider = owned.provider as unknown as { forceFlush(): Promise<void> };
+	const tracer = owned.provider.getTracer("wheelhouse");
+
+	/** One run's spans, shaped like the server's (http-spans.ts, run-spans.ts, chat-span.ts). */
+	const oneRun = (i: number) => {
+		const request = tracer.startSpan(
+			"POST /v1/sessions/:id/prompt",
+			{
+				kind: SpanKind.SERVER,
+				attributes: {
+					"http.request.method": "POST",
+					"url.path": `/v1/sessions/s${i}/prompt`,
+					"url.scheme": "http",
+					"http.route": "/v1/sessions/:id/prompt",
+				},
+			},
+			ROOT_CONTEXT,
+		);
+		const requestContext = trace.setSpan(ROOT_CONTEXT, request);
+		const runAttributes: Attributes = {
+			"gen_ai.operation.name": "invoke_agent",
+			"gen_ai.conversation.id": `s${i}`,
+			"gen_ai.provider.name": "faux",
+			"gen_ai.request.model": "echo",
+			"wheelhouse.run.id": `r${i}`,
+		};
+		const run = tracer.startSpan(
+			"invoke_agent",
+			{ kind: SpanKind.INTERNAL, attributes: runAttributes },
+			requestContext,
+		);
+		const chat = tracer.startSpan(
+			"chat echo",
+			{
+				kind: SpanKind.CLIENT,
+				attributes: {
+					"gen_ai.operation.name": "chat",
+					"gen_ai.provider.name": "faux",
+					"gen_ai.request.model": "echo",
+					"gen_ai.conversation.id": `s${i}`,
+				},
+			},
+			trace.setSpan(ROOT_CONTEXT, run),
+		);
+		chat.setAttributes({
+			"gen_ai.response.model": "echo",
+			"gen_ai.response.finish_reasons": ["stop"],
+			"gen_ai.usage.input_tokens": 12,
+			"gen_ai.usage.output_tokens": 200,
+		});
+		chat.end();
+		run.setAttributes({ "gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 200 });
+		run.end();
+		request.setAttribute("http.response.status_code", 200);
+		request.end();
+	};
+
+	const spanRound = async (runs: number): Promise<number> => {
+		const before = cpuUs();
+		for (let i = 0; i < runs; i++) {
+			oneRun(i);
+			// 3 spans per run: flush at the batch processor's batch size, as it would on its own.
+			if ((i * 3) % 512 < 3) await provider.forceFlush();
+		}
+		await provider.forceFlush();
+		return (cpuUs() - before) / (runs * 3);
+	};
+
+	const registry = new Registry();
+	const buckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+	const counter = new Counter({
+		name: "c_total",
+		help: "c",
+		labelNames: ["provider", "model", "outcome"],
+		registers: [registry],
+	});
+	const histogram = new Histogram({
+		name: "h_seconds",
+		help: "h",
+		labelNames: ["provider", "model", "outcome"],
+		buckets,
+		registers: [registry],
+	});
+	const metricRound = (updates: number): number => {
+		const before = cpuUs();
+		for (let i = 0; i < updates; i += 2) {
+			const labels = { provider: "faux", model: "echo", outcome: i % 10 === 0 ? "error" : "stop" };
+			counter.inc(labels);
+			histogram.observe(labels, (i % 1000) / 100);
+		}
+		return (cpuUs() - before) / updates;
+	};
+
+	await spanRound(Math.min(RUNS, 2_000)); // warm-up (JIT)
+	metricRound(20_000);
+	const spanUs: number[] = [];
+	const metricUs: number[] = [];
+	for (let r = 0; r < ROUNDS; r++) {
+		spanUs.push(await spanRound(RUNS));
+		metricUs.push(metricRound(RUNS * 8));
+	}
+	const span = median(spanUs);
+	const metric = median(metricUs);
+	console.log(`span-cost — node ${process.version}, ${RUNS} runs of 3 spans x ${ROUNDS} rounds (median)`);
+	console.log(`  one span, made, ended and exported (OTLP http/protobuf): ${span.toFixed(2)} µs CPU`);
+	console.log(
+		`  one labelled metric update (prom-client counter inc / histogram observe): ${metric.toFixed(2)} µs CPU`,
+	);
+	console.log(`  one run's 3 spans + 8 updates: ${(3 * span + 8 * metric).toFixed(1)} µs CPU`);
+	await owned.shutdown();
+} finally {
+	receiver.kill();
+}
