@@ -3,7 +3,7 @@
  *
  *   npx tsx bench/sse/index.ts [--quick] [--metrics-only]   (BENCH_SSE_REPEATS=3, or 1 with --quick; BENCH_SSE_SESSIONS=100)
  *   npx tsx bench/sse/index.ts --compare <git ref> [--quick]   (BENCH_SSE_COMPARE_PAIRS=30, or 6 with --quick)
- *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=30 rounds, or 6 with --quick)
+ *   npx tsx bench/sse/index.ts --tracing [--quick]   (BENCH_SSE_TRACING_PAIRS=32 rounds, or 8 with --quick)
  *   BENCH_SSE_TOKENS=1000: the concurrent sessions' answer length (default 200); OTEL_TRACES_SAMPLER
  *   and OTEL_TRACES_SAMPLER_ARG reach the tracing servers' SDK, as they would a deployed server's
  *   npx tsx bench/sse/index.ts --postgres-only [--quick]   (BENCH_PG_URL; BENCH_SSE_STORE_PAIRS)
@@ -35,7 +35,9 @@
  * second server with both off (the A/A noise floor). Four servers up side by side, each round runs
  * the job on all four in a balanced order (each server first, and after each other server, once
  * every four rounds), and each figure is the median of the per-round ratios to
- * the first server; only these rounds run.
+ * the first server; only these rounds run. The rounds are split over several sets of server
+ * processes, each set started afresh in a rotated order, so that no variant keeps one process's
+ * luck for the whole run.
  *
  * `--compare <ref>` measures a change instead: the server of commit `<ref>` (extracted with
  * `git archive` into a temporary folder that shares this checkout's node_modules) against this
@@ -81,7 +83,15 @@ const COMPARE_PAIRS = Number(
 /** `--tracing`: run only the pairs of metrics and tracing on against both off. */
 const TRACING_ONLY = process.argv.includes("--tracing");
 /** Rounds of `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
-const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 6 : 30));
+const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 8 : 32));
+/**
+ * Sets of server processes the `--tracing` rounds are split over (BENCH_SSE_TRACING_GENERATIONS; 2
+ * with --quick), each started afresh in a rotated order: one process can run several percent
+ * slower than its identical twin for its whole life, whichever variant it serves.
+ */
+const TRACING_GENERATIONS = Number(
+	process.env.BENCH_SSE_TRACING_GENERATIONS ?? (process.argv.includes("--quick") ? 2 : 8),
+);
 /**
  * Jobs back to back per server and round in `--tracing` (BENCH_SSE_TRACING_JOBS; 1 with --quick):
  * one 100-session job lasts ~150 ms, short enough for a scheduler hiccup to swing its figure by
@@ -799,28 +809,39 @@ async function benchRounds(
 	jobs: (url: string) => Promise<ClientJob>,
 	jobsPerRound = 1,
 	pinned = false,
+	generations = 1,
 ): Promise<{ rounds: Figures[][]; wholeCpuPerEventUs: number[] }> {
-	const servers: ServerChild[] = [];
-	try {
-		for (const start of starts) servers.push(await ServerChild.start(start));
-		if (pinned) for (const server of servers) pinToCpu(server.pid, 0);
-		const once = (server: ServerChild) => runMeasuredTimes(server, () => jobs(server.url), jobsPerRound);
-		for (const server of servers) await once(server); // warm-up
-		// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
-		// export, a collection) may fall outside its own measured windows, but not outside these.
-		const cpuBefore = await Promise.all(servers.map((s) => s.cpu()));
-		const out: Figures[][] = servers.map(() => []);
-		for (let r = 0; r < rounds; r++) {
-			for (const i of roundOrder(r, servers.length)) out[i].push(await once(servers[i]));
+	const out: Figures[][] = starts.map(() => []);
+	const cpuUs = starts.map(() => 0);
+	let round = 0;
+	for (let g = 0; g < generations; g++) {
+		// Each generation starts its own processes, in an order rotated by one from the last: a server
+		// process that is slower for its whole life (where it landed in memory, when it was started)
+		// then weighs on every variant alike.
+		const order = starts.map((_, k) => (g + k) % starts.length);
+		const servers: ServerChild[] = [];
+		try {
+			for (const i of order) servers[i] = await ServerChild.start(starts[i]);
+			if (pinned) for (const server of servers) pinToCpu(server.pid, 0);
+			const once = (server: ServerChild) => runMeasuredTimes(server, () => jobs(server.url), jobsPerRound);
+			for (const server of servers) await once(server); // warm-up
+			// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
+			// export, a collection) may fall outside its own measured windows, but not outside these.
+			const cpuBefore = await Promise.all(servers.map((s) => s.cpu()));
+			const end = Math.round((rounds * (g + 1)) / generations);
+			for (; round < end; round++) {
+				for (const i of roundOrder(round, servers.length)) out[i].push(await once(servers[i]));
+			}
+			const cpuAfter = await Promise.all(servers.map((s) => s.cpu()));
+			servers.forEach((_, i) => {
+				cpuUs[i] += cpuAfter[i] - cpuBefore[i];
+			});
+		} finally {
+			for (const server of servers) await server?.stop();
 		}
-		const cpuAfter = await Promise.all(servers.map((s) => s.cpu()));
-		const wholeCpuPerEventUs = servers.map(
-			(_, i) => (cpuAfter[i] - cpuBefore[i]) / out[i].reduce((sum, f) => sum + f.events, 0),
-		);
-		return { rounds: out, wholeCpuPerEventUs };
-	} finally {
-		for (const server of servers) await server.stop();
 	}
+	const wholeCpuPerEventUs = cpuUs.map((cpu, i) => cpu / out[i].reduce((sum, f) => sum + f.events, 0));
+	return { rounds: out, wholeCpuPerEventUs };
 }
 
 /** The round-by-round ratios of `variant` to `base` (both from {@link benchRounds}). */
@@ -854,7 +875,8 @@ async function mainTracing(): Promise<void> {
 		];
 		console.log(
 			`bench/sse --tracing — node ${process.version}, ${cpus().length} cores, ` +
-				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers`,
+				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers, ` +
+				`over ${TRACING_GENERATIONS} sets of server processes started in rotated order`,
 		);
 		const starts = [off, ...variants.map(([, start]) => start)];
 		console.log(
@@ -871,8 +893,15 @@ async function mainTracing(): Promise<void> {
 				? `tracing servers sample: OTEL_TRACES_SAMPLER=${sampler} OTEL_TRACES_SAMPLER_ARG=${process.env.OTEL_TRACES_SAMPLER_ARG ?? ""}`
 				: "tracing servers keep every span (the SDK's default sampler)",
 		);
-		const concurrentRun = await benchRounds(starts, TRACING_PAIRS, concurrentJob, TRACING_JOBS, pinned);
-		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob, 1, pinned);
+		const concurrentRun = await benchRounds(
+			starts,
+			TRACING_PAIRS,
+			concurrentJob,
+			TRACING_JOBS,
+			pinned,
+			TRACING_GENERATIONS,
+		);
+		const singleRun = await benchRounds(starts, TRACING_PAIRS, singleJob, 1, pinned, TRACING_GENERATIONS);
 		const concurrent = concurrentRun.rounds;
 		const single = singleRun.rounds;
 		const results = variants.map(([name], i) => {
