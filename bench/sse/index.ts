@@ -84,13 +84,15 @@ const COMPARE_PAIRS = Number(
 const TRACING_ONLY = process.argv.includes("--tracing");
 /** Rounds of `--tracing` (BENCH_SSE_TRACING_PAIRS; 6 with --quick). */
 const TRACING_PAIRS = Number(process.env.BENCH_SSE_TRACING_PAIRS ?? (process.argv.includes("--quick") ? 8 : 32));
+/** Turns of the job each server runs after it starts, before its measured rounds (BENCH_SSE_WARMUP_TURNS). */
+const WARMUP_TURNS = Number(process.env.BENCH_SSE_WARMUP_TURNS ?? 3);
 /**
  * Sets of server processes the `--tracing` rounds are split over (BENCH_SSE_TRACING_GENERATIONS; 2
  * with --quick), each started afresh in a rotated order: one process can run several percent
  * slower than its identical twin for its whole life, whichever variant it serves.
  */
 const TRACING_GENERATIONS = Number(
-	process.env.BENCH_SSE_TRACING_GENERATIONS ?? (process.argv.includes("--quick") ? 2 : 8),
+	process.env.BENCH_SSE_TRACING_GENERATIONS ?? (process.argv.includes("--quick") ? 2 : 4),
 );
 /**
  * Jobs back to back per server and round in `--tracing` (BENCH_SSE_TRACING_JOBS; 1 with --quick):
@@ -824,7 +826,9 @@ async function benchRounds(
 			for (const i of order) servers[i] = await ServerChild.start(starts[i]);
 			if (pinned) for (const server of servers) pinToCpu(server.pid, 0);
 			const once = (server: ServerChild) => runMeasuredTimes(server, () => jobs(server.url), jobsPerRound);
-			for (const server of servers) await once(server); // warm-up
+			// Warm-up: the JIT's optimized code, and a heap grown to its working size (a young process
+			// collects more often until it is).
+			for (let w = 0; w < WARMUP_TURNS; w++) for (const server of servers) await once(server);
 			// Each server's CPU over all its rounds, whenever it was spent: work a server defers (a span
 			// export, a collection) may fall outside its own measured windows, but not outside these.
 			const cpuBefore = await Promise.all(servers.map((s) => s.cpu()));
@@ -876,7 +880,7 @@ async function mainTracing(): Promise<void> {
 		console.log(
 			`bench/sse --tracing — node ${process.version}, ${cpus().length} cores, ` +
 				`load average ${loadavg()[0].toFixed(1)}, ${SESSIONS} sessions, ${TRACING_PAIRS} rounds of ${variants.length + 1} servers, ` +
-				`over ${TRACING_GENERATIONS} sets of server processes started in rotated order`,
+				`over ${TRACING_GENERATIONS} sets of server processes started in rotated order, ${WARMUP_TURNS} warm-up turns each`,
 		);
 		const starts = [off, ...variants.map(([, start]) => start)];
 		console.log(
