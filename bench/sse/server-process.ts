@@ -81,8 +81,8 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 		const settings = tracingSettingsFrom(env);
 		if (!settings.export) throw new Error("bench: the OTEL_* variables turned no exporter on");
 		tracer = await startTracerProvider(settings.export);
-		const provider = tracer.provider as unknown as { forceFlush(): Promise<void> };
-		flushSpans = () => provider.forceFlush();
+		// The spans the app noted and not yet handed to the SDK, then the SDK's queue.
+		flushSpans = async () => app.wheelhouse.tracing?.flush();
 	}
 	const app = await buildApp({
 		store,

@@ -12,12 +12,19 @@
  * kind, a server span parenting the other two; the export is flushed every 512 spans (the batch
  * processor's batch size) and counted. Each figure is the median of five rounds, CPU time of this
  * process per span or per update.
+ *
+ * In the server a span is not made in a tight loop: a whole streamed answer of other work runs
+ * between two runs' spans. The `cold` figures put a stand-in for that work between runs and time
+ * the span calls alone, made on the SDK's tracer directly and through the server's DeferredTracer
+ * (src/server/tracing/deferred-tracer.ts), which hands them to the SDK in batches.
  */
 import { fork } from "node:child_process";
 import path from "node:path";
+import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { type Attributes, ROOT_CONTEXT, SpanKind, trace } from "@opentelemetry/api";
+import { type Attributes, ROOT_CONTEXT, SpanKind, type Tracer, trace } from "@opentelemetry/api";
 import { Counter, Histogram, Registry } from "prom-client";
+import { DeferredTracer } from "../../src/server/tracing/deferred-tracer.js";
 import { startTracerProvider } from "../../src/server/tracing/sdk.js";
 import { tracingSettingsFrom } from "../../src/server/tracing/settings.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
@@ -51,7 +58,7 @@ try {
 	const tracer = owned.provider.getTracer("wheelhouse");
 
 	/** One run's spans, shaped like the server's (http-spans.ts, run-spans.ts, chat-span.ts). */
-	const oneRun = (i: number) => {
+	const oneRun = (i: number, tracer: Tracer) => {
 		const request = tracer.startSpan(
 			"POST /v1/sessions/:id/prompt",
 			{
@@ -107,7 +114,7 @@ try {
 	const spanRound = async (runs: number): Promise<number> => {
 		const before = cpuUs();
 		for (let i = 0; i < runs; i++) {
-			oneRun(i);
+			oneRun(i, tracer);
 			// 3 spans per run: flush at the batch processor's batch size, as it would on its own.
 			if ((i * 3) % 512 < 3) await provider.forceFlush();
 		}
@@ -140,6 +147,37 @@ try {
 		return (cpuUs() - before) / updates;
 	};
 
+	// Cold: between two runs the server runs its own code for a whole streamed answer, and the
+	// SDK's path then starts from cold caches. Here a stand-in for that work runs between runs (not
+	// timed): 8 MB read and some thousands of objects made. The span calls are timed directly, made
+	// on the SDK's tracer or through the server's DeferredTracer, whose replay (every
+	// COLD_BATCH runs here; in the server, every few tens of ms) is timed with them.
+	const scratch = new Float64Array(1 << 20);
+	const garbage: unknown[] = [];
+	const betweenRuns = (i: number) => {
+		let sum = 0;
+		for (let k = 0; k < scratch.length; k += 8) sum += scratch[k]++;
+		for (let k = 0; k < 3_000; k++) garbage[k % 5_000] = { k, i, text: String(k), list: [k, sum] };
+	};
+	const COLD_RUNS = Math.min(RUNS, 2_000);
+	const COLD_BATCH = 50;
+	const coldRound = async (deferred: DeferredTracer | undefined): Promise<number> => {
+		let ms = 0;
+		for (let i = 0; i < COLD_RUNS; i++) {
+			betweenRuns(i);
+			const t0 = performance.now();
+			oneRun(i, deferred ?? tracer);
+			if (deferred && i % COLD_BATCH === COLD_BATCH - 1) deferred.flush();
+			ms += performance.now() - t0;
+			if ((i * 3) % 512 < 3) await provider.forceFlush();
+		}
+		const t0 = performance.now();
+		deferred?.flush();
+		ms += performance.now() - t0;
+		await provider.forceFlush();
+		return (ms * 1000) / (COLD_RUNS * 3);
+	};
+
 	await spanRound(Math.min(RUNS, 2_000)); // warm-up (JIT)
 	metricRound(20_000);
 	const spanUs: number[] = [];
@@ -147,6 +185,15 @@ try {
 	for (let r = 0; r < ROUNDS; r++) {
 		spanUs.push(await spanRound(RUNS));
 		metricUs.push(metricRound(RUNS * 8));
+	}
+	const deferred = new DeferredTracer(tracer);
+	await coldRound(undefined);
+	await coldRound(deferred);
+	const coldUs: number[] = [];
+	const coldDeferredUs: number[] = [];
+	for (let r = 0; r < ROUNDS; r++) {
+		coldUs.push(await coldRound(undefined));
+		coldDeferredUs.push(await coldRound(deferred));
 	}
 	const span = median(spanUs);
 	const metric = median(metricUs);
@@ -156,6 +203,10 @@ try {
 		`  one labelled metric update (prom-client counter inc / histogram observe): ${metric.toFixed(2)} µs CPU`,
 	);
 	console.log(`  one run's 3 spans + 8 updates: ${(3 * span + 8 * metric).toFixed(1)} µs CPU`);
+	console.log(
+		`  cold (server-like work between runs; ${COLD_RUNS} runs, wall time of the span calls): one span on the SDK's tracer ` +
+			`${median(coldUs).toFixed(2)} µs, through the DeferredTracer replayed every ${COLD_BATCH} runs ${median(coldDeferredUs).toFixed(2)} µs`,
+	);
 	await owned.shutdown();
 } finally {
 	receiver.kill();

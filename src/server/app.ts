@@ -157,8 +157,10 @@ function checkDefaultModel(catalog: ModelCatalog, spec: string): void {
 
 /** Metrics: every answered request counted, the store's commits timed, `/metrics` served. */
 function installMetrics(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig, store: SessionStore): void {
-	app.addHook("onResponse", async function countRequest(request, reply) {
+	// A callback hook: no promise per request.
+	app.addHook("onResponse", function countRequest(request, reply, done) {
 		metrics.observeRequest(request, reply);
+		done();
 	});
 	store.observeCommits?.((ms) => metrics.observeCommit(ms));
 	app.addHook("onClose", async function stopObservingCommits() {

@@ -36,7 +36,7 @@ export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetr
 		reply: { type(contentType: string): unknown },
 	): Promise<string> {
 		reply.type(metrics.registry.contentType);
-		return metrics.registry.metrics();
+		return metrics.scrape();
 	};
 	if (config.metricsPort === 0) {
 		app.get("/metrics", routeOptions(config), handler);

@@ -13,6 +13,12 @@
  * - store commit latency, from the store's optional commit observer;
  * - event-loop lag and the process metrics (prom-client's default collectors, on this registry).
  *
+ * The updates made per request and per model call are noted and applied to the registry in
+ * batches — at each scrape, before it is read, and whenever {@link MAX_PENDING_UPDATES} are
+ * waiting — because prom-client's path for one labelled update, run between two streamed answers,
+ * starts from cold caches each time (the reason tracing/deferred-tracer.ts gives). A scrape reads
+ * the same values it would have read had each update been applied at once.
+ *
  * Every label has a bounded set of values: tool and model names come from requests (a client may
  * declare any tool name), so past {@link MAX_LABEL_VALUES} distinct values new ones are reported as
  * `other`.
@@ -27,6 +33,9 @@ import { type SseStats, sseBytesWritten } from "./sse/connection.js";
 
 /** Distinct values one label may take before further ones are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;
+
+/** Noted updates that are applied at once, without waiting for a scrape. */
+export const MAX_PENDING_UPDATES = 1024;
 
 /** Latency buckets (seconds) of the HTTP, model and tool histograms: 5 ms to 2 min. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -81,6 +90,8 @@ export class ServerMetrics {
 	private readonly calls = new WeakMap<LiveSession, CallState>();
 	private readonly models = new BoundedLabel();
 	private readonly tools = new BoundedLabel();
+	/** Updates noted and not yet applied, in order. */
+	private pending: (() => void)[] = [];
 
 	constructor(options: ServerMetricsOptions) {
 		const registers = [this.registry];
@@ -249,6 +260,25 @@ export class ServerMetrics {
 		};
 	}
 
+	/** The registry's text, with every noted update applied (a scrape). */
+	async scrape(): Promise<string> {
+		this.applyPending();
+		return this.registry.metrics();
+	}
+
+	/** Applies the noted updates to the registry. */
+	applyPending(): void {
+		const pending = this.pending;
+		if (pending.length === 0) return;
+		this.pending = [];
+		for (const update of pending) update();
+	}
+
+	/** Notes `update` for the next batch. */
+	private note(update: () => void): void {
+		if (this.pending.push(update) >= MAX_PENDING_UPDATES) this.applyPending();
+	}
+
 	/** Counts an answered request (an `onResponse` hook). */
 	observeRequest(request: FastifyRequest, reply: FastifyReply): void {
 		const labels = {
@@ -257,8 +287,11 @@ export class ServerMetrics {
 			route: request.routeOptions.url ?? "unmatched",
 			status_code: String(reply.statusCode),
 		};
-		this.httpRequests.inc(labels);
-		this.httpDuration.observe(labels, reply.elapsedTime / 1000);
+		const seconds = reply.elapsedTime / 1000;
+		this.note(() => {
+			this.httpRequests.inc(labels);
+			this.httpDuration.observe(labels, seconds);
+		});
 	}
 
 	/** A store commit took `ms` milliseconds. */
@@ -295,8 +328,11 @@ export class ServerMetrics {
 				const startedAt = state?.toolStartedAt.get(event.toolCallId);
 				state?.toolStartedAt.delete(event.toolCallId);
 				const labels = { tool: this.tools.value(event.toolName), outcome: event.isError ? "error" : "ok" };
-				this.toolCalls.inc(labels);
-				if (startedAt !== undefined) this.toolDuration.observe(labels, (performance.now() - startedAt) / 1000);
+				const seconds = startedAt === undefined ? undefined : (performance.now() - startedAt) / 1000;
+				this.note(() => {
+					this.toolCalls.inc(labels);
+					if (seconds !== undefined) this.toolDuration.observe(labels, seconds);
+				});
 				return;
 			}
 		}
@@ -307,10 +343,9 @@ export class ServerMetrics {
 		const state = this.calls.get(session);
 		if (!state?.awaitingFirstToken) return;
 		state.awaitingFirstToken = false;
-		this.firstToken.observe(
-			{ provider: message.provider, model: this.models.value(message.model) },
-			(performance.now() - state.turnStartedAt) / 1000,
-		);
+		const labels = { provider: message.provider, model: this.models.value(message.model) };
+		const seconds = (performance.now() - state.turnStartedAt) / 1000;
+		this.note(() => this.firstToken.observe(labels, seconds));
 	}
 
 	private onModelCallEnd(session: LiveSession, message: AssistantMessage): void {
@@ -318,11 +353,23 @@ export class ServerMetrics {
 		const provider = message.provider;
 		const model = this.models.value(message.model);
 		const outcome = message.stopReason;
-		this.modelCalls.inc({ provider, model, outcome });
+		let seconds: number | undefined;
 		if (state) {
 			state.awaitingFirstToken = false;
-			this.modelDuration.observe({ provider, model, outcome }, (performance.now() - state.turnStartedAt) / 1000);
+			seconds = (performance.now() - state.turnStartedAt) / 1000;
 		}
+		this.note(() => this.countModelCall(provider, model, outcome, seconds, message));
+	}
+
+	private countModelCall(
+		provider: string,
+		model: string,
+		outcome: string,
+		seconds: number | undefined,
+		message: AssistantMessage,
+	): void {
+		this.modelCalls.inc({ provider, model, outcome });
+		if (seconds !== undefined) this.modelDuration.observe({ provider, model, outcome }, seconds);
 		const usage = message.usage;
 		if (usage) {
 			if (usage.input) this.tokens.inc({ provider, model, type: "input" }, usage.input);

@@ -71,19 +71,19 @@ export class ChatSpan {
 		if (this.ended) return;
 		this.ended = true;
 		const span = this.span;
-		if (span.isRecording()) {
-			span.setAttributes({
-				[ATTR.responseModel]: message.responseModel ?? message.model,
-				[ATTR.finishReasons]: [finishReason(message.stopReason)],
-				...usageAttributes(message.usage),
-			});
-			if (message.responseId) span.setAttribute(ATTR.responseId, message.responseId);
-			if (this.captureContent) span.setAttributes(outputContentAttributes(message));
-			if (message.stopReason === "error") {
-				span.setAttribute(ATTR.errorType, modelErrorType(message));
-				span.setStatus({ code: SpanStatusCode.ERROR, message: message.errorMessage });
-			}
-		}
+		// Set whether or not the span records (a span that does not ignores them): asking would
+		// make a deferred span reach the SDK alone (deferred-tracer.ts). Only content, dear to
+		// build, is built for a recording span alone.
+		const attributes: Attributes = {
+			[ATTR.responseModel]: message.responseModel ?? message.model,
+			[ATTR.finishReasons]: [finishReason(message.stopReason)],
+			...usageAttributes(message.usage),
+		};
+		if (message.responseId) attributes[ATTR.responseId] = message.responseId;
+		if (message.stopReason === "error") attributes[ATTR.errorType] = modelErrorType(message);
+		span.setAttributes(attributes);
+		if (this.captureContent && span.isRecording()) span.setAttributes(outputContentAttributes(message));
+		if (message.stopReason === "error") span.setStatus({ code: SpanStatusCode.ERROR, message: message.errorMessage });
 		span.end();
 	}
 

@@ -191,15 +191,13 @@ export class RunSpans {
 		const span = run?.tools.get(toolCallId);
 		if (!run || !span) return;
 		run.tools.delete(toolCallId);
-		if (span.isRecording()) {
-			if (this.options.captureContent) {
-				const content = (result as { content?: unknown } | undefined)?.content ?? result;
-				span.setAttribute(ATTR.toolResult, jsonAttribute(content));
-			}
-			if (isError) {
-				span.setAttribute(ATTR.errorType, "tool_error");
-				span.setStatus({ code: SpanStatusCode.ERROR });
-			}
+		if (this.options.captureContent && span.isRecording()) {
+			const content = (result as { content?: unknown } | undefined)?.content ?? result;
+			span.setAttribute(ATTR.toolResult, jsonAttribute(content));
+		}
+		if (isError) {
+			span.setAttribute(ATTR.errorType, "tool_error");
+			span.setStatus({ code: SpanStatusCode.ERROR });
 		}
 		span.end();
 	}

@@ -1,0 +1,273 @@
+/**
+ * A tracer that hands its spans to the SDK in batches: a span's start, attributes, status and
+ * end are noted (with the time they happened) and replayed on the SDK's tracer a few tens of
+ * milliseconds later, together with every other span noted meanwhile.
+ *
+ * Why: a server streaming to many clients runs a lot of its own code between two spans, and the
+ * SDK's path for one span — sampler, ids, attribute checks, span processors — then runs with
+ * cold caches every time, several times slower than the same calls made one after another
+ * (bench/sse/span-cost.ts, `cold`). Replayed in a batch, the SDK's code stays hot.
+ *
+ * What the SDK sees is what it would have seen: the same names, kinds, attributes (those given
+ * at start separately from later ones, so a sampler sees what it would), parents, links, events
+ * and status, with the times they were noted, in the order they were made. Only when is later:
+ * a span processor's `onStart` runs at the replay. Whatever needs the SDK's answer now
+ * — `spanContext()` (the ids), `isRecording()` (the sampler's decision) — replays that span and
+ * its parents at once.
+ *
+ * Ended spans reach the SDK's span processors within {@link DEFAULT_DELAY_MS}, and at once on
+ * {@link DeferredTracer.flush} (call it before shutting the SDK down or flushing its exporters).
+ */
+
+import { performance } from "node:perf_hooks";
+import {
+	type Attributes,
+	type AttributeValue,
+	type Context,
+	context as contextApi,
+	diag,
+	type Exception,
+	type Link,
+	type Span,
+	type SpanContext,
+	type SpanOptions,
+	type SpanStatus,
+	type TimeInput,
+	type Tracer,
+	trace,
+} from "@opentelemetry/api";
+
+/** How long a noted span waits for others before it is replayed (the SDK's own batch export waits seconds). */
+export const DEFAULT_DELAY_MS = 50;
+/** Noted spans that make a replay happen at once rather than at the end of the delay. */
+export const DEFAULT_MAX_PENDING = 1024;
+
+type Op = (span: Span) => void;
+
+/** A span's start: made by `materialize`, nothing more to do. */
+const started: Op = () => {};
+
+function isTimeInput(value: unknown): value is TimeInput {
+	return typeof value === "number" || value instanceof Date || Array.isArray(value);
+}
+
+class DeferredSpan implements Span {
+	/** The SDK's span, once replayed. */
+	private real: Span | undefined;
+	/**
+	 * What was done to the span, in order, from its start (`ops[0]`, nothing to do once the span is
+	 * made); `ops[done]` is the first not yet done to the SDK's span.
+	 */
+	private ops: Op[] = [started];
+	private done = 0;
+	/** Queue entries of calls already done by {@link replayAll}: the next ones to pass over. */
+	private skip = 0;
+
+	constructor(
+		private readonly tracer: DeferredTracer,
+		private readonly name: string,
+		private readonly options: SpanOptions,
+		/** The parent when it is one of ours, else undefined (then `parentContext` holds any parent). */
+		private readonly parent: DeferredSpan | undefined,
+		private readonly parentContext: Context,
+	) {}
+
+	/** The SDK's span: started now (its parents first) if it was not yet. */
+	materialize(): Span {
+		if (this.real) return this.real;
+		const parentContext = this.parent
+			? trace.setSpan(this.parentContext, this.parent.materialize())
+			: this.parentContext;
+		this.real = this.tracer.sdk.startSpan(this.name, this.options, parentContext);
+		return this.real;
+	}
+
+	/**
+	 * Starts the SDK's span if needed and does the next thing done to it (the tracer's queue holds
+	 * the span once for its start and once for each call after, in the order they were made).
+	 */
+	replayNext(): void {
+		if (this.skip > 0) {
+			this.skip--;
+			return;
+		}
+		const span = this.materialize();
+		if (this.done < this.ops.length) this.ops[this.done++](span);
+		if (this.done === this.ops.length && this.done > 0) {
+			this.ops = [];
+			this.done = 0;
+		}
+	}
+
+	/** Starts the SDK's span if needed and does everything done to it so far (its queue entries then do nothing). */
+	replayAll(): Span {
+		const span = this.materialize();
+		const ops = this.ops;
+		for (let i = this.done; i < ops.length; i++) ops[i](span);
+		this.skip += ops.length - this.done;
+		this.ops = [];
+		this.done = 0;
+		return span;
+	}
+
+	private note(op: Op): this {
+		this.ops.push(op);
+		this.tracer.enqueue(this);
+		return this;
+	}
+
+	spanContext(): SpanContext {
+		return this.materialize().spanContext();
+	}
+
+	isRecording(): boolean {
+		return this.replayAll().isRecording();
+	}
+
+	setAttribute(key: string, value: AttributeValue): this {
+		return this.note((span) => span.setAttribute(key, value));
+	}
+
+	setAttributes(attributes: Attributes): this {
+		const copy = { ...attributes };
+		return this.note((span) => span.setAttributes(copy));
+	}
+
+	addEvent(name: string, attributesOrStartTime?: Attributes | TimeInput, startTime?: TimeInput): this {
+		let attributes: Attributes | undefined;
+		let time: TimeInput;
+		if (isTimeInput(attributesOrStartTime)) time = attributesOrStartTime;
+		else {
+			attributes = attributesOrStartTime && { ...attributesOrStartTime };
+			time = startTime ?? performance.now();
+		}
+		return this.note((span) => span.addEvent(name, attributes, time));
+	}
+
+	addLink(link: Link): this {
+		return this.note((span) => span.addLink(link));
+	}
+
+	addLinks(links: Link[]): this {
+		const copy = [...links];
+		return this.note((span) => span.addLinks(copy));
+	}
+
+	setStatus(status: SpanStatus): this {
+		const copy = { ...status };
+		return this.note((span) => span.setStatus(copy));
+	}
+
+	updateName(name: string): this {
+		return this.note((span) => span.updateName(name));
+	}
+
+	end(endTime?: TimeInput): void {
+		const time = endTime ?? performance.now();
+		this.note((span) => span.end(time));
+	}
+
+	recordException(exception: Exception, time?: TimeInput): void {
+		const at = time ?? performance.now();
+		this.note((span) => span.recordException(exception, at));
+	}
+}
+
+export interface DeferredTracerOptions {
+	/** See {@link DEFAULT_DELAY_MS}. */
+	delayMs?: number;
+	/** See {@link DEFAULT_MAX_PENDING}. */
+	maxPending?: number;
+}
+
+export class DeferredTracer implements Tracer {
+	/** A span per call to replay (its start, then each call made on it), in the order they were made. */
+	private pending: DeferredSpan[] = [];
+	private timer: NodeJS.Timeout | undefined;
+	private readonly delayMs: number;
+	private readonly maxPending: number;
+
+	constructor(
+		/** The SDK's tracer the spans are replayed on. */
+		readonly sdk: Tracer,
+		options: DeferredTracerOptions = {},
+	) {
+		this.delayMs = options.delayMs ?? DEFAULT_DELAY_MS;
+		this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
+	}
+
+	startSpan(name: string, options: SpanOptions = {}, context: Context = contextApi.active()): Span {
+		let parentContext = context;
+		let parent: DeferredSpan | undefined;
+		if (options.root) {
+			parentContext = trace.deleteSpan(context);
+		} else {
+			const span = trace.getSpan(context);
+			if (span instanceof DeferredSpan) {
+				parent = span;
+				parentContext = trace.deleteSpan(context);
+			}
+		}
+		const noted: SpanOptions = {
+			kind: options.kind,
+			// Read at the replay: a copy, so a caller reusing its object changes nothing.
+			attributes: options.attributes && { ...options.attributes },
+			links: options.links,
+			startTime: options.startTime ?? performance.now(),
+		};
+		const span = new DeferredSpan(this, name, noted, parent, parentContext);
+		this.enqueue(span);
+		return span;
+	}
+
+	startActiveSpan<F extends (span: Span) => unknown>(name: string, fn: F): ReturnType<F>;
+	startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, fn: F): ReturnType<F>;
+	startActiveSpan<F extends (span: Span) => unknown>(
+		name: string,
+		options: SpanOptions,
+		context: Context,
+		fn: F,
+	): ReturnType<F>;
+	startActiveSpan<F extends (span: Span) => unknown>(
+		name: string,
+		a: F | SpanOptions,
+		b?: F | Context,
+		c?: F,
+	): ReturnType<F> {
+		const fn = (typeof a === "function" ? a : typeof b === "function" ? b : c) as F;
+		const options = typeof a === "function" ? {} : a;
+		const parent = typeof b === "object" ? b : contextApi.active();
+		const span = this.startSpan(name, options, parent);
+		return contextApi.with(trace.setSpan(parent, span), fn as (span: Span) => ReturnType<F>, undefined, span);
+	}
+
+	/** Queues `span` for the next replay. */
+	enqueue(span: DeferredSpan): void {
+		this.pending.push(span);
+		if (this.pending.length >= this.maxPending) {
+			this.flush();
+		} else if (!this.timer) {
+			this.timer = setTimeout(() => this.flush(), this.delayMs);
+			// Pending spans never keep a process alive: a closing app flushes them itself.
+			this.timer.unref();
+		}
+	}
+
+	/** Hands every noted span to the SDK now. */
+	flush(): void {
+		if (this.timer) {
+			clearTimeout(this.timer);
+			this.timer = undefined;
+		}
+		const pending = this.pending;
+		this.pending = [];
+		for (const span of pending) {
+			try {
+				span.replayNext();
+			} catch (err) {
+				// The SDK does not throw on its own; a span processor might. The other spans go on.
+				diag.error("wheelhouse: a span could not be handed to the tracing SDK", err);
+			}
+		}
+	}
+}

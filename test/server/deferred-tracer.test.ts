@@ -1,0 +1,271 @@
+// The DeferredTracer on the real OpenTelemetry SDK: what reaches the SDK, when, and that it is
+// what the SDK would have got from direct calls.
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+	type Attributes,
+	type Context,
+	ROOT_CONTEXT,
+	type Span,
+	SpanKind,
+	SpanStatusCode,
+	TraceFlags,
+	trace,
+} from "@opentelemetry/api";
+import {
+	AlwaysOnSampler,
+	BasicTracerProvider,
+	InMemorySpanExporter,
+	type ReadableSpan,
+	type Sampler,
+	SamplingDecision,
+	SimpleSpanProcessor,
+	type SpanProcessor,
+} from "@opentelemetry/sdk-trace-base";
+import { describe, expect, it } from "vitest";
+import { DeferredTracer } from "../../src/server/tracing/deferred-tracer.js";
+
+function setup(
+	options: { sampler?: Sampler; processors?: SpanProcessor[]; delayMs?: number; maxPending?: number } = {},
+) {
+	const exporter = new InMemorySpanExporter();
+	const started: string[] = [];
+	const watcher: SpanProcessor = {
+		onStart: (span) => started.push((span as unknown as ReadableSpan).name),
+		onEnd() {},
+		forceFlush: async () => {},
+		shutdown: async () => {},
+	};
+	const provider = new BasicTracerProvider({
+		sampler: options.sampler ?? new AlwaysOnSampler(),
+		spanProcessors: [...(options.processors ?? []), new SimpleSpanProcessor(exporter), watcher],
+	});
+	const tracer = new DeferredTracer(provider.getTracer("test"), {
+		delayMs: options.delayMs ?? 10_000,
+		maxPending: options.maxPending,
+	});
+	const ended = () => exporter.getFinishedSpans();
+	const one = (name: string) => {
+		const spans = ended().filter((span) => span.name === name);
+		expect(spans, `one ${name}`).toHaveLength(1);
+		return spans[0];
+	};
+	return { tracer, started, ended, one };
+}
+
+/** Milliseconds of an SDK HrTime. */
+const ms = ([s, ns]: [number, number]) => s * 1e3 + ns / 1e6;
+
+describe("DeferredTracer", () => {
+	it("hands spans to the SDK only when flushed, with the names, kinds, attributes, status, events and parents it was given", () => {
+		const { tracer, started, ended, one } = setup();
+		const request = tracer.startSpan("POST /x", { kind: SpanKind.SERVER, attributes: { "http.route": "/x" } });
+		const run = tracer.startSpan("invoke_agent", { attributes: { n: 1 } }, trace.setSpan(ROOT_CONTEXT, request));
+		const chat = tracer.startSpan("chat m", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, run));
+		chat.setAttributes({ "gen_ai.usage.output_tokens": 7, reasons: ["stop"] });
+		chat.addEvent("first token", { at: 1 });
+		chat.end();
+		run.setStatus({ code: SpanStatusCode.ERROR, message: "model failed" });
+		run.updateName("invoke_agent support");
+		run.end();
+		request.setAttribute("http.response.status_code", 200);
+		request.end();
+		expect(started).toEqual([]);
+		expect(ended()).toEqual([]);
+
+		tracer.flush();
+		expect(started).toEqual(["POST /x", "invoke_agent", "chat m"]);
+		const [r, a, c] = [one("POST /x"), one("invoke_agent support"), one("chat m")];
+		expect(r.kind).toBe(SpanKind.SERVER);
+		expect(r.attributes).toEqual({ "http.route": "/x", "http.response.status_code": 200 });
+		expect(r.parentSpanContext).toBeUndefined();
+		expect(a.parentSpanContext?.spanId).toBe(r.spanContext().spanId);
+		expect(a.spanContext().traceId).toBe(r.spanContext().traceId);
+		expect(a.status).toEqual({ code: SpanStatusCode.ERROR, message: "model failed" });
+		expect(a.attributes).toEqual({ n: 1 });
+		expect(c.kind).toBe(SpanKind.CLIENT);
+		expect(c.parentSpanContext?.spanId).toBe(a.spanContext().spanId);
+		expect(c.attributes).toEqual({ "gen_ai.usage.output_tokens": 7, reasons: ["stop"] });
+		expect(c.events.map((event) => [event.name, event.attributes])).toEqual([["first token", { at: 1 }]]);
+		// Ended in the order they were ended.
+		expect(ended().map((span) => span.name)).toEqual(["chat m", "invoke_agent support", "POST /x"]);
+	});
+
+	it("replays the calls in the order they were made across spans", () => {
+		const { tracer, ended } = setup();
+		const outer = tracer.startSpan("outer");
+		outer.setAttribute("a", 1);
+		const inner = tracer.startSpan("inner", {}, trace.setSpan(ROOT_CONTEXT, outer));
+		inner.end();
+		outer.end();
+		const last = tracer.startSpan("last");
+		last.end();
+		// Answered at once: then its next call waits its turn behind the calls made before it.
+		const asked = tracer.startSpan("asked");
+		expect(asked.isRecording()).toBe(true);
+		const after = tracer.startSpan("after");
+		after.end();
+		asked.end();
+		tracer.flush();
+		expect(ended().map((span) => span.name)).toEqual(["inner", "outer", "last", "after", "asked"]);
+	});
+
+	it("records the times the calls were made, not the time of the replay", async () => {
+		const { tracer, one } = setup();
+		const before = Date.now();
+		const span = tracer.startSpan("timed");
+		await sleep(30);
+		span.addEvent("midway");
+		await sleep(30);
+		span.end();
+		const endedAt = Date.now();
+		await sleep(100);
+		tracer.flush();
+		const done = one("timed");
+		expect(ms(done.startTime)).toBeGreaterThanOrEqual(before - 2);
+		expect(ms(done.startTime)).toBeLessThan(before + 20);
+		expect(ms(done.duration)).toBeGreaterThanOrEqual(55);
+		expect(ms(done.duration)).toBeLessThan(100);
+		expect(ms(done.endTime)).toBeLessThanOrEqual(endedAt + 2);
+		const midway = ms(done.events[0].time) - ms(done.startTime);
+		expect(midway).toBeGreaterThanOrEqual(25);
+		expect(midway).toBeLessThan(55);
+	});
+
+	it("gives the sampler the attributes given at start, and only those", () => {
+		const seen: Attributes[] = [];
+		const sampler: Sampler = {
+			shouldSample(_context, _traceId, _name, _kind, attributes) {
+				seen.push({ ...attributes });
+				return { decision: attributes.keep ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD };
+			},
+			toString: () => "keep-attribute",
+		};
+		const { tracer, ended } = setup({ sampler });
+		const kept = tracer.startSpan("kept", { attributes: { keep: true } });
+		kept.setAttribute("later", 1);
+		kept.end();
+		const dropped = tracer.startSpan("dropped", { attributes: { keep: false } });
+		dropped.setAttribute("keep", true);
+		dropped.end();
+		tracer.flush();
+		expect(seen).toEqual([{ keep: true }, { keep: false }]);
+		expect(ended().map((span) => [span.name, span.attributes])).toEqual([["kept", { keep: true, later: 1 }]]);
+	});
+
+	it("answers isRecording and spanContext from the SDK at once, for the span and its parents", () => {
+		const { tracer, started, ended, one } = setup({
+			sampler: {
+				shouldSample: (_c, _t, name) => ({
+					decision: name === "unsampled" ? SamplingDecision.NOT_RECORD : SamplingDecision.RECORD_AND_SAMPLED,
+				}),
+				toString: () => "by-name",
+			},
+		});
+		const parent = tracer.startSpan("parent");
+		const child = tracer.startSpan("child", {}, trace.setSpan(ROOT_CONTEXT, parent));
+		const context = child.spanContext();
+		expect(started).toEqual(["parent", "child"]);
+		expect(context.traceFlags & TraceFlags.SAMPLED).toBe(TraceFlags.SAMPLED);
+		expect(child.isRecording()).toBe(true);
+		expect(tracer.startSpan("unsampled").isRecording()).toBe(false);
+		child.end();
+		expect(child.isRecording()).toBe(false);
+		expect(ended().map((span) => span.name)).toEqual(["child"]);
+		parent.end();
+		tracer.flush();
+		expect(one("child").spanContext().spanId).toBe(context.spanId);
+		expect(one("child").parentSpanContext?.spanId).toBe(one("parent").spanContext().spanId);
+	});
+
+	it("parents a span on a remote context, and honours root", () => {
+		const { tracer, one } = setup();
+		const remote = trace.setSpanContext(ROOT_CONTEXT, {
+			traceId: "0af7651916cd43dd8448eb211c80319c",
+			spanId: "b7ad6b7169203331",
+			traceFlags: TraceFlags.SAMPLED,
+			isRemote: true,
+		});
+		const server = tracer.startSpan("server", { kind: SpanKind.SERVER }, remote);
+		const root = tracer.startSpan("root", { root: true }, trace.setSpan(remote, server));
+		server.end();
+		root.end();
+		tracer.flush();
+		expect(one("server").spanContext().traceId).toBe("0af7651916cd43dd8448eb211c80319c");
+		expect(one("server").parentSpanContext).toMatchObject({ spanId: "b7ad6b7169203331", isRemote: true });
+		expect(one("root").parentSpanContext).toBeUndefined();
+		expect(one("root").spanContext().traceId).not.toBe("0af7651916cd43dd8448eb211c80319c");
+	});
+
+	it("replays a span started under a parent already handed over, and work done on a span after its start was", () => {
+		const { tracer, one } = setup();
+		const parent = tracer.startSpan("long");
+		tracer.flush();
+		const child = tracer.startSpan("late child", {}, trace.setSpan(ROOT_CONTEXT, parent));
+		child.end();
+		parent.setAttribute("after", true);
+		parent.end();
+		tracer.flush();
+		expect(one("late child").parentSpanContext?.spanId).toBe(one("long").spanContext().spanId);
+		expect(one("long").attributes).toEqual({ after: true });
+	});
+
+	it("copies what it is given: a caller reusing its attribute object changes no span", () => {
+		const { tracer, one } = setup();
+		const attributes: Attributes = { a: 1 };
+		const span = tracer.startSpan("copied", { attributes });
+		const later: Attributes = { b: 2 };
+		span.setAttributes(later);
+		attributes.a = 99;
+		later.b = 99;
+		span.end();
+		tracer.flush();
+		expect(one("copied").attributes).toEqual({ a: 1, b: 2 });
+	});
+
+	it("hands spans over on its own after the delay, and at once when too many wait", async () => {
+		const timed = setup({ delayMs: 20 });
+		timed.tracer.startSpan("on its own").end();
+		expect(timed.ended()).toEqual([]);
+		await sleep(80);
+		expect(timed.ended().map((span) => span.name)).toEqual(["on its own"]);
+
+		// A start is one call waiting, an end another.
+		const bounded = setup({ maxPending: 4 });
+		bounded.tracer.startSpan("a").end();
+		expect(bounded.ended()).toEqual([]);
+		bounded.tracer.startSpan("b").end();
+		expect(bounded.ended().map((span) => span.name)).toEqual(["a", "b"]);
+	});
+
+	it("goes on with the other spans when a span processor throws", () => {
+		const thrower: SpanProcessor = {
+			onStart(span) {
+				if ((span as unknown as ReadableSpan).name === "bad") throw new Error("processor failed");
+			},
+			onEnd() {},
+			forceFlush: async () => {},
+			shutdown: async () => {},
+		};
+		const { tracer, ended } = setup({ processors: [thrower] });
+		tracer.startSpan("bad").end();
+		tracer.startSpan("good").end();
+		tracer.flush();
+		expect(ended().map((span) => span.name)).toContain("good");
+	});
+
+	it("runs startActiveSpan's function with the span and returns its result", () => {
+		const { tracer, one } = setup();
+		let inside: Span | undefined;
+		const result = tracer.startActiveSpan("active", { attributes: { x: 1 } }, (span: Span) => {
+			inside = span;
+			span.end();
+			return 42;
+		});
+		expect(result).toBe(42);
+		tracer.flush();
+		expect(one("active").attributes).toEqual({ x: 1 });
+		expect(inside?.spanContext().spanId).toBe(one("active").spanContext().spanId);
+		const context: Context = ROOT_CONTEXT;
+		expect(tracer.startActiveSpan("with context", {}, context, () => "ok")).toBe("ok");
+	});
+});
