@@ -62,6 +62,22 @@ interface CallState {
 	toolStartedAt: Map<string, number>;
 }
 
+/** One model call as counted: its labels and numbers. */
+interface ModelCallCount {
+	provider: string;
+	model: string;
+	outcome: string;
+	/** From the turn's start; unknown for a call seen without its `turn_start`. */
+	seconds: number | undefined;
+	input: number;
+	output: number;
+	cacheRead: number;
+	cacheWrite: number;
+	/** Undefined when the provider reported no usage. */
+	cost: number | undefined;
+	retries: number;
+}
+
 export interface ServerMetricsOptions {
 	/** The sessions held in memory (read at scrape time). */
 	liveSessions(): Iterable<LiveSession>;
@@ -288,6 +304,7 @@ export class ServerMetrics {
 			status_code: String(reply.statusCode),
 		};
 		const seconds = reply.elapsedTime / 1000;
+		// The labels and the duration only: the request (its body) is not kept until the batch.
 		this.note(() => {
 			this.httpRequests.inc(labels);
 			this.httpDuration.observe(labels, seconds);
@@ -350,39 +367,40 @@ export class ServerMetrics {
 
 	private onModelCallEnd(session: LiveSession, message: AssistantMessage): void {
 		const state = this.calls.get(session);
-		const provider = message.provider;
-		const model = this.models.value(message.model);
-		const outcome = message.stopReason;
 		let seconds: number | undefined;
 		if (state) {
 			state.awaitingFirstToken = false;
 			seconds = (performance.now() - state.turnStartedAt) / 1000;
 		}
-		this.note(() => this.countModelCall(provider, model, outcome, seconds, message));
+		// What is counted, read now: the message (its content) is not kept until the batch.
+		const call: ModelCallCount = {
+			provider: message.provider,
+			model: this.models.value(message.model),
+			outcome: message.stopReason,
+			seconds,
+			input: message.usage?.input ?? 0,
+			output: message.usage?.output ?? 0,
+			cacheRead: message.usage?.cacheRead ?? 0,
+			cacheWrite: message.usage?.cacheWrite ?? 0,
+			cost: message.usage ? (message.usage.cost?.total ?? 0) : undefined,
+			retries: 0,
+		};
+		for (const diagnostic of message.diagnostics ?? []) {
+			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries)) call.retries += diagnostic.retries.length;
+		}
+		this.note(() => this.countModelCall(call));
 	}
 
-	private countModelCall(
-		provider: string,
-		model: string,
-		outcome: string,
-		seconds: number | undefined,
-		message: AssistantMessage,
-	): void {
+	private countModelCall(call: ModelCallCount): void {
+		const { provider, model, outcome } = call;
 		this.modelCalls.inc({ provider, model, outcome });
-		if (seconds !== undefined) this.modelDuration.observe({ provider, model, outcome }, seconds);
-		const usage = message.usage;
-		if (usage) {
-			if (usage.input) this.tokens.inc({ provider, model, type: "input" }, usage.input);
-			if (usage.output) this.tokens.inc({ provider, model, type: "output" }, usage.output);
-			if (usage.cacheRead) this.tokens.inc({ provider, model, type: "cache_read" }, usage.cacheRead);
-			if (usage.cacheWrite) this.tokens.inc({ provider, model, type: "cache_write" }, usage.cacheWrite);
-			this.cost.inc({ provider, model }, usage.cost?.total ?? 0);
-		}
-		for (const diagnostic of message.diagnostics ?? []) {
-			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries)) {
-				this.retries.inc({ provider, model }, diagnostic.retries.length);
-			}
-		}
+		if (call.seconds !== undefined) this.modelDuration.observe({ provider, model, outcome }, call.seconds);
+		if (call.input) this.tokens.inc({ provider, model, type: "input" }, call.input);
+		if (call.output) this.tokens.inc({ provider, model, type: "output" }, call.output);
+		if (call.cacheRead) this.tokens.inc({ provider, model, type: "cache_read" }, call.cacheRead);
+		if (call.cacheWrite) this.tokens.inc({ provider, model, type: "cache_write" }, call.cacheWrite);
+		if (call.cost !== undefined) this.cost.inc({ provider, model }, call.cost);
+		if (call.retries) this.retries.inc({ provider, model }, call.retries);
 	}
 
 	private callState(session: LiveSession): CallState {

@@ -1,7 +1,7 @@
 /**
  * A tracer that hands its spans to the SDK in batches: a span's start, attributes, status and
- * end are noted (with the time they happened) and replayed on the SDK's tracer a few tens of
- * milliseconds later, together with every other span noted meanwhile.
+ * end are noted (with the time they happened) and replayed on the SDK's tracer up to
+ * {@link DEFAULT_DELAY_MS} later, together with every other span noted meanwhile.
  *
  * Why: a server streaming to many clients runs a lot of its own code between two spans, and the
  * SDK's path for one span — sampler, ids, attribute checks, span processors — then runs with
@@ -37,10 +37,14 @@ import {
 	trace,
 } from "@opentelemetry/api";
 
-/** How long a noted span waits for others before it is replayed (the SDK's own batch export waits seconds). */
-export const DEFAULT_DELAY_MS = 50;
-/** Noted spans that make a replay happen at once rather than at the end of the delay. */
-export const DEFAULT_MAX_PENDING = 1024;
+/**
+ * How long a noted call waits for others before it is replayed: the more calls a replay takes,
+ * the less each costs (bench/sse/span-cost.ts), and the SDK's batch processor then waits seconds
+ * more before it exports.
+ */
+export const DEFAULT_DELAY_MS = 200;
+/** Calls waiting (a span's start, and each call on it after) that make a replay happen at once. */
+export const DEFAULT_MAX_PENDING = 4096;
 
 type Op = (span: Span) => void;
 
@@ -203,10 +207,8 @@ export class DeferredTracer implements Tracer {
 			parentContext = trace.deleteSpan(context);
 		} else {
 			const span = trace.getSpan(context);
-			if (span instanceof DeferredSpan) {
-				parent = span;
-				parentContext = trace.deleteSpan(context);
-			}
+			// The context is kept as it is: the replay sets the SDK's parent span in it, in this one's place.
+			if (span instanceof DeferredSpan) parent = span;
 		}
 		const noted: SpanOptions = {
 			kind: options.kind,

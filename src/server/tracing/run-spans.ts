@@ -34,10 +34,15 @@ import { ATTR, jsonAttribute, modelErrorType, providerName, usageAttributes } fr
 /** The traced state of a session's active run. */
 interface RunTrace {
 	span: Span;
-	/** The run span's context: the parent of its model and tool call spans. */
-	context: Context;
+	/** The run span's context, the parent of its model and tool call spans: made when first asked for. */
+	context?: Context;
 	tools: Map<string, Span>;
 	chats: Set<ChatSpan>;
+}
+
+function runContext(run: RunTrace): Context {
+	run.context ??= trace.setSpan(ROOT_CONTEXT, run.span);
+	return run.context;
 }
 
 export interface RunSpansOptions {
@@ -77,7 +82,7 @@ export class RunSpans {
 			const state = agent.state;
 			const chat = ChatSpan.start(
 				this.options.tracer,
-				run?.context ?? ROOT_CONTEXT,
+				run ? runContext(run) : ROOT_CONTEXT,
 				{
 					model: state.model,
 					// Read only to record content: the copy is made only then.
@@ -129,12 +134,7 @@ export class RunSpans {
 			{ kind: SpanKind.INTERNAL, attributes },
 			session.runTrace ?? ROOT_CONTEXT,
 		);
-		this.runs.set(session, {
-			span,
-			context: trace.setSpan(ROOT_CONTEXT, span),
-			tools: new Map(),
-			chats: new Set(),
-		});
+		this.runs.set(session, { span, tools: new Map(), chats: new Set() });
 	}
 
 	private endRun(session: LiveSession, messages: AgentMessage[]): void {
@@ -179,7 +179,7 @@ export class RunSpans {
 		const span = this.options.tracer.startSpan(
 			`execute_tool ${toolName}`,
 			{ kind: SpanKind.INTERNAL, attributes },
-			run?.context ?? ROOT_CONTEXT,
+			run ? runContext(run) : ROOT_CONTEXT,
 		);
 		if (this.options.captureContent && span.isRecording()) span.setAttribute(ATTR.toolArguments, jsonAttribute(args));
 		if (run) run.tools.set(toolCallId, span);
