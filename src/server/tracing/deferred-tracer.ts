@@ -67,22 +67,34 @@ class DeferredSpan implements Span {
 	/** Queue entries of calls already done by {@link replayAll}: the next ones to pass over. */
 	private skip = 0;
 
+	/** What the SDK's span is started with; dropped once it is (a span may outlive its parents). */
+	private start:
+		| {
+				name: string;
+				options: SpanOptions;
+				/** The parent when it is one of ours, else undefined (then `context` holds any parent). */
+				parent: DeferredSpan | undefined;
+				context: Context;
+		  }
+		| undefined;
+
 	constructor(
 		private readonly tracer: DeferredTracer,
-		private readonly name: string,
-		private readonly options: SpanOptions,
-		/** The parent when it is one of ours, else undefined (then `parentContext` holds any parent). */
-		private readonly parent: DeferredSpan | undefined,
-		private readonly parentContext: Context,
-	) {}
+		name: string,
+		options: SpanOptions,
+		parent: DeferredSpan | undefined,
+		context: Context,
+	) {
+		this.start = { name, options, parent, context };
+	}
 
 	/** The SDK's span: started now (its parents first) if it was not yet. */
 	materialize(): Span {
 		if (this.real) return this.real;
-		const parentContext = this.parent
-			? trace.setSpan(this.parentContext, this.parent.materialize())
-			: this.parentContext;
-		this.real = this.tracer.sdk.startSpan(this.name, this.options, parentContext);
+		const { name, options, parent, context } = this.start!;
+		const parentContext = parent ? trace.setSpan(context, parent.materialize()) : context;
+		this.real = this.tracer.sdk.startSpan(name, options, parentContext);
+		this.start = undefined;
 		return this.real;
 	}
 
