@@ -232,7 +232,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	// prom-client is loaded only when metrics are on.
 	const metrics: ServerMetrics | undefined =
 		config.metrics === "on"
-			? new (await import("./metrics.js")).ServerMetrics({ liveSessions: () => sessions.liveSessions() })
+			? new (await import("./metrics.js")).ServerMetrics({
+					liveSessions: () => sessions.liveSessions(),
+					onUpdateError: (err) => app.log.error({ err }, "metrics: an update was refused"),
+				})
 			: undefined;
 	// The tracing modules, and the SDK with them, are loaded only when tracing is on.
 	const tracing: ServerTracing | undefined =

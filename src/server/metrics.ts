@@ -81,6 +81,8 @@ interface ModelCallCount {
 export interface ServerMetricsOptions {
 	/** The sessions held in memory (read at scrape time). */
 	liveSessions(): Iterable<LiveSession>;
+	/** An update prom-client refused (a negative count); the others are applied. Default: ignored. */
+	onUpdateError?(err: unknown): void;
 }
 
 /** The metrics of one app. Create with {@link createServerMetrics}. */
@@ -109,7 +111,10 @@ export class ServerMetrics {
 	/** Updates noted and not yet applied, in order. */
 	private pending: (() => void)[] = [];
 
+	private readonly onUpdateError: ((err: unknown) => void) | undefined;
+
 	constructor(options: ServerMetricsOptions) {
+		this.onUpdateError = options.onUpdateError;
 		const registers = [this.registry];
 		const sessions = { liveSessions: () => options.liveSessions() };
 		const sse = this.sse;
@@ -287,7 +292,13 @@ export class ServerMetrics {
 		const pending = this.pending;
 		if (pending.length === 0) return;
 		this.pending = [];
-		for (const update of pending) update();
+		for (const update of pending) {
+			try {
+				update();
+			} catch (err) {
+				this.onUpdateError?.(err);
+			}
+		}
 	}
 
 	/** Notes `update` for the next batch. */
@@ -395,12 +406,13 @@ export class ServerMetrics {
 		const { provider, model, outcome } = call;
 		this.modelCalls.inc({ provider, model, outcome });
 		if (call.seconds !== undefined) this.modelDuration.observe({ provider, model, outcome }, call.seconds);
-		if (call.input) this.tokens.inc({ provider, model, type: "input" }, call.input);
-		if (call.output) this.tokens.inc({ provider, model, type: "output" }, call.output);
-		if (call.cacheRead) this.tokens.inc({ provider, model, type: "cache_read" }, call.cacheRead);
-		if (call.cacheWrite) this.tokens.inc({ provider, model, type: "cache_write" }, call.cacheWrite);
-		if (call.cost !== undefined) this.cost.inc({ provider, model }, call.cost);
-		if (call.retries) this.retries.inc({ provider, model }, call.retries);
+		// A provider may report a negative count (a server's bad arithmetic): a counter cannot go down.
+		if (call.input > 0) this.tokens.inc({ provider, model, type: "input" }, call.input);
+		if (call.output > 0) this.tokens.inc({ provider, model, type: "output" }, call.output);
+		if (call.cacheRead > 0) this.tokens.inc({ provider, model, type: "cache_read" }, call.cacheRead);
+		if (call.cacheWrite > 0) this.tokens.inc({ provider, model, type: "cache_write" }, call.cacheWrite);
+		if (call.cost !== undefined) this.cost.inc({ provider, model }, Math.max(0, call.cost));
+		if (call.retries > 0) this.retries.inc({ provider, model }, call.retries);
 	}
 
 	private callState(session: LiveSession): CallState {

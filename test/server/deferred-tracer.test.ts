@@ -1,5 +1,6 @@
 // The DeferredTracer on the real OpenTelemetry SDK: what reaches the SDK, when, and that it is
 // what the SDK would have got from direct calls.
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
 	type Attributes,
@@ -251,6 +252,77 @@ describe("DeferredTracer", () => {
 		tracer.startSpan("good").end();
 		tracer.flush();
 		expect(ended().map((span) => span.name)).toContain("good");
+	});
+
+	it("a span whose start a processor refused is not started again for its later calls", () => {
+		let badStarts = 0;
+		const thrower: SpanProcessor = {
+			onStart(span) {
+				if ((span as unknown as ReadableSpan).name !== "bad") return;
+				badStarts++;
+				throw new Error("processor failed");
+			},
+			onEnd() {},
+			forceFlush: async () => {},
+			shutdown: async () => {},
+		};
+		const { tracer, ended } = setup({ processors: [thrower] });
+		const bad = tracer.startSpan("bad");
+		bad.setAttribute("a", 1);
+		bad.addEvent("e");
+		bad.end();
+		tracer.flush();
+		expect(badStarts).toBe(1);
+		expect(bad.isRecording()).toBe(false);
+		expect(ended().map((span) => span.name)).toEqual([]);
+	});
+
+	it("a call the SDK throws on during an early replay is neither lost for the others nor done twice", () => {
+		const ends: ReadableSpan[] = [];
+		const counter: SpanProcessor = {
+			onStart() {},
+			onEnd: (span) => ends.push(span),
+			forceFlush: async () => {},
+			shutdown: async () => {},
+		};
+		const thrower: SpanProcessor = {
+			onStart() {},
+			onEnd(span) {
+				if (span.name === "boom") throw new Error("processor failed");
+			},
+			forceFlush: async () => {},
+			shutdown: async () => {},
+		};
+		const { tracer } = setup({ processors: [counter, thrower] });
+		const boom = tracer.startSpan("boom");
+		boom.addEvent("before");
+		boom.end();
+		// Replays the span at once: its end throws in the second processor, the answer still comes.
+		expect(boom.isRecording()).toBe(false);
+		tracer.flush();
+		expect(ends.map((span) => span.name)).toEqual(["boom"]);
+		expect(ends[0].events.map((event) => event.name)).toEqual(["before"]);
+	});
+
+	it("takes an event's second time when given two, and copies links", async () => {
+		const { tracer, one } = setup();
+		const span = tracer.startSpan("linked", {
+			links: [{ context: { traceId: "1".repeat(32), spanId: "2".repeat(16), traceFlags: 1 }, attributes: { k: 1 } }],
+		});
+		const link = { context: { traceId: "3".repeat(32), spanId: "4".repeat(16), traceFlags: 1 }, attributes: { k: 2 } };
+		span.addLink(link);
+		await sleep(30);
+		const now = performance.now();
+		// Both times are past ones (the SDK reads a later number as epoch milliseconds).
+		span.addEvent("twice timed", now - 25, now - 2);
+		link.attributes.k = 99;
+		span.end();
+		tracer.flush();
+		const done = one("linked");
+		expect(done.links.map((l) => l.attributes)).toEqual([{ k: 1 }, { k: 2 }]);
+		const eventAt = ms(done.events[0].time) - ms(done.startTime);
+		expect(eventAt).toBeGreaterThan(20);
+		expect(eventAt).toBeLessThan(60);
 	});
 
 	it("runs startActiveSpan's function with the span and returns its result", () => {

@@ -46,6 +46,16 @@ const answer = (text: string) =>
 		.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
 		.join("");
 
+/** A Chat Completions stream answering `text` and reporting `usage`. */
+const answerWithUsage = (text: string, usage: Record<string, unknown>) =>
+	[
+		{ id: "chatcmpl-2", model: "m", choices: [{ index: 0, delta: { role: "assistant", content: text } }] },
+		{ id: "chatcmpl-2", model: "m", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+		{ id: "chatcmpl-2", model: "m", choices: [], usage },
+	]
+		.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`)
+		.join("");
+
 /** A port nothing listens on now (the OS hands out a fresh one). */
 async function freePort(): Promise<number> {
 	const probe = createServer();
@@ -133,6 +143,39 @@ describe("GET /metrics", () => {
 			expect(
 				sample(text, "wheelhouse_model_time_to_first_token_seconds_count", { provider: "flaky", model: "m" }),
 			).toBe(1);
+		} finally {
+			await provider.close();
+			await closeHttpPools();
+		}
+	});
+
+	it("a provider's negative token count is not counted, and every other update of the call and the request still is", async () => {
+		const provider = await startReplayServer();
+		try {
+			const server = await start({
+				env: { ODD_API_KEY: "k-test" },
+				config: { models: [{ provider: "odd", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "ODD_API_KEY" }] },
+			});
+			provider.enqueue({ body: answerWithUsage("hi", { prompt_tokens: 7, completion_tokens: -5, total_tokens: 2 }) });
+			const id = (await server.request("POST", "/v1/sessions", { body: { model: "odd/m" } })).body.id;
+			await (await promptSse(server.url, id, { message: "hello" })).waitForEnd();
+			const first = await scrape(server.url);
+			expect(first.status).toBe(200);
+			expect(sample(first.text, "wheelhouse_model_calls_total", { provider: "odd", model: "m", outcome: "stop" })).toBe(
+				1,
+			);
+			expect(sample(first.text, "wheelhouse_model_tokens_total", { provider: "odd", model: "m", type: "input" })).toBe(
+				7,
+			);
+			expect(sample(first.text, "wheelhouse_model_tokens_total", { provider: "odd", model: "m", type: "output" })).toBe(
+				undefined,
+			);
+			expect(sample(first.text, "wheelhouse_http_requests_total", { route: "/v1/sessions", status_code: "201" })).toBe(
+				1,
+			);
+			// The first scrape's own request is counted by the next one.
+			const second = await scrape(server.url);
+			expect(sample(second.text, "wheelhouse_http_requests_total", { route: "/metrics", status_code: "200" })).toBe(1);
 		} finally {
 			await provider.close();
 			await closeHttpPools();

@@ -27,6 +27,7 @@ import {
 	context as contextApi,
 	diag,
 	type Exception,
+	INVALID_SPAN_CONTEXT,
 	type Link,
 	type Span,
 	type SpanContext,
@@ -48,8 +49,27 @@ export const DEFAULT_MAX_PENDING = 4096;
 
 type Op = (span: Span) => void;
 
+/** The SDK does not throw on its own; a span processor might. Whatever else was noted goes on. */
+function failed(err: unknown): void {
+	diag.error("wheelhouse: a span call could not be handed to the tracing SDK", err);
+}
+
+/** Does one noted call to the SDK's span; a throw is reported and stops nothing else. */
+function apply(op: Op, span: Span): void {
+	try {
+		op(span);
+	} catch (err) {
+		failed(err);
+	}
+}
+
 /** A span's start: made by `materialize`, nothing more to do. */
 const started: Op = () => {};
+
+/** What a caller hands over is read at the replay: a copy, so a caller reusing its objects changes nothing. */
+function copyLink(link: Link): Link {
+	return link.attributes ? { ...link, attributes: { ...link.attributes } } : { ...link };
+}
 
 function isTimeInput(value: unknown): value is TimeInput {
 	return typeof value === "number" || value instanceof Date || Array.isArray(value);
@@ -88,12 +108,21 @@ class DeferredSpan implements Span {
 		this.start = { name, options, parent, context };
 	}
 
-	/** The SDK's span: started now (its parents first) if it was not yet. */
+	/**
+	 * The SDK's span: started now (its parents first) if it was not yet. A start that throws (a span
+	 * processor's `onStart`) leaves a span that records nothing, so that the span's later calls are
+	 * not tried on a second start.
+	 */
 	materialize(): Span {
 		if (this.real) return this.real;
 		const { name, options, parent, context } = this.start!;
 		const parentContext = parent ? trace.setSpan(context, parent.materialize()) : context;
-		this.real = this.tracer.sdk.startSpan(name, options, parentContext);
+		try {
+			this.real = this.tracer.sdk.startSpan(name, options, parentContext);
+		} catch (err) {
+			failed(err);
+			this.real = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+		}
 		this.start = undefined;
 		return this.real;
 	}
@@ -108,7 +137,7 @@ class DeferredSpan implements Span {
 			return;
 		}
 		const span = this.materialize();
-		if (this.done < this.ops.length) this.ops[this.done++](span);
+		if (this.done < this.ops.length) apply(this.ops[this.done++], span);
 		if (this.done === this.ops.length && this.done > 0) {
 			this.ops = [];
 			this.done = 0;
@@ -119,7 +148,7 @@ class DeferredSpan implements Span {
 	replayAll(): Span {
 		const span = this.materialize();
 		const ops = this.ops;
-		for (let i = this.done; i < ops.length; i++) ops[i](span);
+		for (let i = this.done; i < ops.length; i++) apply(ops[i], span);
 		this.skip += ops.length - this.done;
 		this.ops = [];
 		this.done = 0;
@@ -152,7 +181,8 @@ class DeferredSpan implements Span {
 	addEvent(name: string, attributesOrStartTime?: Attributes | TimeInput, startTime?: TimeInput): this {
 		let attributes: Attributes | undefined;
 		let time: TimeInput;
-		if (isTimeInput(attributesOrStartTime)) time = attributesOrStartTime;
+		// As the SDK reads them: with two times, the second wins.
+		if (isTimeInput(attributesOrStartTime)) time = startTime ?? attributesOrStartTime;
 		else {
 			attributes = attributesOrStartTime && { ...attributesOrStartTime };
 			time = startTime ?? performance.now();
@@ -161,11 +191,12 @@ class DeferredSpan implements Span {
 	}
 
 	addLink(link: Link): this {
-		return this.note((span) => span.addLink(link));
+		const copy = copyLink(link);
+		return this.note((span) => span.addLink(copy));
 	}
 
 	addLinks(links: Link[]): this {
-		const copy = [...links];
+		const copy = links.map(copyLink);
 		return this.note((span) => span.addLinks(copy));
 	}
 
@@ -224,9 +255,9 @@ export class DeferredTracer implements Tracer {
 		}
 		const noted: SpanOptions = {
 			kind: options.kind,
-			// Read at the replay: a copy, so a caller reusing its object changes nothing.
+			// Read at the replay: copies (copyLink).
 			attributes: options.attributes && { ...options.attributes },
-			links: options.links,
+			links: options.links?.map(copyLink),
 			startTime: options.startTime ?? performance.now(),
 		};
 		const span = new DeferredSpan(this, name, noted, parent, parentContext);
@@ -275,13 +306,6 @@ export class DeferredTracer implements Tracer {
 		}
 		const pending = this.pending;
 		this.pending = [];
-		for (const span of pending) {
-			try {
-				span.replayNext();
-			} catch (err) {
-				// The SDK does not throw on its own; a span processor might. The other spans go on.
-				diag.error("wheelhouse: a span could not be handed to the tracing SDK", err);
-			}
-		}
+		for (const span of pending) span.replayNext();
 	}
 }
