@@ -8,8 +8,12 @@
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
  * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far),
  * `{type:"flush"}` → `{type:"flushed", error?}` once the spans ended so far are exported (at once
- * when tracing is off), and `{type:"release"}` ends the running `bench_wait` calls.
+ * when tracing is off), `{type:"release"}` ends the running `bench_wait` calls, and
+ * `{type:"profile-start", cpuIntervalUs}` → `{type:"profiling"}` starts V8's CPU profiler and its
+ * sampling heap profiler (collected objects included) in this process, `{type:"profile-stop"}` →
+ * `{type:"profiled", cpu, heap}` stops both and hands over their profiles (observability-cost.ts).
  */
+import type { Session } from "node:inspector/promises";
 import { splitFrames, startRawServer } from "./raw-server.js";
 
 export type ServerStart =
@@ -41,12 +45,43 @@ export type ServerReply =
 	| { type: "cpu"; micros: number }
 	| { type: "flushed"; error?: string }
 	| { type: "tool_started" }
+	| { type: "profiling" }
+	| { type: "profiled"; cpu: unknown; heap: unknown }
 	| { type: "error"; message: string };
 
 const reply = (message: ServerReply) => process.send!(message);
 const waiting: (() => void)[] = [];
 /** Exports the spans ended so far (the SDK's own batch processor, flushed now instead of on its timer). */
 let flushSpans: () => Promise<void> = async () => {};
+/** The inspector session of a running profile. */
+let profiler: Session | undefined;
+
+async function startProfiling(cpuIntervalUs: number): Promise<void> {
+	const { Session } = await import("node:inspector/promises");
+	profiler = new Session();
+	profiler.connect();
+	await profiler.post("Profiler.enable");
+	await profiler.post("Profiler.setSamplingInterval", { interval: cpuIntervalUs });
+	await profiler.post("HeapProfiler.enable");
+	// Every allocation counts, also of objects the collections already freed (V8's flags, newer
+	// than Node's types of them).
+	const sampling = {
+		samplingInterval: 16_384,
+		includeObjectsCollectedByMajorGC: true,
+		includeObjectsCollectedByMinorGC: true,
+	};
+	await profiler.post("HeapProfiler.startSampling", sampling);
+	await profiler.post("Profiler.start");
+}
+
+async function stopProfiling(): Promise<{ cpu: unknown; heap: unknown }> {
+	if (!profiler) throw new Error("bench: profile-stop without profile-start");
+	const { profile: cpu } = await profiler.post("Profiler.stop");
+	const { profile: heap } = await profiler.post("HeapProfiler.stopSampling");
+	profiler.disconnect();
+	profiler = undefined;
+	return { cpu, heap };
+}
 
 async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" }>): Promise<string> {
 	const { Type } = await import("@sinclair/typebox");
@@ -142,6 +177,16 @@ process.on("message", (message: any) => {
 		flushSpans().then(
 			() => reply({ type: "flushed" }),
 			(error: Error) => reply({ type: "flushed", error: error.message }),
+		);
+	} else if (message.type === "profile-start") {
+		startProfiling(message.cpuIntervalUs).then(
+			() => reply({ type: "profiling" }),
+			(error: Error) => reply({ type: "error", message: error.message }),
+		);
+	} else if (message.type === "profile-stop") {
+		stopProfiling().then(
+			(profiles) => reply({ type: "profiled", ...profiles }),
+			(error: Error) => reply({ type: "error", message: error.message }),
 		);
 	} else if (message.type === "release") {
 		for (const release of waiting.splice(0)) release();
