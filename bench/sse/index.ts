@@ -54,6 +54,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { streamEvents } from "../../src/client/stream-events.js";
 import type { ClientJob, ClientResult, StreamRequest } from "./client.js";
+import { createSessions, deleteSessions, pinToCpu, promptRequest, words } from "./harness.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
 import { pipelineFloorUsPerEvent } from "./pipeline-floor.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
@@ -195,20 +196,6 @@ function client(): ChildProcess {
 	return clientChild;
 }
 
-/**
- * Binds a process, all its threads, to one CPU (`taskset`, util-linux); false where that cannot
- * be done (no `taskset`, one CPU, BENCH_SSE_PIN=0).
- */
-function pinToCpu(pid: number, cpu: number): boolean {
-	if (process.env.BENCH_SSE_PIN === "0" || cpus().length < 2) return false;
-	try {
-		execFileSync("taskset", ["-a", "-cp", String(cpu), String(pid)], { stdio: "ignore" });
-		return true;
-	} catch {
-		return false;
-	}
-}
-
 async function runClient(job: ClientJob): Promise<ClientResult> {
 	const clientChild = client();
 	clientChild.send(job);
@@ -219,33 +206,6 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
 }
 
 // --- the real server's requests ----------------------------------------------------------------
-
-function words(n: number): string {
-	return Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
-}
-
-async function createSessions(url: string, count: number): Promise<string[]> {
-	const ids: string[] = [];
-	for (let i = 0; i < count; i++) {
-		const res = await fetch(`${url}/v1/sessions`, {
-			method: "POST",
-			headers: { "content-type": "application/json" },
-			body: JSON.stringify({ model: "faux/echo" }),
-		});
-		if (res.status !== 201) throw new Error(`POST /v1/sessions: ${res.status} ${await res.text()}`);
-		ids.push(((await res.json()) as { id: string }).id);
-	}
-	return ids;
-}
-
-function promptRequest(url: string, id: string, message: string): StreamRequest {
-	return {
-		method: "POST",
-		url: `${url}/v1/sessions/${id}/prompt`,
-		headers: { accept: "text/event-stream", "content-type": "application/json" },
-		body: JSON.stringify({ message }),
-	};
-}
 
 // --- measurements ------------------------------------------------------------------------------
 
@@ -305,18 +265,6 @@ function sessionsOf(job: ClientJob): string[] {
 		if (!match) throw new Error(`bench: not a prompt request: ${request.url}`);
 		return match[1];
 	});
-}
-
-async function deleteSessions(url: string, ids: string[]): Promise<void> {
-	for (let i = 0; i < ids.length; i += 25) {
-		await Promise.all(
-			ids.slice(i, i + 25).map(async (id) => {
-				const res = await fetch(`${url}/v1/sessions/${id}`, { method: "DELETE" });
-				await res.arrayBuffer();
-				if (!res.ok) throw new Error(`DELETE /v1/sessions/${id}: ${res.status}`);
-			}),
-		);
-	}
 }
 
 /** Waits until `server` is quiet: its CPU time grows by less than 5% of the clock over 50 ms (at most 3 s). */

@@ -28,13 +28,14 @@
  * The profilers slow both servers alike; the per-session figures are for comparing the parts, the
  * ratios of `--tracing` are the throughput figures.
  */
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ClientJob, ClientResult } from "./client.js";
+import { createSessions, deleteSessions, pinToCpu, promptRequest, words } from "./harness.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
@@ -176,7 +177,7 @@ async function startServer(start: ServerStart): Promise<{ child: ChildProcess; u
 	const child = forkTs("server-process.ts");
 	child.send(start);
 	const { url } = await next<Extract<ServerReply, { type: "ready" }>>(child, "ready");
-	if (cpus().length > 1) execFileSync("taskset", ["-a", "-cp", "0", String(child.pid)], { stdio: "ignore" });
+	pinToCpu(child.pid!, 0);
 	return { child, url };
 }
 
@@ -192,35 +193,11 @@ async function runClient(job: ClientJob): Promise<ClientResult> {
 
 /** One session life per session: created, prompted (all at once, streamed), deleted. Resolves to the events streamed. */
 async function job(url: string): Promise<number> {
-	const ids: string[] = [];
-	for (let i = 0; i < SESSIONS; i++) {
-		const res = await fetch(`${url}/v1/sessions`, {
-			method: "POST",
-			headers: { "content-type": "application/json" },
-			body: JSON.stringify({ model: "faux/echo" }),
-		});
-		if (res.status !== 201) throw new Error(`POST /v1/sessions: ${res.status}`);
-		ids.push(((await res.json()) as { id: string }).id);
-	}
-	const message = Array.from({ length: TOKENS }, (_, i) => `w${i}`).join(" ");
-	const result = await runClient({
-		requests: ids.map((id) => ({
-			method: "POST",
-			url: `${url}/v1/sessions/${id}/prompt`,
-			headers: { accept: "text/event-stream", "content-type": "application/json" },
-			body: JSON.stringify({ message }),
-		})),
-	});
+	const ids = await createSessions(url, SESSIONS);
+	const message = words(TOKENS);
+	const result = await runClient({ requests: ids.map((id) => promptRequest(url, id, message)) });
 	if (result.error) throw new Error(`client: ${result.error}`);
-	for (let i = 0; i < ids.length; i += 25) {
-		await Promise.all(
-			ids.slice(i, i + 25).map(async (id) => {
-				const res = await fetch(`${url}/v1/sessions/${id}`, { method: "DELETE" });
-				await res.arrayBuffer();
-				if (!res.ok) throw new Error(`DELETE /v1/sessions/${id}: ${res.status}`);
-			}),
-		);
-	}
+	await deleteSessions(url, ids);
 	return result.streams.reduce((sum, stream) => sum + stream.events, 0);
 }
 
