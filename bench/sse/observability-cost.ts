@@ -3,7 +3,8 @@
  * `--tracing` measures as a ratio, taken apart.
  *
  *   npx tsx bench/sse/observability-cost.ts   (BENCH_OBS_ROUNDS=20 jobs per server; BENCH_OBS_CPU_INTERVAL_US=250;
- *   BENCH_OBS_SAVE=<dir> keeps the profiles)
+ *   BENCH_OBS_SAVE=<dir> keeps the profiles; BENCH_OBS_AGAINST=<checkout> adds a fourth server, metrics + tracing
+ *   from that checkout, to compare a change with the code before it in the same run)
  *
  * Three servers up side by side (server-process.ts, memory store, bound to CPU 0 like `--tracing`'s):
  * everything off, a second one (what differs between the two is noise), and metrics + tracing on
@@ -44,6 +45,8 @@ const ROUNDS = Number(process.env.BENCH_OBS_ROUNDS ?? 20);
 const CPU_INTERVAL_US = Number(process.env.BENCH_OBS_CPU_INTERVAL_US ?? 250);
 /** BENCH_OBS_SAVE=<dir>: also write the profiles there (`.cpuprofile`, `.heapprofile`: Chrome DevTools opens both). */
 const SAVE_DIR = process.env.BENCH_OBS_SAVE;
+/** BENCH_OBS_AGAINST=<checkout>: a fourth server, metrics + tracing as that checkout has them (its own node_modules or a link). */
+const AGAINST = process.env.BENCH_OBS_AGAINST;
 const WARMUP_JOBS = 6;
 const SESSIONS = 100;
 const TOKENS = 200;
@@ -140,8 +143,10 @@ function heapByPart(head: HeapNode): Map<Part, number> {
 
 // --- processes ---------------------------------------------------------------------------------
 
-function forkTs(file: string): ChildProcess {
-	return fork(path.join(here, file), [], {
+/** Forks `file` of this directory, or of the same directory in `checkout`. */
+function forkTs(file: string, checkout?: string): ChildProcess {
+	return fork(checkout ? path.join(checkout, "bench/sse", file) : path.join(here, file), [], {
+		cwd: checkout,
 		execArgv: ["--import", "tsx"],
 		stdio: ["ignore", "inherit", "inherit", "ipc"],
 	});
@@ -173,8 +178,8 @@ async function ask<T extends ServerReply["type"]>(
 	return reply;
 }
 
-async function startServer(start: ServerStart): Promise<{ child: ChildProcess; url: string }> {
-	const child = forkTs("server-process.ts");
+async function startServer(start: ServerStart, checkout?: string): Promise<{ child: ChildProcess; url: string }> {
+	const child = forkTs("server-process.ts", checkout);
 	child.send(start);
 	const { url } = await next<Extract<ServerReply, { type: "ready" }>>(child, "ready");
 	pinToCpu(child.pid!, 0);
@@ -204,14 +209,16 @@ async function job(url: string): Promise<number> {
 try {
 	const { url: collector } = await next<Extract<ReceiverReply, { type: "ready" }>>(receiver, "ready");
 	const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off", idleMemory: "off" };
-	const variants = [
+	const on: ServerStart = { ...off, metrics: "on", otlpEndpoint: collector };
+	const variants: { name: string; start: ServerStart; checkout?: string }[] = [
 		{ name: "everything off", start: off },
 		{ name: "off again (A/A)", start: off },
-		{ name: "metrics+tracing", start: { ...off, metrics: "on", otlpEndpoint: collector } satisfies ServerStart },
+		{ name: "metrics+tracing", start: on },
 	];
+	if (AGAINST) variants.push({ name: "m+t, against", start: on, checkout: path.resolve(AGAINST) });
 	const servers: { name: string; child: ChildProcess; url: string; cpuUs: number; events: number }[] = [];
 	for (const variant of variants) {
-		const server = await startServer(variant.start);
+		const server = await startServer(variant.start, variant.checkout);
 		children.push(server.child);
 		servers.push({ ...variant, ...server, cpuUs: 0, events: 0 });
 	}
@@ -250,6 +257,13 @@ try {
 				`(${(server.cpuUs / server.events).toFixed(2)} µs per event, ${(server.events / sessions).toFixed(0)} events per session)`,
 		);
 	}
+	const offMean = (servers[0].cpuUs + servers[1].cpuUs) / 2;
+	console.log(
+		`process CPU against the mean of the two off servers: ${servers
+			.slice(1)
+			.map((server) => `${server.name} ${(server.cpuUs / offMean).toFixed(3)}`)
+			.join(", ")}`,
+	);
 	const sum = (map: Map<Part, number>) => [...map.values()].reduce((a, b) => a + b, 0);
 	console.log(`\nper session, from the profiles: busy µs | allocated KB`);
 	console.log(`${"".padEnd(18)}${rows.map((row) => row.name.padStart(34)).join("")}`);

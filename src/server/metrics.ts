@@ -13,11 +13,14 @@
  * - store commit latency, from the store's optional commit observer;
  * - event-loop lag and the process metrics (prom-client's default collectors, on this registry).
  *
- * The updates made per request and per model call are noted and applied to the registry in
- * batches — at each scrape, before it is read, and whenever {@link MAX_PENDING_UPDATES} are
- * waiting — because prom-client's path for one labelled update, run between two streamed answers,
- * starts from cold caches each time (the reason tracing/deferred-tracer.ts gives). A scrape reads
- * the same values it would have read had each update been applied at once.
+ * The updates made per request and per model call are tallied per label set (counts added up,
+ * durations kept in order) and applied to the registry in batches — at each scrape, before it is
+ * read, and whenever {@link MAX_PENDING_UPDATES} are waiting — because prom-client's path for one
+ * labelled update, run between two streamed answers, starts from cold caches each time (the
+ * reason tracing/deferred-tracer.ts gives), and a count tallied is one update per batch, not one
+ * per request. A scrape reads the same values it would have read had each update been applied at
+ * once. The tallies of a label set are kept from batch to batch: noting allocates nothing that
+ * waits for the batch but the durations.
  *
  * Every label has a bounded set of values: tool and model names come from requests (a client may
  * declare any tool name), so past {@link MAX_LABEL_VALUES} distinct values new ones are reported as
@@ -62,21 +65,53 @@ interface CallState {
 	toolStartedAt: Map<string, number>;
 }
 
-/** One model call as counted: its labels and numbers. */
-interface ModelCallCount {
-	provider: string;
-	model: string;
-	outcome: string;
-	/** From the turn's start; unknown for a call seen without its `turn_start`. */
-	seconds: number | undefined;
+/** What was noted for one label set since the last batch: how many, and each one's duration. */
+interface Tally {
+	count: number;
+	/** Durations in seconds, in the order noted (a count may come without one). */
+	seconds: number[];
+}
+
+/** The value of `key` in `map`, made on first use. */
+function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+	let found = map.get(key);
+	if (found === undefined) {
+		found = make();
+		map.set(key, found);
+	}
+	return found;
+}
+
+const newTally = (): Tally => ({ count: 0, seconds: [] });
+const newMap = <V>(): Map<string, V> => new Map();
+
+/** What was noted for one provider and model since the last batch. */
+interface ModelTally {
+	/** Calls and their durations by outcome. */
+	calls: Map<string, Tally>;
+	/** Times to first token, in seconds. */
+	firstToken: number[];
 	input: number;
 	output: number;
 	cacheRead: number;
 	cacheWrite: number;
-	/** Undefined when the provider reported no usage. */
-	cost: number | undefined;
+	cost: number;
+	/** A call with usage was noted: its cost counts, even when 0. */
+	costed: boolean;
 	retries: number;
 }
+
+const newModelTally = (): ModelTally => ({
+	calls: new Map(),
+	firstToken: [],
+	input: 0,
+	output: 0,
+	cacheRead: 0,
+	cacheWrite: 0,
+	cost: 0,
+	costed: false,
+	retries: 0,
+});
 
 export interface ServerMetricsOptions {
 	/** The sessions held in memory (read at scrape time). */
@@ -108,8 +143,14 @@ export class ServerMetrics {
 	private readonly calls = new WeakMap<LiveSession, CallState>();
 	private readonly models = new BoundedLabel();
 	private readonly tools = new BoundedLabel();
-	/** Updates noted and not yet applied, in order. */
-	private pending: (() => void)[] = [];
+	/** Requests noted since the last batch, by method, route and status code. */
+	private readonly requestTallies = new Map<string, Map<string, Map<string, Tally>>>();
+	/** Model calls noted since the last batch, by provider and model. */
+	private readonly modelTallies = new Map<string, Map<string, ModelTally>>();
+	/** Tool calls noted since the last batch, by tool and outcome. */
+	private readonly toolTallies = new Map<string, Map<string, Tally>>();
+	/** Updates noted and not yet applied. */
+	private pending = 0;
 
 	private readonly onUpdateError: ((err: unknown) => void) | undefined;
 
@@ -289,37 +330,97 @@ export class ServerMetrics {
 
 	/** Applies the noted updates to the registry. */
 	applyPending(): void {
-		const pending = this.pending;
-		if (pending.length === 0) return;
-		this.pending = [];
-		for (const update of pending) {
+		if (this.pending === 0) return;
+		this.pending = 0;
+		for (const [method, routes] of this.requestTallies) {
+			for (const [route, statuses] of routes) {
+				for (const [status_code, noted] of statuses) {
+					this.applyTally(noted, { method, route, status_code }, this.httpRequests, this.httpDuration);
+				}
+			}
+		}
+		for (const [provider, models] of this.modelTallies) {
+			for (const [model, noted] of models) this.applyModelTally(provider, model, noted);
+		}
+		for (const [tool, outcomes] of this.toolTallies) {
+			for (const [outcome, noted] of outcomes)
+				this.applyTally(noted, { tool, outcome }, this.toolCalls, this.toolDuration);
+		}
+	}
+
+	/** Counts `noted` and observes its durations under `labels`, then empties it. */
+	private applyTally<L extends string>(
+		noted: Tally,
+		labels: Partial<Record<L, string>>,
+		counter: Counter<L>,
+		histogram: Histogram<L>,
+	): void {
+		const { count, seconds } = noted;
+		if (count === 0) return;
+		noted.count = 0;
+		if (seconds.length > 0) noted.seconds = [];
+		this.inc(counter, labels, count);
+		this.observe(histogram, labels, seconds);
+	}
+
+	private applyModelTally(provider: string, model: string, noted: ModelTally): void {
+		const labels = { provider, model };
+		for (const [outcome, calls] of noted.calls) {
+			this.applyTally(calls, { provider, model, outcome }, this.modelCalls, this.modelDuration);
+		}
+		if (noted.firstToken.length > 0) {
+			const seconds = noted.firstToken;
+			noted.firstToken = [];
+			this.observe(this.firstToken, labels, seconds);
+		}
+		const { input, output, cacheRead, cacheWrite, cost, costed, retries } = noted;
+		noted.input = noted.output = noted.cacheRead = noted.cacheWrite = noted.cost = noted.retries = 0;
+		noted.costed = false;
+		if (input > 0) this.inc(this.tokens, { provider, model, type: "input" }, input);
+		if (output > 0) this.inc(this.tokens, { provider, model, type: "output" }, output);
+		if (cacheRead > 0) this.inc(this.tokens, { provider, model, type: "cache_read" }, cacheRead);
+		if (cacheWrite > 0) this.inc(this.tokens, { provider, model, type: "cache_write" }, cacheWrite);
+		if (costed) this.inc(this.cost, labels, cost);
+		if (retries > 0) this.inc(this.retries, labels, retries);
+	}
+
+	/** One update; one prom-client refuses is reported and stops no other. */
+	private inc<L extends string>(counter: Counter<L>, labels: Partial<Record<L, string>>, value: number): void {
+		try {
+			counter.inc(labels, value);
+		} catch (err) {
+			this.onUpdateError?.(err);
+		}
+	}
+
+	private observe<L extends string>(
+		histogram: Histogram<L>,
+		labels: Partial<Record<L, string>>,
+		seconds: number[],
+	): void {
+		for (const value of seconds) {
 			try {
-				update();
+				histogram.observe(labels, value);
 			} catch (err) {
 				this.onUpdateError?.(err);
 			}
 		}
 	}
 
-	/** Notes `update` for the next batch. */
-	private note(update: () => void): void {
-		if (this.pending.push(update) >= MAX_PENDING_UPDATES) this.applyPending();
+	/** Counts one noted update towards the next batch. */
+	private noted(): void {
+		if (++this.pending >= MAX_PENDING_UPDATES) this.applyPending();
 	}
 
 	/** Counts an answered request (an `onResponse` hook). */
 	observeRequest(request: FastifyRequest, reply: FastifyReply): void {
-		const labels = {
-			method: request.method,
-			// The pattern the router matched; unmatched requests share one value.
-			route: request.routeOptions.url ?? "unmatched",
-			status_code: String(reply.statusCode),
-		};
-		const seconds = reply.elapsedTime / 1000;
-		// The labels and the duration only: the request (its body) is not kept until the batch.
-		this.note(() => {
-			this.httpRequests.inc(labels);
-			this.httpDuration.observe(labels, seconds);
-		});
+		// The pattern the router matched; unmatched requests share one value.
+		const route = request.routeOptions.url ?? "unmatched";
+		const routes = entry(this.requestTallies, request.method, newMap<Map<string, Tally>>);
+		const noted = entry(entry(routes, route, newMap<Tally>), String(reply.statusCode), newTally);
+		noted.count++;
+		noted.seconds.push(reply.elapsedTime / 1000);
+		this.noted();
 	}
 
 	/** A store commit took `ms` milliseconds. */
@@ -355,12 +456,11 @@ export class ServerMetrics {
 				const state = this.calls.get(session);
 				const startedAt = state?.toolStartedAt.get(event.toolCallId);
 				state?.toolStartedAt.delete(event.toolCallId);
-				const labels = { tool: this.tools.value(event.toolName), outcome: event.isError ? "error" : "ok" };
-				const seconds = startedAt === undefined ? undefined : (performance.now() - startedAt) / 1000;
-				this.note(() => {
-					this.toolCalls.inc(labels);
-					if (seconds !== undefined) this.toolDuration.observe(labels, seconds);
-				});
+				const outcomes = entry(this.toolTallies, this.tools.value(event.toolName), newMap<Tally>);
+				const noted = entry(outcomes, event.isError ? "error" : "ok", newTally);
+				noted.count++;
+				if (startedAt !== undefined) noted.seconds.push((performance.now() - startedAt) / 1000);
+				this.noted();
 				return;
 			}
 		}
@@ -371,9 +471,14 @@ export class ServerMetrics {
 		const state = this.calls.get(session);
 		if (!state?.awaitingFirstToken) return;
 		state.awaitingFirstToken = false;
-		const labels = { provider: message.provider, model: this.models.value(message.model) };
-		const seconds = (performance.now() - state.turnStartedAt) / 1000;
-		this.note(() => this.firstToken.observe(labels, seconds));
+		this.modelTally(message).firstToken.push((performance.now() - state.turnStartedAt) / 1000);
+		this.noted();
+	}
+
+	/** The tally of `message`'s provider and model. */
+	private modelTally(message: AssistantMessage): ModelTally {
+		const models = entry(this.modelTallies, message.provider, newMap<ModelTally>);
+		return entry(models, this.models.value(message.model), newModelTally);
 	}
 
 	private onModelCallEnd(session: LiveSession, message: AssistantMessage): void {
@@ -383,36 +488,27 @@ export class ServerMetrics {
 			state.awaitingFirstToken = false;
 			seconds = (performance.now() - state.turnStartedAt) / 1000;
 		}
-		// What is counted, read now: the message (its content) is not kept until the batch.
-		const call: ModelCallCount = {
-			provider: message.provider,
-			model: this.models.value(message.model),
-			outcome: message.stopReason,
-			seconds,
-			input: message.usage?.input ?? 0,
-			output: message.usage?.output ?? 0,
-			cacheRead: message.usage?.cacheRead ?? 0,
-			cacheWrite: message.usage?.cacheWrite ?? 0,
-			cost: message.usage ? (message.usage.cost?.total ?? 0) : undefined,
-			retries: 0,
-		};
-		for (const diagnostic of message.diagnostics ?? []) {
-			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries)) call.retries += diagnostic.retries.length;
+		// What is counted is read now: the message (its content) is not kept until the batch.
+		const noted = this.modelTally(message);
+		const calls = entry(noted.calls, message.stopReason, newTally);
+		calls.count++;
+		if (seconds !== undefined) calls.seconds.push(seconds);
+		const usage = message.usage;
+		if (usage) {
+			// A provider may report a negative count (a server's bad arithmetic): a counter cannot go down.
+			if (usage.input > 0) noted.input += usage.input;
+			if (usage.output > 0) noted.output += usage.output;
+			if (usage.cacheRead > 0) noted.cacheRead += usage.cacheRead;
+			if (usage.cacheWrite > 0) noted.cacheWrite += usage.cacheWrite;
+			const cost = usage.cost?.total ?? 0;
+			if (cost > 0) noted.cost += cost;
+			noted.costed = true;
 		}
-		this.note(() => this.countModelCall(call));
-	}
-
-	private countModelCall(call: ModelCallCount): void {
-		const { provider, model, outcome } = call;
-		this.modelCalls.inc({ provider, model, outcome });
-		if (call.seconds !== undefined) this.modelDuration.observe({ provider, model, outcome }, call.seconds);
-		// A provider may report a negative count (a server's bad arithmetic): a counter cannot go down.
-		if (call.input > 0) this.tokens.inc({ provider, model, type: "input" }, call.input);
-		if (call.output > 0) this.tokens.inc({ provider, model, type: "output" }, call.output);
-		if (call.cacheRead > 0) this.tokens.inc({ provider, model, type: "cache_read" }, call.cacheRead);
-		if (call.cacheWrite > 0) this.tokens.inc({ provider, model, type: "cache_write" }, call.cacheWrite);
-		if (call.cost !== undefined) this.cost.inc({ provider, model }, Math.max(0, call.cost));
-		if (call.retries > 0) this.retries.inc({ provider, model }, call.retries);
+		for (const diagnostic of message.diagnostics ?? []) {
+			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries))
+				noted.retries += diagnostic.retries.length;
+		}
+		this.noted();
 	}
 
 	private callState(session: LiveSession): CallState {

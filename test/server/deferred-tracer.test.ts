@@ -325,6 +325,58 @@ describe("DeferredTracer", () => {
 		expect(eventAt).toBeLessThan(60);
 	});
 
+	it("gives the SDK the same calls: a key set twice, a value the SDK refuses, statuses in order", () => {
+		const { tracer, one } = setup();
+		const span = tracer.startSpan("merged");
+		span.setAttribute("a", 1);
+		span.setAttributes({ b: "x", c: true });
+		span.setAttribute("a", 2);
+		// The SDK ignores an absent value: the earlier one stands.
+		span.setAttribute("b", undefined as unknown as string);
+		span.setAttributes({ c: null as unknown as boolean, d: [1, 2] });
+		// An OK status is final in the SDK: the later error does not replace it.
+		span.setStatus({ code: SpanStatusCode.OK });
+		span.setStatus({ code: SpanStatusCode.ERROR, message: "later" });
+		span.recordException(new Error("boom"));
+		span.addEvent("after the exception");
+		span.end();
+		tracer.flush();
+		const done = one("merged");
+		expect(done.attributes).toEqual({ a: 2, b: "x", c: true, d: [1, 2] });
+		expect(done.status).toEqual({ code: SpanStatusCode.OK });
+		expect(done.events.map((event) => event.name)).toEqual(["exception", "after the exception"]);
+		expect(done.events[0].attributes?.["exception.message"]).toBe("boom");
+	});
+
+	it("refuses calls after the end, as the SDK does, and keeps the first end", async () => {
+		const { tracer, one } = setup();
+		const span = tracer.startSpan("closed");
+		span.end();
+		const endedAt = Date.now();
+		await sleep(30);
+		span.setAttribute("late", 1);
+		span.addEvent("late");
+		span.setStatus({ code: SpanStatusCode.ERROR });
+		span.updateName("renamed late");
+		span.end();
+		tracer.flush();
+		const done = one("closed");
+		expect(done.attributes).toEqual({});
+		expect(done.events).toEqual([]);
+		expect(done.status.code).toBe(SpanStatusCode.UNSET);
+		expect(ms(done.endTime)).toBeLessThanOrEqual(endedAt + 2);
+	});
+
+	it("hands a span that is never ended to the SDK once it has been given many calls", () => {
+		const { tracer, started } = setup();
+		const open = tracer.startSpan("open");
+		for (let i = 0; i < 100; i++) open.setAttribute(`k${i}`, i);
+		expect(started).toEqual([]);
+		for (let i = 0; i < 300; i++) open.addEvent(`e${i}`);
+		// Started (and its calls handed over) without a flush: what it holds stays bounded.
+		expect(started).toEqual(["open"]);
+	});
+
 	it("runs startActiveSpan's function with the span and returns its result", () => {
 		const { tracer, one } = setup();
 		let inside: Span | undefined;

@@ -182,6 +182,48 @@ describe("GET /metrics", () => {
 		}
 	});
 
+	it("adds up what happened between two scrapes and after, without counting anything twice", async () => {
+		const provider = await startReplayServer();
+		try {
+			const server = await start({
+				env: { SUM_API_KEY: "k-test" },
+				config: { models: [{ provider: "sum", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "SUM_API_KEY" }] },
+			});
+			const id = (await server.request("POST", "/v1/sessions", { body: { model: "sum/m" } })).body.id;
+			const prompt = async (input: number) => {
+				provider.enqueue({
+					body: answerWithUsage("hi", { prompt_tokens: input, completion_tokens: 3, total_tokens: 0 }),
+				});
+				await (await promptSse(server.url, id, { message: "hello" })).waitForEnd();
+			};
+			await prompt(10);
+			await prompt(20);
+			for (let i = 0; i < 3; i++) expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(200);
+			const model = { provider: "sum", model: "m" };
+			const first = (await scrape(server.url)).text;
+			expect(sample(first, "wheelhouse_model_calls_total", { ...model, outcome: "stop" })).toBe(2);
+			expect(sample(first, "wheelhouse_model_call_duration_seconds_count", { ...model, outcome: "stop" })).toBe(2);
+			expect(sample(first, "wheelhouse_model_time_to_first_token_seconds_count", model)).toBe(2);
+			expect(sample(first, "wheelhouse_model_tokens_total", { ...model, type: "input" })).toBe(30);
+			expect(sample(first, "wheelhouse_model_tokens_total", { ...model, type: "output" })).toBe(6);
+			const get = { method: "GET", route: "/v1/sessions/:id", status_code: "200" };
+			expect(sample(first, "wheelhouse_http_requests_total", get)).toBe(3);
+			expect(sample(first, "wheelhouse_http_request_duration_seconds_count", get)).toBe(3);
+
+			await prompt(5);
+			expect((await server.request("GET", `/v1/sessions/${id}`)).status).toBe(200);
+			const second = (await scrape(server.url)).text;
+			expect(sample(second, "wheelhouse_model_calls_total", { ...model, outcome: "stop" })).toBe(3);
+			expect(sample(second, "wheelhouse_model_time_to_first_token_seconds_count", model)).toBe(3);
+			expect(sample(second, "wheelhouse_model_tokens_total", { ...model, type: "input" })).toBe(35);
+			expect(sample(second, "wheelhouse_http_requests_total", get)).toBe(4);
+			expect(sample(second, "wheelhouse_http_request_duration_seconds_count", get)).toBe(4);
+		} finally {
+			await provider.close();
+			await closeHttpPools();
+		}
+	});
+
 	it("times the SQLite store's commits", async () => {
 		const { mkdtempSync } = await import("node:fs");
 		const { tmpdir } = await import("node:os");

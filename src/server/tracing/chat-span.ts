@@ -22,8 +22,8 @@ export interface ModelCallRequest {
 	model: Model<any>;
 	context: ModelContext;
 	options?: SimpleStreamOptions;
-	/** Attributes of the call's place (the session it belongs to). */
-	attributes?: Attributes;
+	/** The session the call belongs to (`gen_ai.conversation.id`), if any. */
+	conversationId?: string;
 }
 
 export class ChatSpan {
@@ -41,8 +41,8 @@ export class ChatSpan {
 			[ATTR.operationName]: "chat",
 			[ATTR.providerName]: providerName(model.provider),
 			[ATTR.requestModel]: model.id,
-			...request.attributes,
 		};
+		if (request.conversationId !== undefined) attributes[ATTR.conversationId] = request.conversationId;
 		if (options?.maxTokens !== undefined) attributes[ATTR.requestMaxTokens] = options.maxTokens;
 		if (options?.temperature !== undefined) attributes[ATTR.requestTemperature] = options.temperature;
 		const span = tracer.startSpan(`chat ${model.id}`, { kind: SpanKind.CLIENT, attributes }, parent);

@@ -1,7 +1,8 @@
 /**
- * A tracer that hands its spans to the SDK in batches: a span's start, attributes, status and
- * end are noted (with the time they happened) and replayed on the SDK's tracer up to
- * {@link DEFAULT_DELAY_MS} later, together with every other span noted meanwhile.
+ * A tracer that hands its spans to the SDK in batches: a span's start, and its end with everything
+ * done to it before (attributes, events, links, status), are noted as data with the time they
+ * happened and replayed on the SDK's tracer up to {@link DEFAULT_DELAY_MS} later, together with
+ * every other span noted meanwhile.
  *
  * Why: a server streaming to many clients runs a lot of its own code between two spans, and the
  * SDK's path for one span — sampler, ids, attribute checks, span processors — then runs with
@@ -10,10 +11,10 @@
  *
  * What the SDK sees is what it would have seen: the same names, kinds, attributes (those given
  * at start separately from later ones, so a sampler sees what it would), parents, links, events
- * and status, with the times they were noted, in the order they were made. Only when is later:
- * a span processor's `onStart` runs at the replay. Whatever needs the SDK's answer now
- * — `spanContext()` (the ids), `isRecording()` (the sampler's decision) — replays that span and
- * its parents at once.
+ * and status, with the times they were noted; the span processors see the starts and ends of all
+ * spans in the order they were made. Only when is later: a span processor's `onStart` runs at the
+ * replay. Whatever needs the SDK's answer now — `spanContext()` (the ids), `isRecording()` (the
+ * sampler's decision) — starts that span and its parents at once.
  *
  * Ended spans reach the SDK's span processors within {@link DEFAULT_DELAY_MS}, and at once on
  * {@link DeferredTracer.flush} (call it before shutting the SDK down or flushing its exporters).
@@ -31,6 +32,7 @@ import {
 	type Link,
 	type Span,
 	type SpanContext,
+	type SpanKind,
 	type SpanOptions,
 	type SpanStatus,
 	type TimeInput,
@@ -44,27 +46,18 @@ import {
  * more before it exports.
  */
 export const DEFAULT_DELAY_MS = 200;
-/** Calls waiting (a span's start, and each call on it after) that make a replay happen at once. */
+/** Span starts and ends waiting that make a replay happen at once. */
 export const DEFAULT_MAX_PENDING = 4096;
-
-type Op = (span: Span) => void;
+/**
+ * Calls on one span (attributes, events, links, statuses) noted before its end that are handed to
+ * the SDK at once rather than kept: what a span that is never ended can hold.
+ */
+export const MAX_NOTED_CALLS = 256;
 
 /** The SDK does not throw on its own; a span processor might. Whatever else was noted goes on. */
 function failed(err: unknown): void {
 	diag.error("wheelhouse: a span call could not be handed to the tracing SDK", err);
 }
-
-/** Does one noted call to the SDK's span; a throw is reported and stops nothing else. */
-function apply(op: Op, span: Span): void {
-	try {
-		op(span);
-	} catch (err) {
-		failed(err);
-	}
-}
-
-/** A span's start: made by `materialize`, nothing more to do. */
-const started: Op = () => {};
 
 /** What a caller hands over is read at the replay: a copy, so a caller reusing its objects changes nothing. */
 function copyLink(link: Link): Link {
@@ -75,28 +68,57 @@ function isTimeInput(value: unknown): value is TimeInput {
 	return typeof value === "number" || value instanceof Date || Array.isArray(value);
 }
 
-class DeferredSpan implements Span {
-	/** The SDK's span, once replayed. */
-	private real: Span | undefined;
-	/**
-	 * What was done to the span, in order, from its start (`ops[0]`, nothing to do once the span is
-	 * made); `ops[done]` is the first not yet done to the SDK's span.
-	 */
-	private ops: Op[] = [started];
-	private done = 0;
-	/** Queue entries of calls already done by {@link replayAll}: the next ones to pass over. */
-	private skip = 0;
+/** An event or a recorded exception, in the order they were made. */
+type NotedEvent =
+	| { name: string; attributes: Attributes | undefined; time: TimeInput; exception?: undefined }
+	| { name?: undefined; exception: Exception; time: TimeInput };
 
-	/** What the SDK's span is started with; dropped once it is (a span may outlive its parents). */
-	private start:
-		| {
-				name: string;
-				options: SpanOptions;
-				/** The parent when it is one of ours, else undefined (then `context` holds any parent). */
-				parent: DeferredSpan | undefined;
-				context: Context;
-		  }
-		| undefined;
+/** The calls of a span after its start other than attributes: rare, so kept apart. */
+interface Rarer {
+	events: NotedEvent[];
+	links: Link[];
+	statuses: SpanStatus[];
+	name: string | undefined;
+}
+
+/**
+ * A span whose calls are noted as data and handed to the SDK's span in two steps: its start
+ * (the SDK's span made, a span processor's `onStart`), and its end, with everything done to it
+ * in between. Each step has its place in the tracer's queue, in the order the calls were made, so
+ * the processors see the starts and ends of all spans in their order.
+ *
+ * Attributes are merged into one object per span while no key is set twice; a key set again
+ * starts another, so the SDK's span gets the same calls in the same order (a value it refuses
+ * does not replace one it took). Calls after the end are refused as the SDK refuses them.
+ */
+class DeferredSpan implements Span {
+	/** The SDK's span, once started. */
+	private real: Span | undefined = undefined;
+	/** The start's turn in the queue came (the next one is the end's). */
+	private startReplayed = false;
+	/** `end` was called. */
+	private ended = false;
+	/** The end was handed to the SDK's span. */
+	private endApplied = false;
+	private endTime: TimeInput = 0;
+	/** Attributes set since the start, not yet handed over (the last of `attributeSets` when a key was set twice). */
+	private attributes: Attributes | undefined = undefined;
+	/** Earlier attribute objects, when a key was set twice before the end. */
+	private attributeSets: Attributes[] | undefined = undefined;
+	private rarer: Rarer | undefined = undefined;
+	/** Calls noted and not yet handed over. */
+	private noted = 0;
+
+	/** The name the SDK's span is started with (kept: warnings name the span). */
+	private readonly name: string;
+	/** The rest of what it is started with; dropped once it is (a span may outlive its parents). */
+	private kind: SpanKind | undefined;
+	private startAttributes: Attributes | undefined;
+	private startLinks: Link[] | undefined;
+	private startTime: TimeInput;
+	/** The parent when it is one of ours, else undefined (then `context` holds any parent). */
+	private parent: DeferredSpan | undefined;
+	private context: Context | undefined;
 
 	constructor(
 		private readonly tracer: DeferredTracer,
@@ -105,7 +127,14 @@ class DeferredSpan implements Span {
 		parent: DeferredSpan | undefined,
 		context: Context,
 	) {
-		this.start = { name, options, parent, context };
+		this.name = name;
+		this.kind = options.kind;
+		// Read at the replay: copies (copyLink).
+		this.startAttributes = options.attributes && { ...options.attributes };
+		this.startLinks = options.links?.map(copyLink);
+		this.startTime = options.startTime ?? performance.now();
+		this.parent = parent;
+		this.context = context;
 	}
 
 	/**
@@ -115,50 +144,92 @@ class DeferredSpan implements Span {
 	 */
 	materialize(): Span {
 		if (this.real) return this.real;
-		const { name, options, parent, context } = this.start!;
+		const parent = this.parent;
+		const context = this.context!;
 		const parentContext = parent ? trace.setSpan(context, parent.materialize()) : context;
 		try {
-			this.real = this.tracer.sdk.startSpan(name, options, parentContext);
+			this.real = this.tracer.sdk.startSpan(
+				this.name,
+				{ kind: this.kind, attributes: this.startAttributes, links: this.startLinks, startTime: this.startTime },
+				parentContext,
+			);
 		} catch (err) {
 			failed(err);
 			this.real = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 		}
-		this.start = undefined;
+		this.parent = undefined;
+		this.context = undefined;
+		this.startAttributes = undefined;
+		this.startLinks = undefined;
 		return this.real;
 	}
 
-	/**
-	 * Starts the SDK's span if needed and does the next thing done to it (the tracer's queue holds
-	 * the span once for its start and once for each call after, in the order they were made).
-	 */
+	/** Does the span's next step in the queue: its start, then its end. */
 	replayNext(): void {
-		if (this.skip > 0) {
-			this.skip--;
-			return;
-		}
-		const span = this.materialize();
-		if (this.done < this.ops.length) apply(this.ops[this.done++], span);
-		if (this.done === this.ops.length && this.done > 0) {
-			this.ops = [];
-			this.done = 0;
+		if (!this.startReplayed) {
+			this.startReplayed = true;
+			this.materialize();
+		} else {
+			this.finish();
 		}
 	}
 
-	/** Starts the SDK's span if needed and does everything done to it so far (its queue entries then do nothing). */
-	replayAll(): Span {
+	/** Hands what was noted since the start (or the last hand-over) to the SDK's span. */
+	private handOver(): Span {
 		const span = this.materialize();
-		const ops = this.ops;
-		for (let i = this.done; i < ops.length; i++) apply(ops[i], span);
-		this.skip += ops.length - this.done;
-		this.ops = [];
-		this.done = 0;
+		if (this.noted === 0) return span;
+		this.noted = 0;
+		const { attributeSets, attributes, rarer } = this;
+		this.attributeSets = undefined;
+		this.attributes = undefined;
+		this.rarer = undefined;
+		try {
+			if (attributeSets) for (const set of attributeSets) span.setAttributes(set);
+			if (attributes) span.setAttributes(attributes);
+			if (rarer) {
+				if (rarer.links.length > 0) span.addLinks(rarer.links);
+				for (const event of rarer.events) {
+					if (event.exception !== undefined) span.recordException(event.exception, event.time);
+					else span.addEvent(event.name, event.attributes, event.time);
+				}
+				for (const status of rarer.statuses) span.setStatus(status);
+				if (rarer.name !== undefined) span.updateName(rarer.name);
+			}
+		} catch (err) {
+			failed(err);
+		}
 		return span;
 	}
 
-	private note(op: Op): this {
-		this.ops.push(op);
-		this.tracer.enqueue(this);
-		return this;
+	/** Hands everything noted, the end included, to the SDK's span (once). */
+	private finish(): Span {
+		const span = this.handOver();
+		if (this.ended && !this.endApplied) {
+			this.endApplied = true;
+			try {
+				span.end(this.endTime);
+			} catch (err) {
+				failed(err);
+			}
+		}
+		return span;
+	}
+
+	/** Whether a call may still be noted: not after the end (refused as the SDK refuses it). */
+	private open(): boolean {
+		if (!this.ended) return true;
+		diag.warn(`wheelhouse: a call on the ended span ${this.name} was ignored`);
+		return false;
+	}
+
+	private noteRarer(): Rarer {
+		this.counted();
+		this.rarer ??= { events: [], links: [], statuses: [], name: undefined };
+		return this.rarer;
+	}
+
+	private counted(): void {
+		if (++this.noted >= MAX_NOTED_CALLS) this.handOver();
 	}
 
 	spanContext(): SpanContext {
@@ -166,19 +237,37 @@ class DeferredSpan implements Span {
 	}
 
 	isRecording(): boolean {
-		return this.replayAll().isRecording();
+		// Ended: the SDK's answer is false once it has the end, so it gets it now.
+		return this.ended ? this.finish().isRecording() : this.materialize().isRecording();
 	}
 
 	setAttribute(key: string, value: AttributeValue): this {
-		return this.note((span) => span.setAttribute(key, value));
+		// The SDK ignores an absent value (it does not remove an earlier one).
+		if (value == null || !this.open()) return this;
+		let attributes = this.attributes;
+		if (attributes !== undefined && Object.hasOwn(attributes, key)) {
+			this.attributeSets ??= [];
+			this.attributeSets.push(attributes);
+			attributes = undefined;
+		}
+		if (attributes === undefined) {
+			attributes = {};
+			this.attributes = attributes;
+		}
+		attributes[key] = value;
+		this.counted();
+		return this;
 	}
 
 	setAttributes(attributes: Attributes): this {
-		const copy = { ...attributes };
-		return this.note((span) => span.setAttributes(copy));
+		for (const key in attributes) {
+			if (Object.hasOwn(attributes, key)) this.setAttribute(key, attributes[key] as AttributeValue);
+		}
+		return this;
 	}
 
 	addEvent(name: string, attributesOrStartTime?: Attributes | TimeInput, startTime?: TimeInput): this {
+		if (!this.open()) return this;
 		let attributes: Attributes | undefined;
 		let time: TimeInput;
 		// As the SDK reads them: with two times, the second wins.
@@ -187,36 +276,42 @@ class DeferredSpan implements Span {
 			attributes = attributesOrStartTime && { ...attributesOrStartTime };
 			time = startTime ?? performance.now();
 		}
-		return this.note((span) => span.addEvent(name, attributes, time));
+		this.noteRarer().events.push({ name, attributes, time });
+		return this;
 	}
 
 	addLink(link: Link): this {
-		const copy = copyLink(link);
-		return this.note((span) => span.addLink(copy));
+		if (this.open()) this.noteRarer().links.push(copyLink(link));
+		return this;
 	}
 
 	addLinks(links: Link[]): this {
-		const copy = links.map(copyLink);
-		return this.note((span) => span.addLinks(copy));
+		if (this.open()) for (const link of links) this.noteRarer().links.push(copyLink(link));
+		return this;
 	}
 
 	setStatus(status: SpanStatus): this {
-		const copy = { ...status };
-		return this.note((span) => span.setStatus(copy));
+		if (this.open()) this.noteRarer().statuses.push({ ...status });
+		return this;
 	}
 
 	updateName(name: string): this {
-		return this.note((span) => span.updateName(name));
+		if (this.open()) this.noteRarer().name = name;
+		return this;
 	}
 
 	end(endTime?: TimeInput): void {
-		const time = endTime ?? performance.now();
-		this.note((span) => span.end(time));
+		if (this.ended) {
+			diag.error(`wheelhouse: the span ${this.name} was ended twice; the first end stands`);
+			return;
+		}
+		this.ended = true;
+		this.endTime = endTime ?? performance.now();
+		this.tracer.enqueue(this);
 	}
 
 	recordException(exception: Exception, time?: TimeInput): void {
-		const at = time ?? performance.now();
-		this.note((span) => span.recordException(exception, at));
+		if (this.open()) this.noteRarer().events.push({ exception, time: time ?? performance.now() });
 	}
 }
 
@@ -228,7 +323,7 @@ export interface DeferredTracerOptions {
 }
 
 export class DeferredTracer implements Tracer {
-	/** A span per call to replay (its start, then each call made on it), in the order they were made. */
+	/** A span per step to replay (its start, then its end), in the order they were made. */
 	private pending: DeferredSpan[] = [];
 	private timer: NodeJS.Timeout | undefined;
 	private readonly delayMs: number;
@@ -253,14 +348,7 @@ export class DeferredTracer implements Tracer {
 			// The context is kept as it is: the replay sets the SDK's parent span in it, in this one's place.
 			if (span instanceof DeferredSpan) parent = span;
 		}
-		const noted: SpanOptions = {
-			kind: options.kind,
-			// Read at the replay: copies (copyLink).
-			attributes: options.attributes && { ...options.attributes },
-			links: options.links?.map(copyLink),
-			startTime: options.startTime ?? performance.now(),
-		};
-		const span = new DeferredSpan(this, name, noted, parent, parentContext);
+		const span = new DeferredSpan(this, name, options, parent, parentContext);
 		this.enqueue(span);
 		return span;
 	}

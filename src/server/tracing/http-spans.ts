@@ -3,13 +3,31 @@
  * (`POST /v1/sessions/:id/prompt`), never the URL: it starts when the request is routed, under
  * the caller's span when the request carries `traceparent`, and ends when the response closes —
  * finished, or cut by the client (an SSE stream the reader left). Its context is the request's
- * `traceContext`, which the routes that start runs hand to the run (its `invoke_agent` span's parent).
+ * `traceContext`, which the routes that start runs hand to the run (its `invoke_agent` span's parent):
+ * made when read, since most requests start no run.
  *
  * `url.path` is recorded without the query string, which may carry a stream token.
  */
-import { type Attributes, type Span, SpanKind, SpanStatusCode, type Tracer, trace } from "@opentelemetry/api";
-import type { FastifyInstance, FastifyReply } from "fastify";
+import {
+	type Attributes,
+	type Context,
+	type Span,
+	SpanKind,
+	SpanStatusCode,
+	type Tracer,
+	trace,
+} from "@opentelemetry/api";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requestParentContext } from "./traceparent.js";
+
+declare module "fastify" {
+	interface FastifyRequest {
+		/** The request's server span, when tracing is on (`traceContext` is made from it). */
+		requestSpan?: Span;
+		/** The context the server span started in (its caller's span, from `traceparent`). */
+		requestSpanParent?: Context;
+	}
+}
 
 function endRequestSpan(span: Span, reply: FastifyReply): void {
 	const res = reply.raw;
@@ -28,7 +46,14 @@ function endRequestSpan(span: Span, reply: FastifyReply): void {
 
 /** Starts a server span for every request of `app` (call before the routes are registered). */
 export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
-	app.decorateRequest("traceContext", undefined);
+	app.decorateRequest("requestSpan", undefined);
+	app.decorateRequest("requestSpanParent", undefined);
+	app.decorateRequest("traceContext", {
+		getter(this: FastifyRequest) {
+			const span = this.requestSpan;
+			return span && trace.setSpan(this.requestSpanParent!, span);
+		},
+	});
 	app.addHook("onRequest", function startRequestSpan(request, reply, done) {
 		const route = request.routeOptions.url;
 		const url = request.url;
@@ -45,8 +70,10 @@ export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
 			{ kind: SpanKind.SERVER, attributes },
 			parent,
 		);
-		request.traceContext = trace.setSpan(parent, span);
-		reply.raw.once("close", () => endRequestSpan(span, reply));
+		request.requestSpan = span;
+		request.requestSpanParent = parent;
+		// A response closes once.
+		reply.raw.on("close", () => endRequestSpan(span, reply));
 		done();
 	});
 }

@@ -88,7 +88,7 @@ export class RunSpans {
 					// Read only to record content: the copy is made only then.
 					context: this.options.captureContent ? { ...context, systemPrompt: state.systemPrompt } : context,
 					options,
-					attributes: { [ATTR.conversationId]: session.id },
+					conversationId: session.id,
 				},
 				this.options.captureContent,
 			);
