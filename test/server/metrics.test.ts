@@ -21,6 +21,15 @@ async function start(options: Parameters<typeof startServer>[0] = {}): Promise<T
 	return server;
 }
 
+/** A server with the model `{provider}/m`, served over Chat Completions by `replayUrl` (a replay server). */
+function startWithReplayModel(replayUrl: string, provider: string): Promise<TestServer> {
+	const apiKeyEnv = `${provider.toUpperCase()}_API_KEY`;
+	return start({
+		env: { [apiKeyEnv]: "k-test" },
+		config: { models: [{ provider, id: "m", baseUrl: `${replayUrl}/v1`, apiKeyEnv }] },
+	});
+}
+
 /** The value of the sample `name{labels}` in a scrape (labels in the order prom-client writes them). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
 	const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
@@ -125,12 +134,7 @@ describe("GET /metrics", () => {
 	it("counts a provider's retries, with the model's provider and id", async () => {
 		const provider = await startReplayServer();
 		try {
-			const server = await start({
-				env: { FLAKY_API_KEY: "k-test" },
-				config: {
-					models: [{ provider: "flaky", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "FLAKY_API_KEY" }],
-				},
-			});
+			const server = await startWithReplayModel(provider.url, "flaky");
 			provider.enqueue(
 				{ status: 429, headers: { "retry-after-ms": "1" }, body: JSON.stringify({ error: { message: "slow down" } }) },
 				{ body: answer("hi") },
@@ -152,10 +156,7 @@ describe("GET /metrics", () => {
 	it("a provider's negative token count is not counted, and every other update of the call and the request still is", async () => {
 		const provider = await startReplayServer();
 		try {
-			const server = await start({
-				env: { ODD_API_KEY: "k-test" },
-				config: { models: [{ provider: "odd", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "ODD_API_KEY" }] },
-			});
+			const server = await startWithReplayModel(provider.url, "odd");
 			provider.enqueue({ body: answerWithUsage("hi", { prompt_tokens: 7, completion_tokens: -5, total_tokens: 2 }) });
 			const id = (await server.request("POST", "/v1/sessions", { body: { model: "odd/m" } })).body.id;
 			await (await promptSse(server.url, id, { message: "hello" })).waitForEnd();
@@ -185,10 +186,7 @@ describe("GET /metrics", () => {
 	it("adds up what happened between two scrapes and after, without counting anything twice", async () => {
 		const provider = await startReplayServer();
 		try {
-			const server = await start({
-				env: { SUM_API_KEY: "k-test" },
-				config: { models: [{ provider: "sum", id: "m", baseUrl: `${provider.url}/v1`, apiKeyEnv: "SUM_API_KEY" }] },
-			});
+			const server = await startWithReplayModel(provider.url, "sum");
 			const id = (await server.request("POST", "/v1/sessions", { body: { model: "sum/m" } })).body.id;
 			const prompt = async (input: number) => {
 				provider.enqueue({
