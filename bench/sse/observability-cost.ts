@@ -8,8 +8,9 @@
  *
  * Three servers up side by side (server-process.ts, memory store, bound to CPU 0 like `--tracing`'s):
  * everything off, a second one (what differs between the two is noise), and metrics + tracing on
- * with spans exported over OTLP/HTTP protobuf to the stand-in collector (otlp-receiver.ts). Both are warmed up; then V8's CPU profiler and its
- * sampling heap profiler run in both over the measured jobs only, run on each server in turn. A job
+ * with spans exported over OTLP/HTTP protobuf to the stand-in collector (otlp-receiver.ts). All are
+ * warmed up; then V8's CPU profiler and its sampling heap profiler run in each over the measured jobs
+ * only, run on each server in turn. A job
  * is a whole session's life, as a deployed server sees it: 100 sessions created, prompted at once
  * (200-token answers, streamed), deleted — three requests and five spans per session.
  *
