@@ -15,6 +15,7 @@ import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
 import type { SwaggerOptions } from "@fastify/swagger";
 import type { FastifyInstance, RouteOptions } from "fastify";
+import { idsToTitles, nameSharedSchemas } from "./openapi-components.js";
 
 declare module "fastify" {
 	interface FastifyInstance {
@@ -58,12 +59,16 @@ function tagFor(url: string): string {
 	return "sessions";
 }
 
-/** Gives each response without a description its HTTP status text (instead of swagger's "Default Response"). */
+/**
+ * Gives each response without a description its HTTP status text (instead of swagger's "Default
+ * Response"), as the response's description only: the schema stays as it is, so a named schema
+ * keeps one shape at every use.
+ */
 function describeResponses(responses: object): Record<string, unknown> {
 	const out: Record<string, unknown> = {};
 	for (const [code, schema] of Object.entries(responses)) {
 		const described = schema && typeof schema === "object" && "description" in schema;
-		out[code] = described ? schema : { ...schema, description: STATUS_CODES[code] ?? `HTTP ${code}` };
+		out[code] = described ? schema : { ...schema, "x-response-description": STATUS_CODES[code] ?? `HTTP ${code}` };
 	}
 	return out;
 }
@@ -147,13 +152,15 @@ async function renderDocument(routes: RouteOptions[]): Promise<Record<string, un
 			scratch.route({
 				method: route.method,
 				url: route.url,
-				schema: route.schema,
+				schema: idsToTitles(route.schema) as RouteOptions["schema"],
 				config: route.config,
 				handler: noHandler,
 			});
 		}
 		await scratch.ready();
-		return scratch.swagger() as unknown as Record<string, unknown>;
+		const document = scratch.swagger() as unknown as Record<string, unknown>;
+		nameSharedSchemas(document);
+		return document;
 	} finally {
 		await scratch.close();
 	}

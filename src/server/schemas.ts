@@ -5,6 +5,10 @@
  *
  * Message objects (transcripts, events) are open objects (`additionalProperties: true`): their
  * exact shape is the pi-ai message types, and the serialiser must not drop fields of them.
+ *
+ * A `title` names a shape in the OpenAPI document: it is written once under
+ * `components/schemas/<title>` and referenced at each use (openapi-components.ts). Give one to a
+ * shape that is used in more than one place or that a client will want to name.
  */
 import { type TSchema, Type } from "@sinclair/typebox";
 import type { OnInterruptPolicy } from "../store/types.js";
@@ -13,15 +17,19 @@ import { CompactionSessionFields, CompactionStateFields } from "./compaction/set
 import { ERROR_CODES } from "./errors.js";
 import { CreateSessionToolFields, SessionToolStateFields } from "./session/tool-interactions.js";
 
-const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
-	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });
+const Open = (properties: Parameters<typeof Type.Object>[0], description?: string, title?: string) =>
+	Type.Object(properties, {
+		additionalProperties: true,
+		...(description ? { description } : {}),
+		...(title ? { title } : {}),
+	});
 
 export const ErrorEnvelope = Type.Object(
 	{
 		error: Type.Object({
 			code: Type.Union(
 				ERROR_CODES.map((c) => Type.Literal(c)),
-				{ description: "Stable error code (see docs/errors.md)." },
+				{ title: "ErrorCode", description: "Stable error code (see docs/errors.md)." },
 			),
 			message: Type.String({ description: "What went wrong and what to fix." }),
 			details: Type.Optional(Type.Unknown()),
@@ -34,7 +42,7 @@ const errors = { "4xx": ErrorEnvelope, "5xx": ErrorEnvelope };
 
 export const TextContent = Type.Object(
 	{ type: Type.Literal("text"), text: Type.String() },
-	{ additionalProperties: true },
+	{ additionalProperties: true, title: "TextContent" },
 );
 export const ImageContent = Type.Object(
 	{
@@ -42,7 +50,7 @@ export const ImageContent = Type.Object(
 		data: Type.String({ description: "Base64, without a data: prefix." }),
 		mimeType: Type.String({ pattern: "^image/[a-z0-9.+-]+$" }),
 	},
-	{ additionalProperties: false },
+	{ additionalProperties: false, title: "ImageContent" },
 );
 
 export const UserMessageInput = Type.Object(
@@ -51,10 +59,15 @@ export const UserMessageInput = Type.Object(
 		content: Type.Union([Type.String(), Type.Array(Type.Union([TextContent, ImageContent]), { minItems: 1 })]),
 		timestamp: Type.Optional(Type.Number()),
 	},
-	{ additionalProperties: false, description: "A pi-ai UserMessage; `timestamp` defaults to now." },
+	{
+		additionalProperties: false,
+		title: "UserMessageInput",
+		description: "A pi-ai UserMessage; `timestamp` defaults to now.",
+	},
 );
 
 export const MessageInput = Type.Union([Type.String({ minLength: 1 }), UserMessageInput], {
+	title: "MessageInput",
 	description: "The text of a user message, or a full UserMessage.",
 });
 
@@ -62,21 +75,26 @@ export const MessageInput = Type.Union([Type.String({ minLength: 1 }), UserMessa
 export const AgentMessageSchema = Open(
 	{ role: Type.String() },
 	"A pi-ai message (user, assistant, toolResult) or a custom message.",
+	"AgentMessage",
 );
 
 export const ThinkingLevel = Type.Union(
 	["off", "minimal", "low", "medium", "high", "xhigh"].map((l) => Type.Literal(l)),
-	{ description: "Reasoning level; `off` sends none." },
+	{ title: "ThinkingLevel", description: "Reasoning level; `off` sends none." },
 );
 export const QueueMode = Type.Union([Type.Literal("all"), Type.Literal("one-at-a-time")], {
+	title: "QueueMode",
 	description: "How many queued messages one poll delivers.",
 });
-export const ToolExecution = Type.Union([Type.Literal("parallel"), Type.Literal("sequential")]);
+export const ToolExecution = Type.Union([Type.Literal("parallel"), Type.Literal("sequential")], {
+	title: "ToolExecution",
+});
 
 /** A string enum (not a union of literals): a bad value is reported as `must be one of: continue, stop`. */
 export const OnInterrupt = Type.Unsafe<OnInterruptPolicy>({
 	type: "string",
 	enum: ["continue", "stop"],
+	title: "OnInterrupt",
 	description:
 		'What happens to a run the server process died during (a crash, a kill; in a cluster, the loss of its replica), once the server is back: `"continue"` (default) starts a new run from the last stored message by itself (a tool call that was in flight is run again only if its tool is declared idempotent; otherwise the model gets an error result saying the result was not recorded); `"stop"` leaves the session `interrupted` until POST /v1/sessions/:id/continue.',
 });
@@ -122,7 +140,7 @@ export const CreateSessionBody = Type.Object(
 		messages: Type.Optional(Type.Array(AgentMessageSchema, { description: "A transcript to start from." })),
 		...CreateSessionToolFields,
 	},
-	{ additionalProperties: false },
+	{ additionalProperties: false, title: "CreateSessionBody" },
 );
 
 export const PatchSessionBody = Type.Object(
@@ -133,6 +151,7 @@ export const PatchSessionBody = Type.Object(
 	},
 	{
 		additionalProperties: false,
+		title: "PatchSessionBody",
 		description:
 			"Fields to change (a field left out stays as it is). Model, system prompt and thinking level apply from the next model call, `toolApprovals` from the next tool call, the rest (`tools`, `clientTools`, modes) from the next run at the latest.",
 	},
@@ -148,9 +167,13 @@ const Usage = Open(
 		cost: Open({ total: Type.Number() }),
 	},
 	"Token usage and cost in USD.",
+	"Usage",
 );
 
-const QueuedView = Type.Object({ id: Type.Integer(), message: AgentMessageSchema, createdAt: Type.Number() });
+const QueuedView = Type.Object(
+	{ id: Type.Integer(), message: AgentMessageSchema, createdAt: Type.Number() },
+	{ title: "QueuedMessage" },
+);
 
 export const SessionView = Type.Object(
 	{
@@ -203,13 +226,16 @@ export const SessionSummary = Type.Object(
 		messageCount: Type.Integer(),
 		metadata: Type.Record(Type.String(), Type.String()),
 	},
-	{ additionalProperties: false },
+	{ additionalProperties: false, title: "SessionSummary" },
 );
 
-export const SessionList = Type.Object({
-	sessions: Type.Array(SessionSummary),
-	nextCursor: Type.Optional(Type.String({ description: "Pass as `cursor` for the next page; absent on the last." })),
-});
+export const SessionList = Type.Object(
+	{
+		sessions: Type.Array(SessionSummary),
+		nextCursor: Type.Optional(Type.String({ description: "Pass as `cursor` for the next page; absent on the last." })),
+	},
+	{ title: "SessionList" },
+);
 
 /** Longest id a path parameter may carry (session and tool call ids); also the router's `maxParamLength`. */
 export const MAX_ID_LENGTH = 200;
@@ -232,16 +258,20 @@ export const MessagesQuery = Type.Object(
 	{ additionalProperties: false },
 );
 
-export const MessagePage = Type.Object({
-	messages: Type.Array(AgentMessageSchema),
-	offset: Type.Integer(),
-	total: Type.Integer(),
-	nextOffset: Type.Optional(Type.Integer({ description: "Pass as `offset` for the next page; absent on the last." })),
-});
+export const MessagePage = Type.Object(
+	{
+		messages: Type.Array(AgentMessageSchema),
+		offset: Type.Integer(),
+		total: Type.Integer(),
+		nextOffset: Type.Optional(Type.Integer({ description: "Pass as `offset` for the next page; absent on the last." })),
+	},
+	{ title: "MessagePage" },
+);
 
 export const IfBusy = Type.Union(
 	[Type.Literal("reject"), Type.Literal("steer"), Type.Literal("followUp"), Type.Literal("interrupt")],
 	{
+		title: "IfBusy",
 		description:
 			"While a run is active: `reject` (default) → 409 AGENT_BUSY; `steer` / `followUp` → queued, 202; `interrupt` → abort the run, then start this prompt.",
 	},
@@ -253,12 +283,12 @@ export const PromptBody = Type.Object(
 		images: Type.Optional(Type.Array(ImageContent, { maxItems: 20 })),
 		ifBusy: Type.Optional(IfBusy),
 	},
-	{ additionalProperties: false },
+	{ additionalProperties: false, title: "PromptBody" },
 );
 
 export const QueueBody = Type.Object(
 	{ message: MessageInput, images: Type.Optional(Type.Array(ImageContent, { maxItems: 20 })) },
-	{ additionalProperties: false },
+	{ additionalProperties: false, title: "QueueBody" },
 );
 
 export const IdempotencyHeaders = Type.Object({
@@ -278,7 +308,7 @@ export const RunAccepted = Type.Object(
 			description: "Id of the run's `agent_start`: resume `/events` with `after = firstEventId - 1`.",
 		}),
 	},
-	{ description: "The run started; follow it on GET /v1/sessions/:id/events." },
+	{ title: "RunAccepted", description: "The run started; follow it on GET /v1/sessions/:id/events." },
 );
 
 export const QueuedAccepted = Type.Object(
@@ -290,7 +320,7 @@ export const QueuedAccepted = Type.Object(
 		idle: Type.Boolean({ description: "True when no run is active: the message waits for the next run." }),
 		note: Type.String(),
 	},
-	{ description: "The message is stored in the queue." },
+	{ title: "QueuedAccepted", description: "The message is stored in the queue." },
 );
 
 export const SseResponse = {
@@ -303,16 +333,18 @@ export const ClearQueueQuery = Type.Object(
 	{ additionalProperties: false },
 );
 
-export const ClearQueueResult = Type.Object({
-	cleared: Type.Integer(),
-	steeringCount: Type.Integer(),
-	followUpCount: Type.Integer(),
-});
+export const ClearQueueResult = Type.Object(
+	{ cleared: Type.Integer(), steeringCount: Type.Integer(), followUpCount: Type.Integer() },
+	{ title: "ClearQueueResult" },
+);
 
-export const AbortResult = Type.Object({
-	aborted: Type.Boolean({ description: "True when a run was active (it ends with its agent_end)." }),
-	runId: Type.Union([Type.String(), Type.Null()]),
-});
+export const AbortResult = Type.Object(
+	{
+		aborted: Type.Boolean({ description: "True when a run was active (it ends with its agent_end)." }),
+		runId: Type.Union([Type.String(), Type.Null()]),
+	},
+	{ title: "AbortResult" },
+);
 
 export const EventsQuery = Type.Object(
 	{
@@ -330,47 +362,57 @@ export const EventsQuery = Type.Object(
 	{ additionalProperties: false },
 );
 
-export const ModelList = Type.Object({
-	defaultModel: Type.String(),
-	models: Type.Array(
-		Type.Object(
-			{
-				id: Type.String({ description: '`"provider/id"`' }),
-				provider: Type.String(),
-				modelId: Type.String(),
-				name: Type.String(),
-				api: Type.String(),
-				reasoning: Type.Boolean(),
-				input: Type.Array(Type.String()),
-				contextWindow: Type.Number(),
-				maxTokens: Type.Number(),
-				cost: Open({}),
-				standIn: Type.Boolean({ description: "True for faux/echo: a scripted stand-in, not an LLM." }),
-				available: Type.Boolean({
-					description:
-						"Whether a session can use it: the stand-in, a model whose server needs no key, or one whose provider has a key configured (sessions are refused the others: MODEL_UNAVAILABLE).",
-				}),
-			},
-			{ additionalProperties: false },
+export const ModelList = Type.Object(
+	{
+		defaultModel: Type.String(),
+		models: Type.Array(
+			Type.Object(
+				{
+					id: Type.String({ description: '`"provider/id"`' }),
+					provider: Type.String(),
+					modelId: Type.String(),
+					name: Type.String(),
+					api: Type.String(),
+					reasoning: Type.Boolean(),
+					input: Type.Array(Type.String()),
+					contextWindow: Type.Number(),
+					maxTokens: Type.Number(),
+					cost: Open({}),
+					standIn: Type.Boolean({ description: "True for faux/echo: a scripted stand-in, not an LLM." }),
+					available: Type.Boolean({
+						description:
+							"Whether a session can use it: the stand-in, a model whose server needs no key, or one whose provider has a key configured (sessions are refused the others: MODEL_UNAVAILABLE).",
+					}),
+				},
+				{ additionalProperties: false, title: "Model" },
+			),
 		),
-	),
-});
+	},
+	{ title: "ModelList" },
+);
 
-export const ToolList = Type.Object({
-	tools: Type.Array(
-		Open({
-			name: Type.String(),
-			label: Type.String(),
-			description: Type.String(),
-			parameters: Open({}),
-			origin: Type.String({ description: "Where the tool comes from: builtin, library, module, mcp, http, ..." }),
-			idempotent: Type.Boolean({
-				description:
-					"Declared safe to run again with the same arguments: a call cut short by the death of the server process runs again when its session continues (otherwise the model gets an error result).",
-			}),
-		}),
-	),
-});
+export const ToolList = Type.Object(
+	{
+		tools: Type.Array(
+			Open(
+				{
+					name: Type.String(),
+					label: Type.String(),
+					description: Type.String(),
+					parameters: Open({}),
+					origin: Type.String({ description: "Where the tool comes from: builtin, library, module, mcp, http, ..." }),
+					idempotent: Type.Boolean({
+						description:
+							"Declared safe to run again with the same arguments: a call cut short by the death of the server process runs again when its session continues (otherwise the model gets an error result).",
+					}),
+				},
+				undefined,
+				"Tool",
+			),
+		),
+	},
+	{ title: "ToolList" },
+);
 
 export const Health = Type.Object(
 	{
@@ -378,7 +420,7 @@ export const Health = Type.Object(
 		/** On a 503: the parts that are down (`postgres`, `store`, ...). */
 		unavailable: Type.Optional(Type.Array(Type.String())),
 	},
-	{ additionalProperties: true },
+	{ additionalProperties: true, title: "Health" },
 );
 
 /** Response map helper: `{ [status]: schema, 4xx/5xx: ErrorEnvelope }`. */

@@ -15,7 +15,10 @@ export const KeyBudgetState = Type.Object(
 			description: "The limit reached: prompts are refused (429 KEY_BUDGET_EXHAUSTED) until the period ends.",
 		}),
 	},
-	{ description: "The API key's budget (config `keyBudgets`) and what is left of it; null when the key has none." },
+	{
+		title: "KeyBudgetState",
+		description: "The API key's budget (config `keyBudgets`) and what is left of it; null when the key has none.",
+	},
 );
 
 /** The fields per-key budgets add to the session state. */
@@ -58,5 +61,5 @@ export const UsageReport = Type.Object(
 		}),
 		budget: Type.Union([KeyBudgetState, Type.Null()]),
 	},
-	{ description: "The caller's usage by day and by model, from the messages that spent it." },
+	{ title: "UsageReport", description: "The caller's usage by day and by model, from the messages that spent it." },
 );

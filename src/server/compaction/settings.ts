@@ -26,6 +26,7 @@ export const CompactionSettingsSchema = Type.Object(
 	},
 	{
 		additionalProperties: false,
+		title: "CompactionSettings",
 		description:
 			"Context compaction of this session. The object replaces the session's previous one; a field left out takes the server's default (WHEELHOUSE_COMPACTION*).",
 	},
@@ -45,6 +46,7 @@ export const BudgetSchema = Type.Object(
 	},
 	{
 		additionalProperties: false,
+		title: "SessionBudget",
 		description:
 			"Spending limits of this session, checked before each model call: a run that reaches one ends (its last message names the limit), and a prompt on a spent budget is refused (409 BUDGET_EXHAUSTED). The object replaces the previous one; a field left out is no limit.",
 	},
@@ -149,7 +151,10 @@ export const CompactionStateFields = {
 					Type.Null(),
 				]),
 			},
-			{ description: "Context compaction: the settings in force, the context's size, the latest compaction." },
+			{
+				title: "CompactionState",
+				description: "Context compaction: the settings in force, the context's size, the latest compaction.",
+			},
 		),
 	),
 	budget: Type.Optional(
@@ -161,7 +166,7 @@ export const CompactionStateFields = {
 					description: "The limit reached: prompts are refused (409 BUDGET_EXHAUSTED) until it is raised.",
 				}),
 			},
-			{ description: "The session's budget and what is left of it." },
+			{ title: "SessionBudgetState", description: "The session's budget and what is left of it." },
 		),
 	),
 };

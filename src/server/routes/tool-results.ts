@@ -14,10 +14,13 @@ export const ToolCallParams = Type.Object({
 	toolCallId: Type.String({ minLength: 1, maxLength: 200 }),
 });
 
-export const InteractionAccepted = Type.Object({
-	toolCallId: Type.String(),
-	status: Type.Literal("accepted", { description: "Delivered to the waiting tool call; the run continues." }),
-});
+export const InteractionAccepted = Type.Object(
+	{
+		toolCallId: Type.String(),
+		status: Type.Literal("accepted", { description: "Delivered to the waiting tool call; the run continues." }),
+	},
+	{ title: "InteractionAccepted" },
+);
 
 /** 404 / 409 for an answer that reaches no waiting call. */
 export function answerRejected(

@@ -57,16 +57,19 @@ export const CreateSessionToolFields = {
 	),
 };
 
-const PendingView = Type.Object({
-	toolCallId: Type.String(),
-	toolName: Type.String(),
-	args: Type.Unknown(),
-	createdAt: Type.Number(),
-	expiresAt: Type.Number({ description: "When the wait times out (epoch ms)" }),
-	orphaned: Type.Optional(
-		Type.Boolean({ description: "Left by a previous server process; can no longer be answered" }),
-	),
-});
+const PendingView = Type.Object(
+	{
+		toolCallId: Type.String(),
+		toolName: Type.String(),
+		args: Type.Unknown(),
+		createdAt: Type.Number(),
+		expiresAt: Type.Number({ description: "When the wait times out (epoch ms)" }),
+		orphaned: Type.Optional(
+			Type.Boolean({ description: "Left by a previous server process; can no longer be answered" }),
+		),
+	},
+	{ title: "PendingToolCall" },
+);
 
 /** Fields the extension adds to the session state (`GET /v1/sessions/:id`, `session_snapshot`). */
 export const SessionToolStateFields = {
