@@ -92,9 +92,15 @@ class SchemaNamer {
 	readonly components: Record<string, Node> = {};
 	/** The component's JSON without its description, to compare other uses of its name. */
 	private readonly shapes = new Map<string, string>();
+	/** Components taken from a parameter's schema, whose description swagger moved to the parameter. */
+	private readonly withoutOwnDescription = new Set<string>();
 
-	/** `schema` with its titled subschemas (and itself, when titled) replaced by references. */
-	name(schema: unknown): unknown {
+	/**
+	 * `schema` with its titled subschemas (and itself, when titled) replaced by references.
+	 * `isParameter`: the schema of a parameter, whose description swagger moved to the parameter:
+	 * its lack of one says nothing about the named schema's.
+	 */
+	name(schema: unknown, isParameter = false): unknown {
 		if (Array.isArray(schema)) return schema.map((item) => this.name(item));
 		if (!isNode(schema) || typeof schema.$ref === "string") return schema;
 		const out: Node = {};
@@ -105,10 +111,10 @@ class SchemaNamer {
 			} else out[key] = value;
 		}
 		const compact = enumOfLiterals(out);
-		return typeof compact.title === "string" ? this.reference(compact.title, compact) : compact;
+		return typeof compact.title === "string" ? this.reference(compact.title, compact, isParameter) : compact;
 	}
 
-	private reference(title: string, schema: Node): Node {
+	private reference(title: string, schema: Node, isParameter: boolean): Node {
 		if (!COMPONENT_NAME.test(title)) {
 			throw new Error(`schema title "${title}" is not a valid OpenAPI component name (letters, digits, . _ -)`);
 		}
@@ -118,6 +124,7 @@ class SchemaNamer {
 		if (known === undefined) {
 			this.shapes.set(title, shape);
 			this.components[title] = schema;
+			if (isParameter) this.withoutOwnDescription.add(title);
 			return ref;
 		}
 		if (known !== shape) {
@@ -125,13 +132,12 @@ class SchemaNamer {
 				`two different schemas are titled "${title}": give one of them another title (OpenAPI names a component by it)`,
 			);
 		}
-		const component = this.components[title];
-		// A use that lost the description (swagger moves a parameter's to the parameter) gives way to one that has it.
-		if (component.description === undefined && schema.description !== undefined) {
-			this.components[title] = schema;
-			return ref;
-		}
-		return schema.description === component.description ? ref : { ...ref, description: schema.description };
+		if (isParameter) return ref;
+		if (this.withoutOwnDescription.delete(title)) this.components[title] = schema;
+		const { description } = this.components[title];
+		return schema.description === description || schema.description === undefined
+			? ref
+			: { ...ref, description: schema.description };
 	}
 }
 
@@ -150,7 +156,7 @@ function nameOperation(namer: SchemaNamer, operation: Node): void {
 	if (Array.isArray(operation.parameters)) {
 		for (const parameter of operation.parameters) {
 			if (!isNode(parameter)) continue;
-			if (parameter.schema !== undefined) parameter.schema = namer.name(parameter.schema);
+			if (parameter.schema !== undefined) parameter.schema = namer.name(parameter.schema, true);
 			nameContent(namer, parameter.content);
 		}
 	}

@@ -3,7 +3,9 @@ import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { OPENAPI_FILE, renderOpenApi } from "../../scripts/gen-openapi.js";
+import Fastify from "fastify";
 import { buildApp } from "../../src/server/app.js";
+import { openApiPlugin } from "../../src/server/openapi.js";
 
 describe("openapi.yaml", () => {
 	it("is what the routes generate (run `npm run openapi` after changing a route)", async () => {
@@ -36,7 +38,9 @@ describe("openapi.yaml", () => {
 				operationIds.add(operation.operationId);
 				if (url.startsWith("/v1/")) expect(operation.security, url).toEqual([{ bearerAuth: [] }]);
 				for (const [code, response] of Object.entries<any>(operation.responses)) {
-					expect(response.description, `${url} ${code}`).not.toBe("Default Response");
+					const described = response.$ref ? resolveRef(doc, response.$ref) : response;
+					expect(described.description, `${url} ${code}`).toBeTruthy();
+					expect(described.description, `${url} ${code}`).not.toBe("Default Response");
 				}
 			}
 		}
@@ -48,6 +52,131 @@ describe("openapi.yaml", () => {
 			"/readyz",
 		]) {
 			expect(Object.keys(doc.paths)).toContain(route);
+		}
+	});
+});
+
+/** The object a local `$ref` (`#/components/...`) points to; fails the test when it points nowhere. */
+function resolveRef(doc: any, ref: string): any {
+	expect(ref, "only local references").toMatch(/^#\//);
+	const target = ref
+		.slice(2)
+		.split("/")
+		.reduce((node, key) => node?.[key.replaceAll("~1", "/").replaceAll("~0", "~")], doc);
+	expect(target, `${ref} resolves`).toBeDefined();
+	return target;
+}
+
+/** Every `$ref` in `node`. */
+function refsIn(node: unknown): string[] {
+	if (Array.isArray(node)) return node.flatMap(refsIn);
+	if (!node || typeof node !== "object") return [];
+	return Object.entries(node).flatMap(([key, value]) =>
+		key === "$ref" && typeof value === "string" ? [value] : refsIn(value),
+	);
+}
+
+describe("openapi.yaml names its shared shapes", () => {
+	it("writes each shared schema once under components and references it; every reference resolves, every component is used", () => {
+		const text = readFileSync(OPENAPI_FILE, "utf8");
+		const doc = parse(text);
+		const refs = refsIn(doc);
+		for (const ref of new Set(refs)) resolveRef(doc, ref);
+		const used = new Set(refs);
+		for (const kind of ["schemas", "responses"]) {
+			for (const name of Object.keys(doc.components[kind])) {
+				expect(used.has(`#/components/${kind}/${name}`), `components/${kind}/${name} is never used`).toBe(true);
+			}
+		}
+		for (const name of ["ErrorEnvelope", "ErrorCode", "Session", "AgentMessage", "UserMessageInput", "ImageContent"]) {
+			expect(doc.components.schemas[name], name).toBeDefined();
+		}
+		// The error-code enum is in the document once, and each operation's 4XX and 5XX refer to it.
+		expect(text.split("SESSION_NOT_FOUND").length - 1).toBe(1);
+		expect(doc.components.schemas.ErrorCode.enum).toContain("SESSION_NOT_FOUND");
+		for (const [url, methods] of Object.entries<Record<string, any>>(doc.paths)) {
+			if (!url.startsWith("/v1/")) continue;
+			for (const [method, operation] of Object.entries<any>(methods)) {
+				for (const code of ["4XX", "5XX"]) {
+					expect(operation.responses[code], `${method} ${url} ${code}`).toEqual({
+						$ref: "#/components/responses/ErrorEnvelope",
+					});
+				}
+			}
+		}
+		expect(doc.components.responses.ErrorEnvelope.content["application/json"].schema).toEqual({
+			$ref: "#/components/schemas/ErrorEnvelope",
+		});
+	});
+
+	it("refuses two different schemas under one title, naming it", async () => {
+		const app = Fastify({ logger: false });
+		try {
+			await app.register(openApiPlugin);
+			const named = (extra: object) => ({
+				title: "Thing",
+				type: "object",
+				properties: { a: { type: "string" }, ...extra },
+			});
+			app.post("/one", { schema: { body: named({}) } }, async () => ({}));
+			app.post("/two", { schema: { body: named({ b: { type: "number" } }) } }, async () => ({}));
+			await app.ready();
+			await expect(app.openApiDocument()).rejects.toThrow(/two different schemas are titled "Thing"/);
+		} finally {
+			await app.close();
+		}
+	});
+
+	it("names a schema once when one use only differs by its description, keeping that description beside the reference", async () => {
+		const app = Fastify({ logger: false });
+		try {
+			await app.register(openApiPlugin);
+			const thing = { title: "Thing", type: "object", properties: { a: { type: "string" } } };
+			const mode = { title: "Mode", type: "string", enum: ["fast", "slow"], description: "How to go." };
+			app.post(
+				"/things",
+				{
+					schema: {
+						// swagger moves a parameter schema's description to the parameter: the named schema keeps it.
+						querystring: { type: "object", properties: { mode } },
+						body: {
+							type: "object",
+							properties: { first: thing, second: { ...thing, description: "The other one." }, mode },
+						},
+						response: { 200: { $id: "Answer", type: "object", properties: { ok: { type: "boolean" } } } },
+					},
+				},
+				async () => ({ ok: true }),
+			);
+			await app.ready();
+			const doc: any = await app.openApiDocument();
+			expect(doc.components.schemas.Thing).toEqual({
+				title: "Thing",
+				type: "object",
+				properties: { a: { type: "string" } },
+			});
+			expect(doc.paths["/things"].post.requestBody.content["application/json"].schema.properties).toEqual({
+				first: { $ref: "#/components/schemas/Thing" },
+				second: { $ref: "#/components/schemas/Thing", description: "The other one." },
+				mode: { $ref: "#/components/schemas/Mode" },
+			});
+			expect(doc.paths["/things"].post.parameters).toEqual([
+				{
+					in: "query",
+					name: "mode",
+					required: false,
+					description: "How to go.",
+					schema: { $ref: "#/components/schemas/Mode" },
+				},
+			]);
+			expect(doc.components.schemas.Mode).toEqual(mode);
+			// An `$id` names a schema as a title does.
+			expect(doc.paths["/things"].post.responses["200"].content["application/json"].schema).toEqual({
+				$ref: "#/components/schemas/Answer",
+			});
+			expect(doc.components.schemas.Answer).toMatchObject({ title: "Answer", type: "object" });
+		} finally {
+			await app.close();
 		}
 	});
 });
