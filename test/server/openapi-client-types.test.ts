@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import openapiTS, { astToString } from "openapi-typescript";
+import openapiTS, { astToString, type OpenAPI3 } from "openapi-typescript";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/server/app.js";
@@ -151,7 +151,7 @@ describe("a client generated from the OpenAPI document (openapi-typescript)", ()
 		baseUrl = `http://127.0.0.1:${port}`;
 		dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-openapi-client-"));
 		// The document as a client generator gets it: from the running server.
-		const document = await (await fetch(`${baseUrl}/openapi.json`)).json();
+		const document = (await (await fetch(`${baseUrl}/openapi.json`)).json()) as OpenAPI3;
 		schemaSource = astToString(await openapiTS(document, { silent: true }));
 		writeFileSync(path.join(dir, "schema.ts"), schemaSource);
 		writeFileSync(path.join(dir, "package.json"), JSON.stringify({ type: "module" }));

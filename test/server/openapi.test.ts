@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
+import Fastify from "fastify";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { OPENAPI_FILE, renderOpenApi } from "../../scripts/gen-openapi.js";
-import Fastify from "fastify";
 import { buildApp } from "../../src/server/app.js";
 import { openApiPlugin } from "../../src/server/openapi.js";
 
