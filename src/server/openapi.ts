@@ -9,7 +9,8 @@
  * the YAML and JSON-schema libraries it brings.
  * Routes need no OpenAPI-specific fields: the `transform` here derives each operation's tag from
  * its URL and marks every operation not declared open (`config: { public: true }`) as needing
- * the bearer key.
+ * the bearer key. A schema with a `title` (or an `$id`) is written once under
+ * `components/schemas` and referenced where it is used (openapi-components.ts).
  */
 import { readFileSync } from "node:fs";
 import { STATUS_CODES } from "node:http";
