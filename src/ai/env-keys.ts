@@ -90,9 +90,10 @@ export function hasKeyRule(api: string): api is KnownApi {
 }
 
 /**
- * Whether a call of `model` fails without an API key: every provider checks this before its
- * request, and the server before it accepts the model for a session (a model it cannot call is
- * refused then, not at its first call inside a stream).
+ * Whether a call of `model` fails without an API key: the OpenAI wire APIs check this before
+ * their request (the Anthropic and Gemini providers refuse any call without a key), and the server
+ * before it accepts the model for a session (a model it cannot call is refused then, not at its
+ * first call inside a stream).
  *
  * A built-in wire API answers by its rule: Anthropic and Gemini always need a key; the OpenAI wire
  * APIs only on the hosts known to require one; the scripted model never. An application's own wire
