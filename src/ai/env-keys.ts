@@ -6,7 +6,7 @@
  * (`registerCustomModel` does it from `apiKeyEnv`). Keys are returned, never logged or put into error
  * messages: errors name the variable, not its value.
  */
-import type { Model } from "./types.js";
+import type { KnownApi, Model } from "./types.js";
 
 const envKeys = new Map<string, string[]>([
 	["openai", ["OPENAI_API_KEY"]],
@@ -64,23 +64,44 @@ export function missingApiKeyMessage(provider: string): string {
 /** Chat Completions hosts that refuse a request without a key (a local or self-hosted server may need none). */
 const KEYED_COMPLETIONS_HOSTS = ["api.openai.com", "openrouter.ai", "groq.com", "deepseek.com"];
 
+/** Whether a call to `baseUrl` (lower-cased) over one wire API fails without a key. */
+type KeyRule = (baseUrl: string) => boolean;
+
+const always: KeyRule = () => true;
+const never: KeyRule = () => false;
+
 /**
- * Whether a call of `model` fails without an API key: every provider checks this before its
- * request, and the server before it accepts the model for a session. Anthropic and Gemini always
- * need one; the OpenAI wire APIs only on the hosts known to require one; other wire APIs (the
- * scripted models, an application's own) are not known to.
+ * The key rule of every built-in wire API. Typed over `KnownApi`, so a wire API added there
+ * without a rule (or a rule under a misspelt name) does not compile: no built-in API can be keyless
+ * by omission.
  */
-export function requiresApiKey(model: Pick<Model<any>, "api" | "baseUrl">): boolean {
-	const url = (model.baseUrl ?? "").toLowerCase();
-	switch (model.api) {
-		case "anthropic-messages":
-		case "google-gemini":
-			return true;
-		case "openai-completions":
-			return KEYED_COMPLETIONS_HOSTS.some((host) => url.includes(host));
-		case "openai-responses":
-			return url.includes("api.openai.com");
-		default:
-			return false;
-	}
+const KEY_RULES: { readonly [api in KnownApi]: KeyRule } = {
+	"anthropic-messages": always,
+	"google-generative-ai": always,
+	"openai-completions": (url) => KEYED_COMPLETIONS_HOSTS.some((host) => url.includes(host)),
+	"openai-responses": (url) => url.includes("api.openai.com"),
+	// The scripted model talks to no server.
+	faux: never,
+};
+
+/** True for the wire APIs this module has a rule for (the built-in ones). */
+export function hasKeyRule(api: string): api is KnownApi {
+	return Object.hasOwn(KEY_RULES, api);
+}
+
+/**
+ * Whether a call of `model` fails without an API key: the OpenAI wire APIs check this before
+ * their request (the Anthropic and Gemini providers refuse any call without a key), and the server
+ * before it accepts the model for a session (a model it cannot call is refused then, not at its
+ * first call inside a stream).
+ *
+ * A built-in wire API answers by its rule: Anthropic and Gemini always need a key; the OpenAI wire
+ * APIs only on the hosts known to require one; the scripted model never. An application's own wire
+ * API (registered with `registerApiProvider`) is not known here, so it fails closed as far as can be
+ * told: it needs a key when its provider has a key variable (a built-in provider's, or one given
+ * with `registerProviderEnvKey` / `apiKeyEnv`), and none when there is no variable it could use.
+ */
+export function requiresApiKey(model: Pick<Model<any>, "api" | "baseUrl" | "provider">): boolean {
+	if (hasKeyRule(model.api)) return KEY_RULES[model.api]((model.baseUrl ?? "").toLowerCase());
+	return envKeys.has(model.provider);
 }

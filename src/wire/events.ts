@@ -234,7 +234,8 @@ export const SERVER_EVENT_NAMES = Object.freeze(Object.keys(SERVER_EVENTS) as Se
 /**
  * Every SSE `event:` name the server sends. Every frame that carries data is named, so a generic
  * `EventSource` client gets nothing on `onmessage` and must `addEventListener` each of these;
- * the other frames (`retry:`, `:` comments such as heartbeats) dispatch nothing.
+ * the other lines (`retry:`, `:` comments such as heartbeats) are never a frame of their own (no
+ * blank line follows them), so they dispatch nothing, even in a client that dispatches every blank line.
  */
 export const SSE_EVENT_NAMES: readonly SseEventName[] = Object.freeze([...AGENT_EVENT_NAMES, ...SERVER_EVENT_NAMES]);
 

@@ -235,11 +235,12 @@ export async function startReplayServer(): Promise<ReplayServer> {
 	return new ReplayServer().start();
 }
 
-// ---- recorded fixtures (../shared/fixtures/providers) ----
-
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-/** `../shared/fixtures/providers` next to the repo; may be absent (tests then skip). */
-export const fixturesDir = path.resolve(repoRoot, "../shared/fixtures/providers");
+/**
+ * The recorded provider streams (`test/fixtures/providers`, with their origins in its README and
+ * manifest). They are part of the repository: a missing file is an error, never a skipped test.
+ */
+export const fixturesDir = path.join(repoRoot, "test/fixtures/providers");
 
 export interface FixtureEntry {
 	file: string;
@@ -249,18 +250,18 @@ export interface FixtureEntry {
 	expected: any;
 }
 
-/** The fixtures' manifest entries (optionally only those under `api/`), or undefined when ../shared is absent. */
-export function loadFixtureManifest(api?: string): FixtureEntry[] | undefined {
-	let manifest: { files: FixtureEntry[] };
-	try {
-		manifest = JSON.parse(readFileSync(path.join(fixturesDir, "manifest.json"), "utf8"));
-	} catch {
-		return undefined;
-	}
-	return api ? manifest.files.filter((entry) => entry.file.startsWith(`${api}/`)) : manifest.files;
+/**
+ * The fixtures' manifest entries (only those under `api/` when given). Throws when the manifest is
+ * missing or has no entry for `api`, so a test over them fails instead of passing with no cases.
+ */
+export function loadFixtureManifest(api?: string): FixtureEntry[] {
+	const manifest: { files: FixtureEntry[] } = JSON.parse(readFileSync(path.join(fixturesDir, "manifest.json"), "utf8"));
+	const entries = api ? manifest.files.filter((entry) => entry.file.startsWith(`${api}/`)) : manifest.files;
+	if (entries.length === 0) throw new Error(`${fixturesDir}/manifest.json lists no recorded stream under ${api}/`);
+	return entries;
 }
 
-/** The bytes of one fixture file (path relative to the fixtures directory). */
+/** The bytes of one fixture file (path relative to the fixtures directory); throws when it is missing. */
 export function readFixture(file: string): Buffer {
 	return readFileSync(path.join(fixturesDir, file));
 }

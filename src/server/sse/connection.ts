@@ -18,7 +18,7 @@
 import type { ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { SseEventName } from "../../wire/events.js";
-import { formatComment, formatFrame } from "./frames.js";
+import { formatComment, formatFrame, formatRetry } from "./frames.js";
 import { type PassWriter, WritePasses } from "./write-passes.js";
 
 /**
@@ -46,9 +46,9 @@ export function sseBytesWritten(stats: SseStats): number {
 }
 
 export interface SseConnectionOptions {
-	/** Interval of `: heartbeat` comments; 0 disables them. */
+	/** Interval of `: heartbeat` comment lines; 0 disables them. */
 	heartbeatMs: number;
-	/** Sent as `retry:` at the start. */
+	/** Sent as a `retry:` line at the start (part of the first event's frame, see frames.ts). */
 	retryMs: number;
 	/** Most bytes queued for this subscriber, here or in its socket, before it is dropped while behind. */
 	maxBufferBytes: number;
@@ -73,6 +73,8 @@ export interface SseConnectionOptions {
 }
 
 export type SseCloseReason = "ended" | "client_closed" | "overflow";
+
+const HEARTBEAT = formatComment("heartbeat");
 
 /** How long a dropped or ended subscriber may take to read its last bytes before the socket is destroyed. */
 const LINGER_MS = 5_000;
@@ -127,9 +129,10 @@ export class SseConnection implements PassWriter {
 	}
 
 	/**
-	 * Opens the stream: the status line, headers and `retry:` go out with the first write pass,
-	 * after the write barriers (so the response to a prompt is never sent before its run is
-	 * durable). Starts heartbeats.
+	 * Opens the stream: the status line, headers and the `retry:` line go out with the first write
+	 * pass, after the write barriers (so the response to a prompt is never sent before its run is
+	 * durable). Starts heartbeats. Neither the `retry:` line nor a heartbeat ends with a blank line
+	 * (frames.ts says why): no client sees a message that is not an event.
 	 */
 	open(): void {
 		if (this.options.stats) {
@@ -140,9 +143,9 @@ export class SseConnection implements PassWriter {
 		this.res.on("close", this.onResClose);
 		this.res.on("drain", this.onDrain);
 		this.res.socket?.setNoDelay(true);
-		this.sendRaw(`retry: ${this.options.retryMs}\n\n`);
+		this.sendRaw(formatRetry(this.options.retryMs));
 		if (this.options.heartbeatMs > 0) {
-			this.heartbeat = setInterval(() => this.sendRaw(": heartbeat\n\n"), this.options.heartbeatMs);
+			this.heartbeat = setInterval(() => this.sendRaw(HEARTBEAT), this.options.heartbeatMs);
 			this.heartbeat.unref();
 		}
 	}

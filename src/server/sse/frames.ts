@@ -2,8 +2,15 @@
  * Server-Sent Events frame encoding, by the rules of WHATWG HTML ("Server-sent events"): every
  * line of `data` becomes its own `data:` line (split on CRLF, CR and LF); `id` and `event` must
  * not contain CR or LF (a caller passing one is a bug, so it throws); a comment line starts with `:`.
+ *
+ * Only an event frame ends with the blank line that dispatches it. A spec-following client
+ * dispatches nothing for a blank line after no `data:`, but lenient ones do:
+ * `@microsoft/fetch-event-source` hands `onmessage` an empty message for every blank line. So the
+ * lines that are not events — the `retry:` field and comments (heartbeats, closing notes) — are
+ * sent as lines without a blank line of their own: they join the next event's frame (where a
+ * comment is ignored and `retry:` takes effect as it is read), or end the stream unterminated,
+ * which every client discards.
  */
-
 const LINE_BREAK = /\r\n|\r|\n/;
 
 function assertField(name: string, value: string): void {
@@ -48,11 +55,21 @@ export function formatEventFrame(id: number, event: string, data: string): strin
 	return `id: ${id}\nevent: ${event}\ndata: ${data}\n\n`;
 }
 
-/** A comment frame (ignored by clients; keeps proxies from closing an idle stream). */
+/**
+ * Comment lines (ignored by clients; a heartbeat keeps proxies from closing an idle stream), with
+ * no blank line after them: sent between frames, they never dispatch an (empty) message.
+ */
 export function formatComment(text: string): string {
 	return text
 		.split(LINE_BREAK)
 		.map((line) => `: ${line}\n`)
-		.join("")
-		.concat("\n");
+		.join("");
+}
+
+/**
+ * The `retry:` field as a line of its own, with no blank line: the client sets its reconnection
+ * delay as it reads the line, and the line belongs to the first event's frame that follows.
+ */
+export function formatRetry(ms: number): string {
+	return `retry: ${Math.max(0, Math.floor(ms))}\n`;
 }

@@ -5,17 +5,14 @@ import type { AgentEvent, AgentMessage, AgentTool } from "../../../src/agent/typ
 import { closeHttpPools } from "../../../src/ai/http.js";
 import { registerCustomModel, unregisterModel } from "../../../src/ai/models.js";
 import type { Message } from "../../../src/ai/types.js";
-import { loadFixtureManifest, type ReplayServer, readFixture, startReplayServer } from "../../helpers/replay-server.js";
+import { type ReplayServer, readFixture, startReplayServer } from "../../helpers/replay-server.js";
 
 /**
  * End to end: the agent loop (default stream function = streamSimple → the Chat Completions
  * provider over undici) against a local server replaying recorded OpenAI streams: turn 1 calls two
  * tools in parallel, turn 2 calls one tool with streamed arguments, turn 3 answers in text.
  */
-const fixtures = loadFixtureManifest("openai-completions");
-if (!fixtures) console.warn("SKIP agent loop end-to-end: ../shared/fixtures/providers is absent");
-
-describe.skipIf(!fixtures)("agent loop over the OpenAI Chat Completions provider", () => {
+describe("agent loop over the OpenAI Chat Completions provider", () => {
 	let server: ReplayServer;
 	beforeAll(async () => {
 		server = await startReplayServer();

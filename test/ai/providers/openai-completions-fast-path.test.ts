@@ -1,8 +1,6 @@
-import { readdirSync } from "node:fs";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { contentOnlyDelta } from "../../../src/ai/providers/openai-completions.js";
-import { fixturesDir, loadFixtureManifest, readFixture } from "../../helpers/replay-server.js";
+import { loadFixtureManifest, readFixture } from "../../helpers/replay-server.js";
 
 /**
  * The Chat Completions fast path (content-only deltas read without JSON.parse) must agree with
@@ -64,11 +62,10 @@ describe("contentOnlyDelta", () => {
 		expect(contentOnlyDelta(rawTab)).toBeUndefined(); // invalid JSON: JSON.parse must report it
 	});
 
-	const entries = loadFixtureManifest("openai-completions");
-	it.skipIf(!entries)("agrees with JSON.parse on every recorded chunk", () => {
+	it("agrees with JSON.parse on every recorded chunk", () => {
 		let accepted = 0;
-		for (const file of readdirSync(path.join(fixturesDir, "openai-completions"))) {
-			const text = readFixture(`openai-completions/${file}`).toString("utf8");
+		for (const { file } of loadFixtureManifest("openai-completions")) {
+			const text = readFixture(file).toString("utf8");
 			for (const line of text.split(/\r?\n/)) {
 				if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
 				const data = line.slice(6);

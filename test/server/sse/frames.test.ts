@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatComment, formatFrame } from "../../../src/server/sse/frames.js";
+import { formatComment, formatFrame, formatRetry } from "../../../src/server/sse/frames.js";
 
 describe("SSE frames", () => {
 	it("writes id, event and data, ending with a blank line", () => {
@@ -17,8 +17,13 @@ describe("SSE frames", () => {
 		expect(() => formatFrame({ event: "a\rb", data: "x" })).toThrow(/event must not contain CR or LF/);
 	});
 
-	it("writes comments line by line", () => {
-		expect(formatComment("heartbeat")).toBe(": heartbeat\n\n");
-		expect(formatComment("a\nb")).toBe(": a\n: b\n\n");
+	it("writes comments line by line, with no blank line (which a lenient client dispatches as an empty message)", () => {
+		expect(formatComment("heartbeat")).toBe(": heartbeat\n");
+		expect(formatComment("a\nb")).toBe(": a\n: b\n");
+	});
+
+	it("writes retry: as a line with no blank line, to join the next event's frame", () => {
+		expect(formatRetry(2000)).toBe("retry: 2000\n");
+		expect(formatRetry(1.7)).toBe("retry: 1\n");
 	});
 });

@@ -6,7 +6,7 @@
  *
  * Framing is what `@ag-ui/client` parses: it splits the body on a blank line (LF only) and reads
  * only `data:` lines, so each event is one frame of one `data:` line (JSON has no raw line breaks).
- * Heartbeat comments and the `retry:` frame carry no `data:` and are ignored by it.
+ * Heartbeat comments and the `retry:` line carry no `data:` and are ignored by it.
  */
 
 /** Wheelhouse's own facts, as `CUSTOM` event names (the value is the native event without its `type`). */
