@@ -405,7 +405,7 @@ const STREAM_DECODE = { stream: true };
  * 64 KiB per chunk; with any non-Latin-1 character in it (an emoji, an em dash) V8 decodes it to a
  * two-byte string of ~128 KB, past its regular-object limit, and the parser's join of the partial
  * line before it with the new text makes another. Each such string is a fresh large-object page
- * (mmap, page faults on first touch, munmap), which made decoding whole chunks several times slower
+ * (mmap, page faults on first touch, munmap), which made decoding whole chunks slower
  * (bench/providers/results.md). The floor row of `bench/providers/index.ts` decodes in the same pieces.
  */
 const MAX_DECODE_BYTES = 16_384;

@@ -98,7 +98,7 @@ export async function inTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) =>
 
 /**
  * `text` as a named (prepared) statement: each connection parses and plans it once, later uses
- * skip that round of work (bench/pg: reads one at a time ran about twice as fast). The name is a
+ * skip that round of work (bench/pg measures reads one at a time). The name is a
  * digest of the text, so the same text always gets the same name and two texts never share one.
  */
 export function named(text: string, values: unknown[]): pg.QueryConfig {
