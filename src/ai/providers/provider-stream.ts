@@ -44,7 +44,7 @@ import {
  * 2. `buildRequest()` once; `options.onPayload(body, model)` may replace the body. Headers are
  *    merged (names lower-cased): `content-type: application/json`, `accept: text/event-stream`,
  *    then the request's, then `model.headers`, then `options.headers` (later wins).
- * 3. POSTs with undici through the per-origin keep-alive pool, or through the proxy set in
+ * 3. POSTs with undici through the keep-alive dispatcher, and through the proxy set in
  *    `HTTPS_PROXY` / `HTTP_PROXY` minus `NO_PROXY` ({@link getHttpDispatcher}).
  * 4. Calls `options.onResponse({status, headers}, model)` for every response.
  * 5. Status ≥ 400: reads the body and fails with `HTTP <status>: <the provider's own message>`
