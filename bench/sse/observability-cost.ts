@@ -66,14 +66,7 @@ interface HeapNode {
 	children: HeapNode[];
 }
 
-const PARTS = [
-	"OTLP export",
-	"OpenTelemetry SDK",
-	"tracing hooks",
-	"metrics",
-	"GC",
-	"server",
-] as const;
+const PARTS = ["OTLP export", "OpenTelemetry SDK", "tracing hooks", "metrics", "GC", "server"] as const;
 type Part = (typeof PARTS)[number];
 
 /** The part a frame's code belongs to; undefined for Node's and other libraries' code (its caller decides). */

@@ -190,9 +190,13 @@ function parseProxyUrl({ name, value }: EnvSetting): string {
 		throw new HttpProxyConfigError(name, `Invalid proxy URL in ${name} ("${shown}"): ${expected}`);
 	}
 	if (url.protocol !== "http:" && url.protocol !== "https:") {
-		throw new HttpProxyConfigError(name, `Unsupported proxy scheme "${url.protocol}" in ${name} ("${shown}"): ${expected}`);
+		throw new HttpProxyConfigError(
+			name,
+			`Unsupported proxy scheme "${url.protocol}" in ${name} ("${shown}"): ${expected}`,
+		);
 	}
-	if (!url.hostname) throw new HttpProxyConfigError(name, `Invalid proxy URL in ${name} ("${shown}"): no host; ${expected}`);
+	if (!url.hostname)
+		throw new HttpProxyConfigError(name, `Invalid proxy URL in ${name} ("${shown}"): no host; ${expected}`);
 	url.pathname = "/";
 	url.search = "";
 	url.hash = "";

@@ -66,11 +66,15 @@ const COMPARISONS: Record<string, string> = {
 /** An error's path (a JSON pointer), pointing at the property for `required` and `additionalProperties`. */
 function pointerOf(error: ErrorObject): string {
 	const property = error.params.missingProperty ?? error.params.additionalProperty;
-	return property === undefined ? error.instancePath : `${error.instancePath}/${String(property).replace(/~/g, "~0").replace(/\//g, "~1")}`;
+	return property === undefined
+		? error.instancePath
+		: `${error.instancePath}/${String(property).replace(/~/g, "~0").replace(/\//g, "~1")}`;
 }
 
 function formatPath(pointer: string): string {
-	return pointer === "" ? "root" : pointer.replace(/^\//, "").replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
+	return pointer === ""
+		? "root"
+		: pointer.replace(/^\//, "").replace(/\//g, ".").replace(/~1/g, "/").replace(/~0/g, "~");
 }
 
 /** What was expected, in words a model reads. */

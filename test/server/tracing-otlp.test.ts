@@ -64,7 +64,8 @@ function spanNames(received: Received[]): string[] {
 	const names: string[] = [];
 	for (const request of received) {
 		for (const resourceSpans of JSON.parse(request.body.toString("utf8")).resourceSpans) {
-			for (const scope of resourceSpans.scopeSpans) names.push(...scope.spans.map((span: { name: string }) => span.name));
+			for (const scope of resourceSpans.scopeSpans)
+				names.push(...scope.spans.map((span: { name: string }) => span.name));
 		}
 	}
 	return names.sort();
