@@ -54,28 +54,3 @@ export function openStore(options: OpenStoreOptions = {}): SessionStore {
 	if (kind !== "sqlite") throw new Error(`unknown store kind "${String(kind)}": use "sqlite", "memory" or "postgres"`);
 	return openSqliteStore({ ...rest, path: rest.path ?? DEFAULT_DB_PATH });
 }
-
-/**
- * Reads `WHEELHOUSE_STORE` (`sqlite` | `memory` | `postgres`, default `sqlite`), `WHEELHOUSE_DB`
- * (default `./data/wheelhouse.db`) and, for PostgreSQL, `WHEELHOUSE_DATABASE_URL`,
- * `WHEELHOUSE_DATABASE_SCHEMA` and `WHEELHOUSE_DATABASE_POOL_SIZE` into `openStore` options;
- * `overrides` win.
- */
-export function storeOptionsFromEnv(
-	env: NodeJS.ProcessEnv = process.env,
-	overrides: OpenStoreOptions = {},
-): OpenStoreOptions {
-	const kind = env.WHEELHOUSE_STORE === undefined || env.WHEELHOUSE_STORE === "" ? "sqlite" : env.WHEELHOUSE_STORE;
-	if (kind !== "sqlite" && kind !== "memory" && kind !== "postgres") {
-		throw new Error(`WHEELHOUSE_STORE must be "sqlite", "memory" or "postgres"; got "${kind}"`);
-	}
-	if (kind !== "postgres") return { kind, path: env.WHEELHOUSE_DB || DEFAULT_DB_PATH, ...overrides };
-	const pool = env.WHEELHOUSE_DATABASE_POOL_SIZE;
-	return {
-		kind,
-		...(env.WHEELHOUSE_DATABASE_URL ? { url: env.WHEELHOUSE_DATABASE_URL } : {}),
-		...(env.WHEELHOUSE_DATABASE_SCHEMA ? { schema: env.WHEELHOUSE_DATABASE_SCHEMA } : {}),
-		...(pool ? { poolSize: Number(pool) } : {}),
-		...overrides,
-	};
-}

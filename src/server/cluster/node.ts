@@ -116,11 +116,6 @@ export class ClusterNode {
 		await this.keeper?.release(sessionId);
 	}
 
-	/** Sweeps for runs of dead replicas now (tests; the keeper does it on its timer). */
-	sweep(): Promise<string[]> {
-		return this.keeper?.sweep() ?? Promise.resolve([]);
-	}
-
 	async close(): Promise<void> {
 		this.keeper?.stop();
 		// What the last runs appended is published if the store takes it within a moment.
@@ -128,11 +123,6 @@ export class ClusterNode {
 		this.publisher.close();
 		this.subscriptions.closeAll("server shutting down");
 		await this.redis.close();
-	}
-
-	/** Latencies of the control messages this replica applied (ms). */
-	get controlLatencies(): readonly number[] {
-		return this.control?.latencies ?? [];
 	}
 
 	send(message: ControlMessage): Promise<boolean> {
