@@ -2,8 +2,8 @@
  * The store's public surface and the one factory the server calls at startup.
  */
 import { createMemoryStore } from "./memory.js";
-import { PostgresSessionStore, type PostgresStoreOptions } from "./postgres.js";
-import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite.js";
+import { PostgresSessionStore, type PostgresStoreOptions } from "./postgres/index.js";
+import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite/index.js";
 import type { SessionStore } from "./types.js";
 
 export { createMemoryStore, MemorySessionStore } from "./memory.js";
@@ -17,7 +17,7 @@ export {
 	type PostgresStoreOptions,
 	parseDatabaseUrl,
 	redactUrl,
-} from "./postgres.js";
+} from "./postgres/index.js";
 export { isLeaseStore, isStoreUnavailable, StoreUnavailableError } from "./shared.js";
 export {
 	DEFAULT_DB_PATH,
@@ -25,7 +25,7 @@ export {
 	openSqliteStore,
 	SqliteSessionStore,
 	type SqliteStoreOptions,
-} from "./sqlite.js";
+} from "./sqlite/index.js";
 export type * from "./types.js";
 
 export interface OpenStoreOptions

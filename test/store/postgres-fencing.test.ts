@@ -5,7 +5,7 @@
  * session lost and treats it as unknown from then on, and event ids never repeat.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres.js";
+import { openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres/index.js";
 import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "../helpers/postgres.js";
 import { assistant, newSession, usage, user } from "./contract.js";
 
