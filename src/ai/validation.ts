@@ -4,7 +4,9 @@
  * The schema may be a TypeBox schema or any plain JSON Schema object (MCP servers and config
  * files hand us plain ones): TypeBox schemas are JSON Schema, so one validator serves both.
  * Unknown keywords and `format` are not checked (a tool's schema must not make a call fail for a
- * format this server has no checker for).
+ * format this server has no checker for). A schema ajv cannot compile at all (a draft-04 boolean
+ * `exclusiveMinimum`, a `$ref` to another document) checks nothing: the tool's own server
+ * validates what it receives, and one malformed keyword must not make the tool unusable.
  *
  * Models often send the right value with the wrong primitive type (`"5"` for a number, `"true"`
  * for a boolean, `3` for a string). ajv's `coerceTypes` converts those — the same table pi-ai
@@ -50,7 +52,12 @@ function validatorsOf(parameters: unknown): Validators {
 	}
 	let validators = compiled.get(parameters);
 	if (!validators) {
-		validators = { exact: compileWith(exact, parameters), coercing: compileWith(coercing, parameters) };
+		try {
+			validators = { exact: compileWith(exact, parameters), coercing: compileWith(coercing, parameters) };
+		} catch {
+			const anything = exact.compile(true);
+			validators = { exact: anything, coercing: anything };
+		}
 		compiled.set(parameters, validators);
 	}
 	return validators;
