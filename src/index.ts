@@ -108,7 +108,3 @@ export * from "./ai/index.js";
 
 // ── Tools: built-ins, MCP servers, HTTP tools, client-side tools, approvals (src/tools/index.ts) ──
 export * from "./tools/index.js";
-
-// ── Store ──────────────────────────────────────────────────────────────────────────────────────────
-
-// ── Server ─────────────────────────────────────────────────────────────────────────────────────────

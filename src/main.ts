@@ -5,9 +5,6 @@
  * the app is ready, and before it listens, its session's stream says so and the session goes on
  * per its `onInterrupt` policy (`resumeAfterRestart`).
  *
- * While running: the young generation of V8's heap is given back whenever the process goes quiet
- * (`idle-memory.ts`).
- *
  * Shutdown (the order is in app.ts's close hook): /readyz turns 503, after
  * `WHEELHOUSE_SHUTDOWN_DELAY_MS` stop listening, let running runs finish within
  * `WHEELHOUSE_SHUTDOWN_GRACE_MS`, then abort the rest (each still emits `agent_end` to its
@@ -19,7 +16,6 @@ import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
-import { startIdleMemory } from "./server/idle-memory.js";
 import { markInterruptedRuns, resumeAfterRestart } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
@@ -159,7 +155,6 @@ async function main(): Promise<void> {
 	try {
 		const address = await app.listen({ port: config.port, host: config.host });
 		app.log.info(`Wheelhouse listening on ${address}`);
-		startIdleMemory();
 	} catch (err) {
 		app.log.error({ err }, `cannot listen on ${config.host}:${config.port}`);
 		await store.close();

@@ -19,10 +19,7 @@
  * (idle) and `BENCH_MEMORY_SETTLE_MS` after it (idle, settled); the highest RSS while
  * `BENCH_MEMORY_STREAMS` sessions stream a `BENCH_MEMORY_TOKENS`-word answer at once (peak); RSS
  * one second after the last stream ended (after) and `BENCH_MEMORY_SETTLE_MS` after it (after,
- * settled), the sessions kept as a server keeps them. The settled figures are those of a server
- * that has been quiet for a while: V8 gives its young generation back only at a full collection
- * that finds the allocation rate low over the last seconds, which our server asks for once it has
- * been quiet for 1 s and again at 7 s (src/server/idle-memory.ts). The goals are checked on the settled figures.
+ * settled), the sessions kept as a server keeps them. The goals are checked on the settled figures.
  * Repeats start fresh processes in rotating order; the median is shown.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";

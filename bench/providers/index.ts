@@ -25,7 +25,7 @@ import { pathToFileURL } from "node:url";
 import { createParser } from "eventsource-parser";
 import { request } from "undici";
 import type { AssistantMessageEventStream } from "../../src/ai/event-stream.js";
-import { closeHttpPools, getHttpPool } from "../../src/ai/http.js";
+import { closeHttpPools, getHttpDispatcher } from "../../src/ai/http.js";
 import { streamOpenAICompletions } from "../../src/ai/providers/openai-completions.js";
 import type { Context, Model } from "../../src/ai/types.js";
 
@@ -201,7 +201,7 @@ async function measure(variants: Variant[]): Promise<Result[]> {
 }
 
 async function rawRead(url: string, expectedBytes: number): Promise<void> {
-	const { body } = await request(url, { method: "POST", body: "{}", dispatcher: getHttpPool(url) });
+	const { body } = await request(url, { method: "POST", body: "{}", dispatcher: getHttpDispatcher(url) });
 	let total = 0;
 	for await (const chunk of body) total += (chunk as Buffer).length;
 	if (total !== expectedBytes) throw new Error(`raw read got ${total} bytes, expected ${expectedBytes}`);

@@ -819,7 +819,7 @@ async function mainTracing(): Promise<void> {
 		// identical twin in every run (bench/sse/results.md), and every comparison is made against
 		// the first server.
 		const pinned = [process.pid, client().pid!, receiver.pid].every((pid) => pinToCpu(pid, 1));
-		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off", idleMemory: "off" };
+		const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
 		const variants: [string, ServerStart][] = [
 			["off again (A/A)", off],
 			["tracing", { ...off, otlpEndpoint: receiver.url }],

@@ -21,7 +21,6 @@
  *
  * - `OTLP export`: the exporter's encoding and sending (its frames are on the stack);
  * - `OpenTelemetry SDK`: the SDK's span work (start, attributes, end, the batch processor);
- * - `DeferredTracer`: noting the span calls and replaying them (src/server/tracing/deferred-tracer.ts);
  * - `tracing hooks`: the rest of src/server/tracing (request, run, model-call and tool spans);
  * - `metrics`: src/server/metrics.ts and prom-client;
  * - `GC`: garbage collection (not attributable by the profile: compare the two servers);
@@ -67,15 +66,7 @@ interface HeapNode {
 	children: HeapNode[];
 }
 
-const PARTS = [
-	"OTLP export",
-	"OpenTelemetry SDK",
-	"DeferredTracer",
-	"tracing hooks",
-	"metrics",
-	"GC",
-	"server",
-] as const;
+const PARTS = ["OTLP export", "OpenTelemetry SDK", "tracing hooks", "metrics", "GC", "server"] as const;
 type Part = (typeof PARTS)[number];
 
 /** The part a frame's code belongs to; undefined for Node's and other libraries' code (its caller decides). */
@@ -85,7 +76,6 @@ function partOfFrame(frame: CallFrame): Part | undefined {
 	if (/@opentelemetry\/(otlp-|exporter-)/.test(url)) return "OTLP export";
 	if (url.includes("@opentelemetry/")) return "OpenTelemetry SDK";
 	if (url.includes("prom-client") || url.includes("/src/server/metrics")) return "metrics";
-	if (url.includes("/src/server/tracing/deferred-tracer")) return "DeferredTracer";
 	if (url.includes("/src/server/tracing/")) return "tracing hooks";
 	if (url.includes("/src/") || url.includes("/bench/")) return "server";
 	return undefined;
@@ -209,7 +199,7 @@ async function job(url: string): Promise<number> {
 
 try {
 	const { url: collector } = await next<Extract<ReceiverReply, { type: "ready" }>>(receiver, "ready");
-	const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off", idleMemory: "off" };
+	const off: ServerStart = { kind: "wheelhouse", store: "memory", metrics: "off" };
 	const on: ServerStart = { ...off, metrics: "on", otlpEndpoint: collector };
 	const variants: { name: string; start: ServerStart; checkout?: string }[] = [
 		{ name: "everything off", start: off },

@@ -32,11 +32,6 @@ export type ServerStart =
 			piProxy?: "on";
 			/** Traces exported over OTLP/HTTP (protobuf) to this endpoint, set as the standard OTEL_* variables. */
 			otlpEndpoint?: string;
-			/**
-			 * The idle collector of src/main.ts (default on). Off for servers measured in turns: one waiting
-			 * its turn for seconds reads as quiet, and its full collection would run in another's turn.
-			 */
-			idleMemory?: "off";
 	  };
 
 export type ServerReply =
@@ -132,11 +127,6 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 		},
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
-	// As the server process does (src/main.ts): the young generation is given back when quiet.
-	if (start.idleMemory !== "off") {
-		const { startIdleMemory } = await import("../../src/server/idle-memory.js");
-		startIdleMemory();
-	}
 	const address = app.server.address() as { port: number };
 	process.on("SIGTERM", () => {
 		app

@@ -15,9 +15,7 @@
  *
  * In the server a span is not made in a tight loop: other work (a request's parsing, a whole
  * streamed answer) runs before each moment a span is touched. The `cold` figures put a stand-in
- * for that work before each of them and time the span calls alone, made on the SDK's tracer
- * directly and through the server's DeferredTracer (src/server/tracing/deferred-tracer.ts),
- * which hands them to the SDK in batches.
+ * for that work before each of them and time the span calls alone.
  */
 import { fork } from "node:child_process";
 import path from "node:path";
@@ -25,7 +23,6 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, type Tracer, trace } from "@opentelemetry/api";
 import { Counter, Histogram, Registry } from "prom-client";
-import { DeferredTracer } from "../../src/server/tracing/deferred-tracer.js";
 import { startTracerProvider } from "../../src/server/tracing/sdk.js";
 import { tracingSettingsFrom } from "../../src/server/tracing/settings.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
@@ -174,9 +171,7 @@ try {
 	// Cold: in the server each of a run's six span moments comes after other work of its own (a
 	// request's parsing, a whole streamed answer), and the SDK's path then starts from cold caches.
 	// Here a stand-in for that work (8 MB read, some thousands of objects made; not timed) runs
-	// before each moment, and the moments are timed directly: made on the SDK's tracer, or through
-	// the server's DeferredTracer, whose replay (every COLD_BATCH runs here, after the same
-	// stand-in) is timed with them.
+	// before each moment, and the moments are timed directly.
 	const scratch = new Float64Array(1 << 20);
 	const garbage: unknown[] = [];
 	const otherWork = (i: number) => {
@@ -185,28 +180,19 @@ try {
 		for (let k = 0; k < 3_000; k++) garbage[k % 5_000] = { k, i, text: String(k), list: [k, sum] };
 	};
 	const COLD_RUNS = Math.min(RUNS, 1_000);
-	const COLD_BATCH = 50;
-	const coldRound = async (deferred: DeferredTracer | undefined): Promise<{ made: number; replayed: number }> => {
+	const coldRound = async (): Promise<number> => {
 		let made = 0;
-		let replayed = 0;
 		for (let i = 0; i < COLD_RUNS; i++) {
-			for (const step of runSteps(i, deferred ?? tracer)) {
+			for (const step of runSteps(i, tracer)) {
 				otherWork(i);
 				const t0 = performance.now();
 				step();
 				made += performance.now() - t0;
 			}
-			if (deferred && i % COLD_BATCH === COLD_BATCH - 1) {
-				otherWork(i);
-				const t0 = performance.now();
-				deferred.flush();
-				replayed += performance.now() - t0;
-			}
 			if ((i * 3) % 512 < 3) await provider.forceFlush();
 		}
 		await provider.forceFlush();
-		const perSpanUs = (ms: number) => (ms * 1000) / (COLD_RUNS * 3);
-		return { made: perSpanUs(made), replayed: perSpanUs(replayed) };
+		return (made * 1000) / (COLD_RUNS * 3);
 	};
 
 	await spanRound(Math.min(RUNS, 2_000)); // warm-up (JIT)
@@ -217,18 +203,9 @@ try {
 		spanUs.push(await spanRound(RUNS));
 		metricUs.push(metricRound(RUNS * 8));
 	}
-	const deferred = new DeferredTracer(tracer);
-	await coldRound(undefined);
-	await coldRound(deferred);
+	await coldRound();
 	const coldUs: number[] = [];
-	const notedUs: number[] = [];
-	const replayedUs: number[] = [];
-	for (let r = 0; r < ROUNDS; r++) {
-		coldUs.push((await coldRound(undefined)).made);
-		const { made, replayed } = await coldRound(deferred);
-		notedUs.push(made);
-		replayedUs.push(replayed);
-	}
+	for (let r = 0; r < ROUNDS; r++) coldUs.push(await coldRound());
 	const span = median(spanUs);
 	const metric = median(metricUs);
 	console.log(`span-cost — node ${process.version}, ${RUNS} runs of 3 spans x ${ROUNDS} rounds (median)`);
@@ -237,16 +214,10 @@ try {
 		`  one labelled metric update (prom-client counter inc / histogram observe): ${metric.toFixed(2)} µs CPU`,
 	);
 	console.log(`  one run's 3 spans + 8 updates: ${(3 * span + 8 * metric).toFixed(1)} µs CPU`);
-	const noted = median(notedUs);
-	const replayed = median(replayedUs);
 	console.log(
 		`  cold (other work before each of a run's six span moments; ${COLD_RUNS} runs, wall time of the span calls, per span):`,
 	);
 	console.log(`    on the SDK's tracer: ${median(coldUs).toFixed(2)} µs`);
-	console.log(
-		`    through the DeferredTracer, replayed every ${COLD_BATCH} runs: ${(noted + replayed).toFixed(2)} µs ` +
-			`(noting ${noted.toFixed(2)}, replay ${replayed.toFixed(2)})`,
-	);
 	await owned.shutdown();
 } finally {
 	receiver.kill();

@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { createMemoryStore } from "../../src/store/memory.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { NewSession, SessionStore } from "../../src/store/types.js";
 
 const quick = process.argv.includes("--quick");

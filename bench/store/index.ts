@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import type { AssistantMessage } from "../../src/ai/types.js";
 import { createMemoryStore } from "../../src/store/memory.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { NewSession, SessionStore } from "../../src/store/types.js";
 
 const quick = process.argv.includes("--quick");

@@ -16,7 +16,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { request } from "undici";
 import { evaluateArithmetic } from "../../src/tools/builtin/arithmetic.js";
 import { createHttpTool } from "../../src/tools/http-tools.js";
-import { McpManager } from "../../src/tools/mcp.js";
+import { McpManager } from "../../src/tools/mcp/index.js";
 import { fixtureCommand } from "../../test/tools/helpers.js";
 
 const quick = process.argv.includes("--quick");

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import type { AgentMessage } from "../../src/agent/types.js";
 import type { AssistantMessage } from "../../src/ai/types.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 
 const quick = process.argv.includes("--quick");
 const TURNS = quick ? 200 : 1000;

@@ -7,7 +7,6 @@ export { findEnvKeys, getEnvApiKey, registerProviderEnvKey, resolveApiKey } from
 export {
 	closeHttpPools,
 	getHttpDispatcher,
-	getHttpPool,
 	type HttpProxyConfig,
 	HttpProxyConfigError,
 	readHttpProxyEnv,

@@ -10,6 +10,7 @@
  * await app.listen({ port: 3000 });
  * ```
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { TracerProvider } from "@opentelemetry/api";
@@ -402,7 +403,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		// 1. Not ready: /readyz answers 503 and no new session or run starts.
 		sessions.stopAccepting();
 		// 2. Time for a load balancer probing /readyz to take this process out of rotation.
-		if (config.shutdownDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
+		if (config.shutdownDelayMs > 0) await sleep(config.shutdownDelayMs);
 		// 3. Stop listening before any stream ends: a reconnecting EventSource is then refused at the
 		// TCP level and retries until the next process listens, where an HTTP status would stop it
 		// for good. Every connection is closed once idle (the idle ones now), so a client's next

@@ -2,8 +2,8 @@
  * The store's public surface and the one factory the server calls at startup.
  */
 import { createMemoryStore } from "./memory.js";
-import { PostgresSessionStore, type PostgresStoreOptions } from "./postgres.js";
-import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite.js";
+import { PostgresSessionStore, type PostgresStoreOptions } from "./postgres/index.js";
+import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite/index.js";
 import type { SessionStore } from "./types.js";
 
 export { createMemoryStore, MemorySessionStore } from "./memory.js";
@@ -17,7 +17,7 @@ export {
 	type PostgresStoreOptions,
 	parseDatabaseUrl,
 	redactUrl,
-} from "./postgres.js";
+} from "./postgres/index.js";
 export { isLeaseStore, isStoreUnavailable, StoreUnavailableError } from "./shared.js";
 export {
 	DEFAULT_DB_PATH,
@@ -25,7 +25,7 @@ export {
 	openSqliteStore,
 	SqliteSessionStore,
 	type SqliteStoreOptions,
-} from "./sqlite.js";
+} from "./sqlite/index.js";
 export type * from "./types.js";
 
 export interface OpenStoreOptions
@@ -53,29 +53,4 @@ export function openStore(options: OpenStoreOptions = {}): SessionStore {
 	}
 	if (kind !== "sqlite") throw new Error(`unknown store kind "${String(kind)}": use "sqlite", "memory" or "postgres"`);
 	return openSqliteStore({ ...rest, path: rest.path ?? DEFAULT_DB_PATH });
-}
-
-/**
- * Reads `WHEELHOUSE_STORE` (`sqlite` | `memory` | `postgres`, default `sqlite`), `WHEELHOUSE_DB`
- * (default `./data/wheelhouse.db`) and, for PostgreSQL, `WHEELHOUSE_DATABASE_URL`,
- * `WHEELHOUSE_DATABASE_SCHEMA` and `WHEELHOUSE_DATABASE_POOL_SIZE` into `openStore` options;
- * `overrides` win.
- */
-export function storeOptionsFromEnv(
-	env: NodeJS.ProcessEnv = process.env,
-	overrides: OpenStoreOptions = {},
-): OpenStoreOptions {
-	const kind = env.WHEELHOUSE_STORE === undefined || env.WHEELHOUSE_STORE === "" ? "sqlite" : env.WHEELHOUSE_STORE;
-	if (kind !== "sqlite" && kind !== "memory" && kind !== "postgres") {
-		throw new Error(`WHEELHOUSE_STORE must be "sqlite", "memory" or "postgres"; got "${kind}"`);
-	}
-	if (kind !== "postgres") return { kind, path: env.WHEELHOUSE_DB || DEFAULT_DB_PATH, ...overrides };
-	const pool = env.WHEELHOUSE_DATABASE_POOL_SIZE;
-	return {
-		kind,
-		...(env.WHEELHOUSE_DATABASE_URL ? { url: env.WHEELHOUSE_DATABASE_URL } : {}),
-		...(env.WHEELHOUSE_DATABASE_SCHEMA ? { schema: env.WHEELHOUSE_DATABASE_SCHEMA } : {}),
-		...(pool ? { poolSize: Number(pool) } : {}),
-		...overrides,
-	};
 }

@@ -388,11 +388,6 @@ export class MemorySessionStore implements SessionStore {
 			.map((e) => ({ id: e.id, sessionId, kind: e.kind, message: JSON.parse(e.json), createdAt: e.createdAt }));
 	}
 
-	async removeQueued(sessionId: string, ids: number[]): Promise<number> {
-		const s = this.get(sessionId);
-		return s ? this.dequeue(s, ids) : 0;
-	}
-
 	private dequeue(s: MemorySession, ids: number[]): number {
 		const drop = new Set(ids);
 		const before = s.queue.length;

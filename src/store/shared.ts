@@ -147,5 +147,5 @@ export function isStoreUnavailable(error: unknown): boolean {
 
 /** True when `store` implements the optional `LeaseStore` role (a store several processes share). */
 export function isLeaseStore(store: object): store is LeaseStore {
-	return typeof (store as Partial<LeaseStore>).takeOver === "function";
+	return typeof (store as Partial<LeaseStore>).renewLeases === "function";
 }

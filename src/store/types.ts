@@ -29,7 +29,7 @@
  * `synchronous: "full"` closes that gap at the price of an fsync per commit).
  *
  * - Durable when the promise resolves: `createSession`, `updateSession`, `deleteSession`,
- *   `deleteSessions`, `enqueue`, `removeQueued`, `drainQueued`, `clearQueue`, `putPending`,
+ *   `deleteSessions`, `enqueue`, `drainQueued`, `clearQueue`, `putPending`,
  *   `resolvePending`, `deletePending`, `putIdempotencyKey`, `deleteIdempotencyKeys`,
  *   `recoverInterrupted`, `flush`.
  * - Durable at the next barrier: `startRun` (its claim is decided when its promise resolves),
@@ -324,9 +324,6 @@ export interface QueueStore {
 	/** Queued messages in enqueue order, of one kind or both. `[]` for an unknown session. */
 	listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]>;
 
-	/** Removes entries by id (without storing their messages). Resolves to how many were removed. Durable on resolve. */
-	removeQueued(sessionId: string, ids: number[]): Promise<number>;
-
 	/**
 	 * Moves messages the loop drained from the queue into the transcript: removes the entries `ids`
 	 * and appends `messages` (what the loop delivered for them, in order) to the transcript, tagged
@@ -432,8 +429,6 @@ export interface LeaseStore {
 	readonly holderId: string;
 	/** How long a lease lasts without renewal (ms). */
 	readonly leaseTtlMs: number;
-	/** The token of this store's lease on a session in its working set; undefined otherwise. */
-	leaseToken(sessionId: string): number | undefined;
 	/**
 	 * Renews every lease this store holds now (the store's timer does this on its own); resolves to
 	 * the sessions found lost (taken over or deleted), which left the working set. Rejects with a
@@ -442,14 +437,6 @@ export interface LeaseStore {
 	renewLeases(): Promise<string[]>;
 	/** Running sessions whose lease expired or that nobody holds (their process died), at most `limit` (default 100). */
 	listExpiredRuns(limit?: number): Promise<string[]>;
-	/**
-	 * Takes the session's lease if it is free or expired (or already this store's) and joins it to
-	 * the working set; resolves to the new fencing token, or undefined when the session is unknown
-	 * or another store's lease on it is still live. The previous holder's later writes are refused.
-	 * Recovering the session's interrupted run is then the caller's (`recoverInterrupted` marks
-	 * every expired running session interrupted).
-	 */
-	takeOver(sessionId: string): Promise<number | undefined>;
 	/** Calls `listener` for each session whose lease this store lost; returns the unsubscribe function. */
 	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
 }

@@ -33,7 +33,7 @@ export {
 	type HttpToolOrigin,
 } from "./http-tools.js";
 export { type IdempotentMark, isIdempotentTool } from "./idempotent.js";
-export * from "./mcp.js";
+export * from "./mcp/index.js";
 export {
 	type ApprovalDecision,
 	type ClientToolResult,

@@ -8,7 +8,7 @@ import { builtinTools } from "./builtin/index.js";
 import type { ClientToolOrigin } from "./client-tools.js";
 import type { ApprovalPolicy, ToolsConfig } from "./config.js";
 import { createHttpTools, type HttpToolOrigin } from "./http-tools.js";
-import { type McpLogger, McpManager, type McpServerStatus, type McpToolOrigin } from "./mcp.js";
+import { type McpLogger, McpManager, type McpServerStatus, type McpToolOrigin } from "./mcp/index.js";
 
 export type ToolOrigin = { kind: "builtin" } | { kind: "library" } | HttpToolOrigin | McpToolOrigin | ClientToolOrigin;
 

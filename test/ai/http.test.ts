@@ -2,13 +2,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import type { AddressInfo, Socket } from "node:net";
 import { EnvHttpProxyAgent } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-	closeHttpPools,
-	getHttpDispatcher,
-	getHttpPool,
-	HttpProxyConfigError,
-	readHttpProxyEnv,
-} from "../../src/ai/http.js";
+import { closeHttpPools, getHttpDispatcher, HttpProxyConfigError, readHttpProxyEnv } from "../../src/ai/http.js";
 import { streamSimple } from "../../src/ai/stream.js";
 import type { AssistantMessage, Context } from "../../src/ai/types.js";
 import { type ReplayServer, startReplayServer } from "../helpers/replay-server.js";
@@ -301,9 +295,10 @@ describe("provider requests and the proxy variables", () => {
 describe("getHttpDispatcher / readHttpProxyEnv (explicit env)", () => {
 	const target = "https://api.example.com/v1/chat/completions";
 
-	it("without HTTP(S)_PROXY: the per-origin pool, exactly as getHttpPool", () => {
-		expect(getHttpDispatcher(target, {})).toBe(getHttpPool(target));
-		expect(getHttpDispatcher(target, { NO_PROXY: "*", HTTP_PROXY: "  " })).toBe(getHttpPool(target));
+	it("without HTTP(S)_PROXY: one direct dispatcher for every origin, NO_PROXY alone changing nothing", () => {
+		const direct = getHttpDispatcher(target, {});
+		expect(getHttpDispatcher("https://other.example.org/v1", {})).toBe(direct);
+		expect(getHttpDispatcher(target, { NO_PROXY: "*", HTTP_PROXY: "  " })).toBe(direct);
 		expect(readHttpProxyEnv({})).toBeUndefined();
 	});
 

@@ -156,6 +156,13 @@ describe("validateToolArguments", () => {
 		expect(check({ type: "object" }, { anything: 1 })).toEqual({ anything: 1 });
 	});
 
+	it("a schema that cannot be compiled checks nothing: the arguments pass as sent", () => {
+		const draft4 = { type: "object", properties: { n: { type: "number", minimum: 0, exclusiveMinimum: true } } };
+		const args = { n: "anything" };
+		expect(check(draft4, args)).toBe(args);
+		expect(check({ type: "object", properties: { x: { $ref: "other.json#/x" } } }, { x: 1 })).toEqual({ x: 1 });
+	});
+
 	it("throws a TypeError naming the fix when the schema is not an object", () => {
 		expect(() => check(null, {})).toThrow(/must be a TypeBox schema or a JSON Schema object, got null/);
 	});

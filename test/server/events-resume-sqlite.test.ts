@@ -11,7 +11,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse, type SseEvent } from "../helpers/sse.js";
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { createGateTool, type GateTool } from "../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse } from "../helpers/sse.js";

@@ -11,7 +11,7 @@ import { Type } from "@sinclair/typebox";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentTool } from "../../src/agent/types.js";
 import { createMemoryStore } from "../../src/store/memory.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import type { SessionStore } from "../../src/store/types.js";
 import { createGateTool, type GateTool } from "../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../helpers/server.js";

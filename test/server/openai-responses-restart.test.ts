@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import OpenAI from "openai";
 import { afterEach, expect, it } from "vitest";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 const KEY = "test-key";

@@ -16,7 +16,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildPlayground } from "../../scripts/build-playground.js";
 import { fauxText, fauxThinking, registerFauxProvider } from "../../src/ai/providers/faux.js";
 import { type BuildAppOptions, buildApp } from "../../src/server/app.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import { CHROMIUM, haveChromium, launchChromium } from "../helpers/chromium.js";
 import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 import { startServer, type TestServer } from "../helpers/server.js";

@@ -6,7 +6,7 @@
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { PostgresSessionStore } from "../../src/store/postgres.js";
+import { PostgresSessionStore } from "../../src/store/postgres/index.js";
 import { freePort } from "../helpers/main-process.js";
 import { havePostgres, NO_POSTGRES, PG_URL, testSchemas } from "../helpers/postgres.js";
 import { startServer, type TestServer } from "../helpers/server.js";

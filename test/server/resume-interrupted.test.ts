@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/types.js";
 import { zeroUsage } from "../../src/ai/usage.js";
 import { resumeInterruptedSession } from "../../src/server/session/interruption.js";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse } from "../helpers/sse.js";
 

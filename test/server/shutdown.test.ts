@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { streamPrompt } from "../../src/client/session-streams.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import { type MainProcess, startMain, stopAll } from "../helpers/main-process.js";
 
 const dirs: string[] = [];

@@ -19,7 +19,7 @@ import { createInterface } from "node:readline";
 import { Agent as HttpAgent, request } from "undici";
 import { afterEach, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/types.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 
 const KILLS = Number(process.env.CHURN_KILLS ?? 12);
 const SEED = 0x5eed12;

@@ -11,7 +11,7 @@ import { streamScriptedTurn } from "../../src/ai/providers/faux.js";
 import { registerApiProvider, unregisterApiProvider } from "../../src/ai/registry.js";
 import type { Model, Tool } from "../../src/ai/types.js";
 import { echoTurn } from "../../src/server/echo-model.js";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { promptSse, type SseReader } from "../helpers/sse.js";
 

@@ -2,11 +2,13 @@
  * Spans leave over OTLP/HTTP, configured only by the standard `OTEL_*` variables, to a local
  * receiver (a node:http server standing in for a collector): protobuf by default, JSON with
  * `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`, with the configured headers and service name; the
- * spans still queued are exported when the server closes.
+ * spans still queued are exported when the server closes. Sampling follows the SDK's own
+ * variables (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`), read from the process environment
+ * as the server process (src/main.ts) has them.
  */
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { promptSse } from "../helpers/sse.js";
 
@@ -18,6 +20,7 @@ interface Received {
 
 const cleanup: (() => Promise<void>)[] = [];
 afterEach(async () => {
+	vi.unstubAllEnvs();
 	for (const step of cleanup.splice(0).reverse()) await step();
 });
 
@@ -42,15 +45,41 @@ async function startReceiver(): Promise<{ url: string; received: Received[] }> {
 	return { url: `http://127.0.0.1:${port}`, received };
 }
 
-/** A server on `env` that serves one prompt with a tool call, then closes (flushing its spans). */
-async function runAndClose(env: Record<string, string>): Promise<void> {
+/**
+ * A server on `env` that serves one prompt with a tool call, then `more` requests, then closes
+ * (flushing its spans).
+ */
+async function runAndClose(env: Record<string, string>, more?: (server: TestServer) => Promise<void>): Promise<void> {
 	const server: TestServer = await startServer({ env });
 	cleanup.push(() => server.close());
 	const created = await server.request("POST", "/v1/sessions", { body: {} });
 	const run = await promptSse(server.url, created.body.id, { message: '/tool calculate {"expression": "6 * 7"}' });
 	await run.waitForEnd();
+	await more?.(server);
 	await server.close();
 }
+
+/** The names of the spans in OTLP/JSON export requests. */
+function spanNames(received: Received[]): string[] {
+	const names: string[] = [];
+	for (const request of received) {
+		for (const resourceSpans of JSON.parse(request.body.toString("utf8")).resourceSpans) {
+			for (const scope of resourceSpans.scopeSpans)
+				names.push(...scope.spans.map((span: { name: string }) => span.name));
+		}
+	}
+	return names.sort();
+}
+
+/** Every span of {@link runAndClose}'s session and prompt. */
+const ALL_SPANS = [
+	"POST /v1/sessions",
+	"POST /v1/sessions/:id/prompt",
+	"chat echo",
+	"chat echo",
+	"execute_tool calculate",
+	"invoke_agent",
+].sort();
 
 describe("tracing over OTLP/HTTP", () => {
 	it("exports protobuf to OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces with the service name and headers", async () => {
@@ -107,5 +136,35 @@ describe("tracing over OTLP/HTTP", () => {
 		expect(agent.parentSpanId).toBe(request.spanId);
 		expect(byName("chat echo").map((span) => span.parentSpanId)).toEqual([agent.spanId, agent.spanId]);
 		expect(byName("execute_tool calculate")[0].parentSpanId).toBe(agent.spanId);
+	});
+});
+
+describe("sampling by the SDK's variables", () => {
+	it("without OTEL_TRACES_SAMPLER every span is exported", async () => {
+		const receiver = await startReceiver();
+		await runAndClose({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" });
+		expect(spanNames(receiver.received)).toEqual(ALL_SPANS);
+	});
+
+	it("parentbased_traceidratio with ratio 0 exports no span of its own traces, but follows a sampled caller", async () => {
+		vi.stubEnv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio");
+		vi.stubEnv("OTEL_TRACES_SAMPLER_ARG", "0");
+		const receiver = await startReceiver();
+		await runAndClose(
+			{ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
+			async (server) => {
+				const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+				expect((await server.request("GET", "/v1/sessions", { headers: { traceparent } })).status).toBe(200);
+			},
+		);
+		expect(spanNames(receiver.received)).toEqual(["GET /v1/sessions"]);
+	});
+
+	it("parentbased_traceidratio with ratio 1 exports every span", async () => {
+		vi.stubEnv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio");
+		vi.stubEnv("OTEL_TRACES_SAMPLER_ARG", "1");
+		const receiver = await startReceiver();
+		await runAndClose({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" });
+		expect(spanNames(receiver.received)).toEqual(ALL_SPANS);
 	});
 });

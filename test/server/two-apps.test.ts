@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { registerFauxProvider } from "../../src/ai/providers/faux.js";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse, type SseEvent, type SseReader } from "../helpers/sse.js";
 

@@ -1,12 +1,12 @@
 /**
- * The factory the server calls at startup: WHEELHOUSE_STORE / WHEELHOUSE_DB, defaults, and a
- * clear error for a bad value.
+ * The factory the server calls at startup (`openStore`): the SQLite default, each kind, and a
+ * clear error for a bad one.
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { DEFAULT_DB_PATH, openStore, storeOptionsFromEnv } from "../../src/store/index.js";
+import { DEFAULT_DB_PATH, openStore } from "../../src/store/index.js";
 import { newSession } from "./contract.js";
 
 let dir: string;
@@ -15,24 +15,10 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("openStore and storeOptionsFromEnv", () => {
-	it("defaults to SQLite at ./data/wheelhouse.db", async () => {
+describe("openStore", () => {
+	it("defaults to SQLite at ./data/wheelhouse.db and rejects an unknown store kind", async () => {
 		expect(DEFAULT_DB_PATH).toBe("./data/wheelhouse.db");
-		expect(storeOptionsFromEnv({})).toEqual({ kind: "sqlite", path: "./data/wheelhouse.db" });
-	});
-
-	it("reads WHEELHOUSE_STORE and WHEELHOUSE_DB, and rejects an unknown store kind", async () => {
-		expect(storeOptionsFromEnv({ WHEELHOUSE_STORE: "memory" }).kind).toBe("memory");
-		expect(storeOptionsFromEnv({ WHEELHOUSE_DB: "/data/x.db" }).path).toBe("/data/x.db");
-		expect(() => storeOptionsFromEnv({ WHEELHOUSE_STORE: "mysql" })).toThrow(/"sqlite", "memory" or "postgres"/);
-		expect(
-			storeOptionsFromEnv({
-				WHEELHOUSE_STORE: "postgres",
-				WHEELHOUSE_DATABASE_URL: "postgres://u@db:5432/w",
-				WHEELHOUSE_DATABASE_SCHEMA: "tenant_a",
-				WHEELHOUSE_DATABASE_POOL_SIZE: "4",
-			}),
-		).toEqual({ kind: "postgres", url: "postgres://u@db:5432/w", schema: "tenant_a", poolSize: 4 });
+		expect(() => openStore({ kind: "mysql" as never })).toThrow(/"sqlite", "memory" or "postgres"/);
 	});
 
 	it("opens the configured kind; the SQLite file persists across opens", async () => {
@@ -41,7 +27,7 @@ describe("openStore and storeOptionsFromEnv", () => {
 		memory.close();
 
 		const path = join(dir, "sub", "w.db");
-		const a = openStore(storeOptionsFromEnv({ WHEELHOUSE_DB: path }));
+		const a = openStore({ path });
 		expect(a.kind).toBe("sqlite");
 		await a.createSession(newSession("s1"));
 		await a.close();

@@ -4,7 +4,11 @@
  * without a single change; one store per schema unless in cluster mode (the instance-owner lock).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { LATEST_PG_SCHEMA_VERSION, openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres.js";
+import {
+	LATEST_PG_SCHEMA_VERSION,
+	openPostgresStore,
+	type PostgresSessionStore,
+} from "../../src/store/postgres/index.js";
 import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "../helpers/postgres.js";
 import { newSession } from "./contract.js";
 

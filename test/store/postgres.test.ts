@@ -1,5 +1,5 @@
 import { it } from "vitest";
-import { PostgresSessionStore } from "../../src/store/postgres.js";
+import { PostgresSessionStore } from "../../src/store/postgres/index.js";
 import { havePostgres, NO_POSTGRES, PG_URL, testSchemas } from "../helpers/postgres.js";
 import { runStoreContract } from "./contract.js";
 import { runWebhookOutboxContract } from "./contract-webhooks.js";

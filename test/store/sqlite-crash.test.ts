@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import type { UserMessage } from "../../src/ai/types.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 
 let dir: string;
 beforeEach(() => {

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import { LATEST_SCHEMA_VERSION } from "../../src/store/sqlite/migrations.js";
-import { openSqliteStore } from "../../src/store/sqlite.js";
 import { newSession } from "./contract.js";
 
 let dir: string;

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite.js";
+import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
 import { assistant, newSession, usage, user } from "./contract.js";
 
 let dir: string;

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
-import { openSqliteStore } from "../../src/store/sqlite.js";
+import { openSqliteStore } from "../../src/store/sqlite/index.js";
 import { runStoreContract } from "./contract.js";
 import { runWebhookOutboxContract } from "./contract-webhooks.js";
 

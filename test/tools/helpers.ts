@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
-import type { McpManager, McpServerStatus } from "../../src/tools/mcp.js";
+import type { McpManager, McpServerStatus } from "../../src/tools/mcp/index.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const fixtureServer = path.join(repoRoot, "test/tools/fixtures/mcp-server.ts");

@@ -10,9 +10,10 @@
  * `streamScriptedTurn` is the low-level part, usable on its own to build other scripted models
  * (e.g. a model that decides its turn from the context).
  */
-import { parse as parsePartialJson } from "partial-json";
+import { setImmediate, setTimeout as sleep } from "node:timers/promises";
 import { createAssistantMessage } from "../assistant-message.js";
 import { AssistantMessageEventStream } from "../event-stream.js";
+import { parseStreamingJson } from "../partial-json.js";
 import { getApiProvider, registerApiProvider, unregisterApiProvider } from "../registry.js";
 import type {
 	AssistantMessage,
@@ -122,33 +123,12 @@ function splitText(text: string, chunk: FauxChunking): string[] {
 	return pieces;
 }
 
-function parseArguments(json: string): Record<string, any> {
-	try {
-		const value = parsePartialJson(json);
-		return value !== null && typeof value === "object" && !Array.isArray(value) ? value : {};
-	} catch {
-		return {};
-	}
-}
-
 /** Resolves after `ms` (or on the next macrotask for 0), or as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-	return new Promise((resolve) => {
-		if (ms <= 0 || signal?.aborted) {
-			// Even without a delay, yield a macrotask so a long script never monopolises the event loop.
-			setImmediate(resolve);
-			return;
-		}
-		const onAbort = () => {
-			clearTimeout(timer);
-			resolve();
-		};
-		const timer = setTimeout(() => {
-			signal?.removeEventListener("abort", onAbort);
-			resolve();
-		}, ms);
-		signal?.addEventListener("abort", onAbort, { once: true });
-	});
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+	// Even without a delay, yield a macrotask so a long script never monopolises the event loop.
+	if (ms <= 0 || signal?.aborted) return void (await setImmediate());
+	// An abort rejects the wait; the caller reads `signal.aborted` itself.
+	await sleep(ms, undefined, { signal }).catch(() => undefined);
 }
 
 function isAssistantMessage(step: unknown): step is AssistantMessage {
@@ -236,7 +216,7 @@ async function runScriptedTurn(
 				await pause(delayMs, signal);
 				if (abortIfNeeded()) return;
 				soFar += delta;
-				setBlock(index, { ...block, arguments: parseArguments(soFar) });
+				setBlock(index, { ...block, arguments: parseStreamingJson(soFar) });
 				stream.push({ type: "toolcall_delta", contentIndex: index, delta, partial: snapshot() });
 			}
 			setBlock(index, block);

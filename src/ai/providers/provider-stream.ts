@@ -44,7 +44,7 @@ import {
  * 2. `buildRequest()` once; `options.onPayload(body, model)` may replace the body. Headers are
  *    merged (names lower-cased): `content-type: application/json`, `accept: text/event-stream`,
  *    then the request's, then `model.headers`, then `options.headers` (later wins).
- * 3. POSTs with undici through the per-origin keep-alive pool, or through the proxy set in
+ * 3. POSTs with undici through the keep-alive dispatcher, and through the proxy set in
  *    `HTTPS_PROXY` / `HTTP_PROXY` minus `NO_PROXY` ({@link getHttpDispatcher}).
  * 4. Calls `options.onResponse({status, headers}, model)` for every response.
  * 5. Status ≥ 400: reads the body and fails with `HTTP <status>: <the provider's own message>`
@@ -405,7 +405,7 @@ const STREAM_DECODE = { stream: true };
  * 64 KiB per chunk; with any non-Latin-1 character in it (an emoji, an em dash) V8 decodes it to a
  * two-byte string of ~128 KB, past its regular-object limit, and the parser's join of the partial
  * line before it with the new text makes another. Each such string is a fresh large-object page
- * (mmap, page faults on first touch, munmap), which made decoding whole chunks several times slower
+ * (mmap, page faults on first touch, munmap), which made decoding whole chunks slower
  * (bench/providers/results.md). The floor row of `bench/providers/index.ts` decodes in the same pieces.
  */
 const MAX_DECODE_BYTES = 16_384;

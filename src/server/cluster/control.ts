@@ -24,8 +24,6 @@ interface Envelope {
 	m: ControlMessage;
 	/** Sender's replica id. */
 	from: string;
-	/** Epoch ms when sent (the receiver's latency figure). */
-	at: number;
 }
 
 export interface ControlBusOptions {
@@ -40,9 +38,6 @@ export interface ControlBusOptions {
 }
 
 export class ControlBus {
-	/** Latencies (ms, sender's clock to the receiver's) of the messages applied here, the latest ones. */
-	readonly latencies: number[] = [];
-
 	constructor(private readonly options: ControlBusOptions) {
 		const channel = controlChannel(options.prefix);
 		options.redis.subscriber.on("message", (from: string, message: string) => {
@@ -60,7 +55,7 @@ export class ControlBus {
 	 * is in the store, and the run takes it in at its next re-read (queue, config at the next run).
 	 */
 	async send(message: ControlMessage): Promise<boolean> {
-		const envelope: Envelope = { m: message, from: this.options.replicaId, at: Date.now() };
+		const envelope: Envelope = { m: message, from: this.options.replicaId };
 		try {
 			await this.options.redis.publisher.publish(controlChannel(this.options.prefix), JSON.stringify(envelope));
 			return true;
@@ -79,15 +74,9 @@ export class ControlBus {
 		}
 		const { m } = envelope;
 		if (typeof m?.s !== "string") return;
-		this.apply(m)
-			.then((applied) => {
-				if (!applied) return;
-				this.latencies.push(Date.now() - envelope.at);
-				if (this.latencies.length > 10_000) this.latencies.splice(0, 5_000);
-			})
-			.catch((err: unknown) =>
-				this.options.logger.error({ err, control: m.t, sessionId: m.s }, "control message failed"),
-			);
+		this.apply(m).catch((err: unknown) =>
+			this.options.logger.error({ err, control: m.t, sessionId: m.s }, "control message failed"),
+		);
 	}
 
 	/** Applies `m` if this replica runs its session (any replica for `delete`). Resolves to whether it did. */

@@ -8,6 +8,7 @@
  * refused the write) is never published: its id may be the new holder's, and readers skip ids
  * they have seen. The store reports the loss when the flush finds it, before the flush resolves.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { SessionStore } from "../../store/types.js";
 import { eventChannel, type RedisLink } from "./redis.js";
@@ -119,7 +120,7 @@ export class EventPublisher {
 				return;
 			} catch (err) {
 				if (attempt === 0) this.logger.warn({ err }, "store flush before publishing failed; retrying");
-				await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+				await sleep(RETRY_MS);
 			}
 		}
 	}

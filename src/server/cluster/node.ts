@@ -4,6 +4,7 @@
  * on another replica. Built by `buildApp` when `WHEELHOUSE_REDIS_URL` is set; started before the
  * app listens (Redis unreachable at startup stops it, naming the variable), closed with the app.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
 import type { IdempotencyRecord, QueuedMessage, QueueKind, SessionRecord, SessionStore } from "../../store/types.js";
@@ -115,30 +116,13 @@ export class ClusterNode {
 		await this.keeper?.release(sessionId);
 	}
 
-	/** Sweeps for runs of dead replicas now (tests; the keeper does it on its timer). */
-	sweep(): Promise<string[]> {
-		return this.keeper?.sweep() ?? Promise.resolve([]);
-	}
-
 	async close(): Promise<void> {
 		this.keeper?.stop();
 		// What the last runs appended is published if the store takes it within a moment.
-		let timer: NodeJS.Timeout | undefined;
-		await Promise.race([
-			this.publisher.idle(),
-			new Promise((resolve) => {
-				timer = setTimeout(resolve, CLOSE_PUBLISH_WAIT_MS);
-			}),
-		]);
-		clearTimeout(timer);
+		await Promise.race([this.publisher.idle(), sleep(CLOSE_PUBLISH_WAIT_MS, undefined, { ref: false })]);
 		this.publisher.close();
 		this.subscriptions.closeAll("server shutting down");
 		await this.redis.close();
-	}
-
-	/** Latencies of the control messages this replica applied (ms). */
-	get controlLatencies(): readonly number[] {
-		return this.control?.latencies ?? [];
 	}
 
 	send(message: ControlMessage): Promise<boolean> {

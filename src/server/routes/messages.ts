@@ -2,6 +2,7 @@
  * The routes that put messages into a session's runs (prompt, continue, steer, follow-up) and take
  * them out (clear queue, abort).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
@@ -130,7 +131,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		await cluster.send({ t: "abort", s: session.id });
 		const deadline = Date.now() + 10_000;
 		while (Date.now() < deadline && (await cluster.runningElsewhere(session))) {
-			await new Promise((resolve) => setTimeout(resolve, 25));
+			await sleep(25);
 		}
 	}
 

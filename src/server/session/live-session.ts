@@ -5,6 +5,7 @@
  * (`agent-events.ts`), the event log (`event-log.ts`), the runs (`runs.ts`), the queues
  * (`queues.ts`), the stored transcript (`transcript.ts`) and the view (`view.ts`).
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger } from "fastify";
 import { Agent } from "../../agent/agent.js";
@@ -639,7 +640,7 @@ export class LiveSession {
 	async destroy(reason: string, waitMs: number): Promise<void> {
 		this.deleted = true;
 		this.abort();
-		await Promise.race([this.waitForIdle(), new Promise((resolve) => setTimeout(resolve, waitMs).unref())]);
+		await Promise.race([this.waitForIdle(), sleep(waitMs, undefined, { ref: false })]);
 		this.closeSubscribers(reason);
 	}
 

@@ -9,6 +9,7 @@
  * never at a hand-off (the waiting prompt keeps it). Claiming here is this process's; the store's
  * `startRun` is the durable claim, and a session the store says is running elsewhere is busy.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
@@ -230,7 +231,7 @@ export class SessionRuns {
 			if (Date.now() >= deadline) {
 				throw apiError("AGENT_BUSY", `Session ${sessionId} is held by another replica; retry in a moment.`);
 			}
-			await new Promise((resolve) => setTimeout(resolve, pause));
+			await sleep(pause);
 		}
 	}
 

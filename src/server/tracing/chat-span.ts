@@ -71,9 +71,8 @@ export class ChatSpan {
 		if (this.ended) return;
 		this.ended = true;
 		const span = this.span;
-		// Set whether or not the span records (a span that does not ignores them): asking would
-		// make a deferred span reach the SDK alone (deferred-tracer.ts). Only content, dear to
-		// build, is built for a recording span alone.
+		// Only content, dear to build, is built for a recording span alone; a span that does not
+		// record ignores the rest.
 		const attributes: Attributes = {
 			[ATTR.responseModel]: message.responseModel ?? message.model,
 			[ATTR.finishReasons]: [finishReason(message.stopReason)],

@@ -6,19 +6,24 @@
  * `traceContext`, which the routes that start runs hand to the run (its `invoke_agent` span's parent):
  * made when read, since most requests start no run.
  *
+ * The caller's `traceparent`/`tracestate` are read by the W3C propagator of `@opentelemetry/core`,
+ * called here rather than installed as the API's global propagator, which an app must not set.
+ *
  * `url.path` is recorded without the query string, which may carry a stream token.
  */
 import {
 	type Attributes,
 	type Context,
+	defaultTextMapGetter,
+	ROOT_CONTEXT,
 	type Span,
 	SpanKind,
 	SpanStatusCode,
 	type Tracer,
 	trace,
 } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { requestParentContext } from "./traceparent.js";
 
 declare module "fastify" {
 	interface FastifyRequest {
@@ -46,6 +51,7 @@ function endRequestSpan(span: Span, reply: FastifyReply): void {
 
 /** Starts a server span for every request of `app` (call before the routes are registered). */
 export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
+	const propagator = new W3CTraceContextPropagator();
 	app.decorateRequest("requestSpan", undefined);
 	app.decorateRequest("requestSpanParent", undefined);
 	app.decorateRequest("traceContext", {
@@ -64,7 +70,7 @@ export function installHttpSpans(app: FastifyInstance, tracer: Tracer): void {
 			"url.scheme": request.protocol,
 		};
 		if (route) attributes["http.route"] = route;
-		const parent = requestParentContext(request.headers);
+		const parent = propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
 		const span = tracer.startSpan(
 			route ? `${request.method} ${route}` : request.method,
 			{ kind: SpanKind.SERVER, attributes },

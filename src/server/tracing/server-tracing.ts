@@ -12,10 +12,9 @@
  *    └─ execute_tool {name}           one tool call: name, call id, error
  * ```
  */
-import { type Context, ROOT_CONTEXT, type TracerProvider } from "@opentelemetry/api";
+import { type Context, ROOT_CONTEXT, type Tracer, type TracerProvider } from "@opentelemetry/api";
 import type { FastifyInstance } from "fastify";
 import { ChatSpan, type ModelCallRequest } from "./chat-span.js";
-import { DeferredTracer } from "./deferred-tracer.js";
 import { installHttpSpans } from "./http-spans.js";
 import { RunSpans } from "./run-spans.js";
 import type { TracingSettings } from "./settings.js";
@@ -25,15 +24,14 @@ const SCOPE = "wheelhouse";
 
 export class ServerTracing {
 	readonly runs: RunSpans;
-	private readonly tracer: DeferredTracer;
+	private readonly tracer: Tracer;
 
 	private constructor(
 		private readonly provider: TracerProvider,
 		readonly captureContent: boolean,
 		private readonly shutdownProvider: (() => Promise<void>) | undefined,
 	) {
-		// The spans reach the provider in batches (deferred-tracer.ts): its code then runs hot.
-		this.tracer = new DeferredTracer(provider.getTracer(SCOPE));
+		this.tracer = provider.getTracer(SCOPE);
 		this.runs = new RunSpans({ tracer: this.tracer, captureContent });
 	}
 
@@ -61,23 +59,20 @@ export class ServerTracing {
 	}
 
 	/**
-	 * Hands the spans noted so far to the provider, and has it export them when it can
-	 * (`forceFlush`, which the SDK's providers have): for a caller that reads spans mid-life.
+	 * Has the provider export the ended spans it holds, when it can (`forceFlush`, which the SDK's
+	 * providers have): for a caller that reads spans mid-life.
 	 */
 	async flush(): Promise<void> {
-		this.tracer.flush();
 		const provider = this.provider as TracerProvider & { forceFlush?: () => Promise<void> };
 		if (typeof provider.forceFlush === "function") await provider.forceFlush();
 	}
 
 	/**
-	 * Hands the spans noted so far to the provider; then exports the spans still queued and stops
-	 * the exporters of an SDK this app built. Resolves to why that failed (a collector that is
-	 * down), if it did: the close goes on.
+	 * Exports the spans still queued and stops the exporters of an SDK this app built. Resolves to
+	 * why that failed (a collector that is down), if it did: the close goes on.
 	 */
 	async shutdown(): Promise<Error | undefined> {
 		try {
-			this.tracer.flush();
 			await this.shutdownProvider?.();
 			return undefined;
 		} catch (err) {

@@ -74,31 +74,9 @@ export function asUnavailable(error: unknown, what: string, redactedUrl: string)
 	);
 }
 
-/** Runs `fn` in a transaction on a pooled connection; a failure rolls back (and releases a broken connection). */
-export async function inTransaction<T>(pool: pg.Pool, fn: (tx: pg.PoolClient) => Promise<T>): Promise<T> {
-	const client = await pool.connect();
-	let broken: Error | undefined;
-	try {
-		await client.query("BEGIN");
-		const value = await fn(client);
-		await client.query("COMMIT");
-		return value;
-	} catch (error) {
-		try {
-			await client.query("ROLLBACK");
-		} catch (rollbackError) {
-			broken = rollbackError as Error;
-		}
-		if (isConnectionFailure(error)) broken ??= error as Error;
-		throw error;
-	} finally {
-		client.release(broken);
-	}
-}
-
 /**
  * `text` as a named (prepared) statement: each connection parses and plans it once, later uses
- * skip that round of work (bench/pg: reads one at a time ran about twice as fast). The name is a
+ * skip that round of work (bench/pg measures reads one at a time). The name is a
  * digest of the text, so the same text always gets the same name and two texts never share one.
  */
 export function named(text: string, values: unknown[]): pg.QueryConfig {

@@ -51,14 +51,6 @@ export class PgQueue {
 		return (rows as Parameters<typeof toQueuedMessage>[0][]).map(toQueuedMessage);
 	}
 
-	async removeQueued(sessionId: string, ids: number[]): Promise<number> {
-		return this.commits.durable(
-			async (tx) =>
-				(await tx.query("DELETE FROM queue WHERE session_id = $1 AND id = ANY($2::bigint[])", [sessionId, ids]))
-					.rowCount ?? 0,
-		);
-	}
-
 	async clearQueue(sessionId: string, kind?: QueueKind): Promise<number> {
 		return this.commits.durable(async (tx) => {
 			const r =

@@ -220,10 +220,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		return this.leases.onSessionLost(listener);
 	}
 
-	leaseToken(sessionId: string): number | undefined {
-		return this.sessions.get(sessionId)?.token;
-	}
-
 	async renewLeases(): Promise<string[]> {
 		if (this.closed || this.sessions.size === 0) return [];
 		await this.begin();
@@ -243,10 +239,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		} catch (error) {
 			throw asUnavailable(error, "listing expired runs", this.settings.url.redacted);
 		}
-	}
-
-	async takeOver(sessionId: string): Promise<number | undefined> {
-		return (await this.join(sessionId))?.token;
 	}
 
 	// --- sessions -------------------------------------------------------------------------------
@@ -417,11 +409,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 
 	async listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]> {
 		return this.queue.listQueued(sessionId, kind);
-	}
-
-	async removeQueued(sessionId: string, ids: number[]): Promise<number> {
-		await this.begin();
-		return this.queue.removeQueued(sessionId, ids);
 	}
 
 	async drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined> {

@@ -129,8 +129,8 @@ export function openDatabase(
 	try {
 		db = new Database(path);
 		// The first read of the header: a garbage file fails here with SQLITE_NOTADB.
-		// (The default 4 KiB pages: 16 KiB ones halved the flush time of big batches but multiplied the bytes
-		// written by a real server workload, whose durable writes each touch a few scattered pages.)
+		// (The default 4 KiB pages: 16 KiB ones flush big batches faster but multiply the bytes written by a
+		// real server workload, whose durable writes each touch a few scattered pages.)
 		db.prepare("SELECT count(*) FROM sqlite_master").get();
 		if (settings.checkIntegrity) {
 			const result = db.pragma("quick_check", { simple: true });

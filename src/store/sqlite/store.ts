@@ -378,12 +378,6 @@ export class SqliteSessionStore implements SessionStore {
 		return (rows as Parameters<typeof toQueuedMessage>[0][]).map(toQueuedMessage);
 	}
 
-	async removeQueued(sessionId: string, ids: number[]): Promise<number> {
-		return this.commits.durableFor(sessionId, () =>
-			ids.reduce((n, id) => n + this.s.deleteQueued.run(sessionId, id).changes, 0),
-		);
-	}
-
 	async drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined> {
 		this.open();
 		const state = this.sessions.join(sessionId);

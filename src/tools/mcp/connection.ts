@@ -14,6 +14,7 @@
  * (the spec's "session not found": the request was not run). The call then re-initialises the
  * connection and is sent once more, instead of failing.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Tool as McpTool, Progress } from "@modelcontextprotocol/sdk/types.js";
@@ -157,10 +158,7 @@ export class McpServerConnection {
 		// Streamable HTTP: end the server-side session (DELETE), as the spec asks, but never wait long for it.
 		const transport = client?.transport;
 		if (this.sdk && transport instanceof this.sdk.StreamableHTTPClientTransport) {
-			await Promise.race([
-				transport.terminateSession().catch(() => {}),
-				new Promise((resolve) => setTimeout(resolve, 2000).unref()),
-			]);
+			await Promise.race([transport.terminateSession().catch(() => {}), sleep(2000, undefined, { ref: false })]);
 		}
 		await client?.close().catch(() => {});
 		this.options.onChange();

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AgentToolResult } from "../../../src/agent/types.js";
-import { type McpAgentTool, McpManager } from "../../../src/tools/mcp.js";
+import { type McpAgentTool, McpManager } from "../../../src/tools/mcp/index.js";
 import { killChild, startHttpFixture } from "../helpers.js";
 
 /**

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AgentToolResult } from "../../../src/agent/types.js";
-import { type McpAgentTool, McpManager } from "../../../src/tools/mcp.js";
+import { type McpAgentTool, McpManager } from "../../../src/tools/mcp/index.js";
 import { eventually, fixtureCommand, waitForStatus } from "../helpers.js";
 
 /** `${NAME}` config syntax, built without a template-looking string literal. */

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { McpManager } from "../../../src/tools/mcp.js";
+import { McpManager } from "../../../src/tools/mcp/index.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 import { fixtureCommand, killChild, startHttpFixture } from "../helpers.js";
 

@@ -2,12 +2,12 @@
  * The MCP tools' public surface: the manager of the configured servers and the mapping of their
  * results.
  */
-export type { McpLogger, McpServerState, McpServerStatus, SkippedMcpTool } from "./mcp/connection.js";
-export { type McpToolResultDetails, mapMcpContent } from "./mcp/content.js";
+export type { McpLogger, McpServerState, McpServerStatus, SkippedMcpTool } from "./connection.js";
+export { type McpToolResultDetails, mapMcpContent } from "./content.js";
 export {
 	type McpAgentTool,
 	McpManager,
 	type McpManagerOptions,
 	type McpToolOrigin,
 	qualifiedToolName,
-} from "./mcp/manager.js";
+} from "./manager.js";
