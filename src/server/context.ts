@@ -13,6 +13,7 @@ import type { ModelCatalog } from "./model-catalog.js";
 import type { AgentProfiles } from "./profiles.js";
 import type { MessageInput } from "./schemas.js";
 import type { SessionManager } from "./session/manager.js";
+import type { StreamSlots } from "./limits.js";
 import type { StreamSettings } from "./sse/open.js";
 import type { ServerTracing } from "./tracing/server-tracing.js";
 
@@ -23,6 +24,8 @@ export interface ServerContext {
 	/** The agent profiles of the config (`profiles`), checked at startup. */
 	profiles: AgentProfiles;
 	stream: StreamSettings;
+	/** The limits of SSE streams open at once, per key and per session: a stream route holds its slots first. */
+	streamSlots: StreamSlots;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;
 	/** This replica's part in a cluster (`WHEELHOUSE_REDIS_URL`); absent on a single node. */
