@@ -70,7 +70,7 @@ async function refusedStream(server: MainProcess, key: string, id: string) {
 		headers: { authorization: `Bearer ${key}`, accept: "text/event-stream" },
 	});
 	expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-	return { status: res.status, body: await res.json() };
+	return { status: res.status, body: (await res.json()) as any };
 }
 
 function aguiRun(threadId: string) {
@@ -159,7 +159,7 @@ describe("per-key limits", () => {
 			body: JSON.stringify({ message: "hi" }),
 		});
 		expect(prompt.status).toBe(429);
-		expect((await prompt.json()).error.code).toBe("TOO_MANY_STREAMS");
+		expect(((await prompt.json()) as any).error.code).toBe("TOO_MANY_STREAMS");
 
 		// Another key's streams are counted apart.
 		const other = (await call(server, KEY_B, "POST", "/v1/sessions", {})).body.id as string;

@@ -81,6 +81,12 @@ export interface SessionExtension {
 	onFirstUpdate?(session: LiveSession, event: AgentEvent & { type: "message_update" }): void;
 	/** The session was deleted. */
 	onDelete?(session: LiveSession): void;
+	/**
+	 * The session was dropped from memory while idle (evicted, or left to another replica): it
+	 * stays in the store and a later request loads it again (`load`, `attach`). Forget what is
+	 * kept for it in memory, so the dropped object can be collected.
+	 */
+	onEvict?(session: LiveSession): void;
 	/** Validates the `POST /v1/sessions` body before the session is created; throw an ApiError to reject it. */
 	beforeCreate?(input: Record<string, unknown>): void;
 	/** A session was created from `input` (the `POST /v1/sessions` body). */

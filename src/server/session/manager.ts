@@ -629,9 +629,22 @@ export class SessionManager {
 
 	/** Evicts an idle session without subscribers: out of memory, and of the store's working set. */
 	private dropFromMemory(id: string): void {
+		const session = this.live.get(id);
 		this.live.delete(id);
 		// With a shared store a session is in the working set only while it runs (releaseIdle).
 		if (!this.options.sharedStore) this.releaseEvicted(id);
+		if (session) this.notifyEvicted(session);
+	}
+
+	/** Tells the extensions a session left memory (`SessionExtension.onEvict`); a throw is logged. */
+	private notifyEvicted(session: LiveSession): void {
+		for (const ext of this.extensionList) {
+			try {
+				ext.onEvict?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name, sessionId: session.id }, "extension onEvict failed");
+			}
+		}
 	}
 
 	/**
