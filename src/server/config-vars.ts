@@ -203,7 +203,8 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		key: "maxStreamsPerSession",
 		kind: "int",
 		default: "100",
-		description: "SSE streams open at once on one session in this process; one more is 429 `TOO_MANY_STREAMS`. 0 = no limit.",
+		description:
+			"SSE streams open at once on one session in this process; one more is 429 `TOO_MANY_STREAMS`. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_MAX_QUEUED_BYTES",

@@ -9,11 +9,11 @@ import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
 import type { ClusterNode } from "./cluster/node.js";
 import type { ServerConfig } from "./config.js";
+import type { StreamSlots } from "./limits.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { AgentProfiles } from "./profiles.js";
 import type { MessageInput } from "./schemas.js";
 import type { SessionManager } from "./session/manager.js";
-import type { StreamSlots } from "./limits.js";
 import type { StreamSettings } from "./sse/open.js";
 import type { ServerTracing } from "./tracing/server-tracing.js";
 

@@ -77,9 +77,7 @@ describe("idle-session memory budget", () => {
 			const served = (SESSIONS * PROMPTS * PROMPT_CHARS) / MB;
 			// Kept in memory, the transcripts' 86 MB stay resident (the process settles about 70 MB
 			// above its baseline); evicted down to the 8 MB budget they go once collected.
-			await expect
-				.poll(() => (rss(pid) - before) / MB, { timeout: 30_000, interval: 500 })
-				.toBeLessThan(served * 0.4);
+			await expect.poll(() => (rss(pid) - before) / MB, { timeout: 30_000, interval: 500 }).toBeLessThan(served * 0.4);
 
 			// A session evicted long ago reloads from the store with its whole transcript.
 			const page = await call(server, "GET", `/v1/sessions/${ids[0]}/messages?limit=100`);

@@ -42,7 +42,9 @@ async function call(server: MainProcess, key: string, method: string, route: str
 
 /** Opens the session's event stream with `key`; kept for `afterEach` to close. */
 async function stream(server: MainProcess, key: string, id: string): Promise<SseReader> {
-	const reader = await openSse(`${server.url}/v1/sessions/${id}/events`, { headers: { authorization: `Bearer ${key}` } });
+	const reader = await openSse(`${server.url}/v1/sessions/${id}/events`, {
+		headers: { authorization: `Bearer ${key}` },
+	});
 	readers.push(reader);
 	await reader.waitForType("session_snapshot");
 	return reader;

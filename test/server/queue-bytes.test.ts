@@ -57,7 +57,8 @@ describe("queued bytes", () => {
 		const words = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
 		const s1 = (await call(server, "POST", "/v1/sessions", {})).body.id as string;
 		const s2 = (await call(server, "POST", "/v1/sessions", {})).body.id as string;
-		for (const id of [s1, s2]) expect((await call(server, "POST", `/v1/sessions/${id}/prompt`, { message: words })).status).toBe(202);
+		for (const id of [s1, s2])
+			expect((await call(server, "POST", `/v1/sessions/${id}/prompt`, { message: words })).status).toBe(202);
 
 		// Session 1: three fit in 3.5 MB, the fourth does not.
 		for (const label of ["s1-a", "s1-b", "s1-c"]) {

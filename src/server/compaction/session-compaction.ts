@@ -327,7 +327,9 @@ export class SessionCompaction {
 				instructions,
 			});
 			// An aborted one ends as an aborted run (the abort was asked for), a failed one as an error.
-			return result.kind === "failed" && !result.aborted ? { failure: `compaction failed: ${result.errorMessage}` } : {};
+			return result.kind === "failed" && !result.aborted
+				? { failure: `compaction failed: ${result.errorMessage}` }
+				: {};
 		});
 		return result;
 	}

@@ -36,8 +36,8 @@ import { AgentEventRecorder } from "./agent-events.js";
 import { type EventTap, SessionEventLog, type SessionSubscriber } from "./event-log.js";
 import type { ExtensionEventTable } from "./extension-events.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
-import { approximateJsonBytes } from "./sizes.js";
 import { type RunHandle, SessionRuns } from "./runs.js";
+import { approximateJsonBytes } from "./sizes.js";
 import { StoredTranscript } from "./transcript.js";
 import { type SessionView, sessionView } from "./view.js";
 

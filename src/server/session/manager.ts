@@ -391,7 +391,8 @@ export class SessionManager {
 			total -= bytes;
 			evicted++;
 		}
-		if (evicted > 0) this.options.logger.debug({ evicted, idleBytes: total }, "idle sessions evicted for the memory budget");
+		if (evicted > 0)
+			this.options.logger.debug({ evicted, idleBytes: total }, "idle sessions evicted for the memory budget");
 		return evicted;
 	}
 
