@@ -494,7 +494,12 @@ export class SessionManager {
 		}
 		if (!session) {
 			const record = await this.options.store.getSession(id);
-			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);
+			if (record && (ownerId === null || record.ownerId === ownerId)) {
+				// A key's own request takes one of its places; the server's own loads (recovery, messages
+				// between replicas, `ownerId` null) are not refused. A load under way has its place already.
+				if (ownerId !== null && !this.loading.has(id) && !this.live.has(id)) this.makeRoomForOwner(ownerId);
+				session = await this.loadOnce(record);
+			}
 		}
 		if (!session || (ownerId !== null && session.ownerId !== ownerId)) {
 			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
@@ -515,7 +520,6 @@ export class SessionManager {
 	}
 
 	private async loadStored(record: SessionRecord): Promise<LiveSession> {
-		this.makeRoomForOwner(record.ownerId);
 		this.arrive(record.ownerId, 1);
 		try {
 			return await this.loadStoredNow(record);
