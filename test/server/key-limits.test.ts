@@ -3,11 +3,11 @@
  * open are limited per key (and streams per session), so another key can still create a session,
  * run AG-UI and open streams. A closed stream gives its slot back. Against the real server process.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type MainProcess, startMain, stopAll } from "../helpers/main-process.js";
+import { type MainProcess, refusedStartup, startMain, stopAll } from "../helpers/main-process.js";
 import { openSse, type SseReader } from "../helpers/sse.js";
 
 const KEY_A = "key-a-limits-test";
@@ -175,5 +175,22 @@ describe("per-key limits", () => {
 		for (let i = 0; i < 5; i++) expect((await refusedStream(server, KEY_A, s1)).status).toBe(429);
 		again.close();
 		await streamOnceFree(server, KEY_A, s1);
+	});
+
+	it("takes the limits from the config file as from the environment; a bad value stops startup naming it", async () => {
+		dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-key-limits-"));
+		const file = path.join(dir, "config.json");
+		writeFileSync(file, JSON.stringify({ maxStreamsPerSession: 1 }));
+		const server = await startMain({ db: path.join(dir, "w.db"), env: { WHEELHOUSE_CONFIG: file } });
+		const id = (await call(server, KEY_A, "POST", "/v1/sessions", {})).body.id as string;
+		await stream(server, KEY_A, id);
+		expect((await refusedStream(server, KEY_A, id)).body.error).toMatchObject({
+			code: "TOO_MANY_STREAMS",
+			details: { limit: "perSession", max: 1 },
+		});
+
+		const refused = await refusedStartup({ WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY: "-1" });
+		expect(refused.code).not.toBe(0);
+		expect(refused.stderr).toContain("WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY");
 	});
 });
