@@ -130,9 +130,23 @@ describe("per-key limits", () => {
 		// A session of key A without a stream or a run is evicted to make room for its next one,
 		// and stays readable (it reloads from the store).
 		readers.shift()!.close();
-		await expect.poll(async () => (await call(server, KEY_A, "POST", "/v1/sessions", {})).status).toBe(201);
-		const first = await call(server, KEY_A, "GET", `/v1/sessions/${held[0]}`);
-		expect(first.status).toBe(200);
+		// (Evictable once it was not used for 2 s: a request may still hold a session it just loaded.)
+		await expect
+			.poll(async () => (await call(server, KEY_A, "POST", "/v1/sessions", {})).status, {
+				timeout: 10_000,
+				interval: 250,
+			})
+			.toBe(201);
+		let first = await call(server, KEY_A, "GET", `/v1/sessions/${held[0]}`);
+		await expect
+			.poll(
+				async () => {
+					first = await call(server, KEY_A, "GET", `/v1/sessions/${held[0]}`);
+					return first.status;
+				},
+				{ timeout: 10_000, interval: 250 },
+			)
+			.toBe(200);
 		expect(first.body.id).toBe(held[0]);
 	});
 

@@ -340,16 +340,18 @@ export class SessionManager {
 
 	/**
 	 * Before `ownerId` takes one more session into memory: at its limit, its idle sessions without
-	 * subscribers are evicted (least recently active first) until there is room; when all it holds
-	 * have a run or a stream, `TOO_MANY_KEY_SESSIONS`. Other owners' sessions are never touched.
+	 * subscribers (and not active in the last {@link IDLE_EVICTION_GRACE_MS}: a request may still be
+	 * using one) are evicted, least recently active first, until there is room; when none is left,
+	 * `TOO_MANY_KEY_SESSIONS`. Other owners' sessions are never touched.
 	 */
 	private makeRoomForOwner(ownerId: string | null): void {
 		const max = this.options.maxSessionsPerKey ?? 0;
 		if (ownerId === null || max <= 0) return;
 		let held = this.heldBy(ownerId);
 		if (held < max) return;
+		const recent = Date.now() - IDLE_EVICTION_GRACE_MS;
 		const idle = [...this.live.values()]
-			.filter((s) => s.ownerId === ownerId && !s.isBusy && s.subscriberCount === 0)
+			.filter((s) => s.ownerId === ownerId && !s.isBusy && s.subscriberCount === 0 && s.lastActiveAt <= recent)
 			.sort((a, b) => a.lastActiveAt - b.lastActiveAt);
 		for (const session of idle) {
 			if (held < max) break;
@@ -359,7 +361,7 @@ export class SessionManager {
 		if (held >= max) {
 			throw apiError(
 				"TOO_MANY_KEY_SESSIONS",
-				`This API key holds its maximum of ${max} sessions in memory (WHEELHOUSE_MAX_SESSIONS_PER_KEY), each with a run or an open stream; end a run or close a stream, or delete a session.`,
+				`This API key holds its maximum of ${max} sessions in memory (WHEELHOUSE_MAX_SESSIONS_PER_KEY), each with a run, an open stream or a request in the last ${IDLE_EVICTION_GRACE_MS / 1000} s; end a run or close a stream, or retry in a moment.`,
 				{ max },
 			);
 		}
