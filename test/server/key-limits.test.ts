@@ -176,6 +176,17 @@ describe("per-key limits", () => {
 		});
 		expect(prompt.status).toBe(429);
 		expect(((await prompt.json()) as any).error.code).toBe("TOO_MANY_STREAMS");
+		// And a call through pi's streamProxy (`POST /api/stream`), refused in pi's error shape.
+		const proxied = await fetch(`${server.url}/api/stream`, {
+			method: "POST",
+			headers: { authorization: `Bearer ${KEY_A}`, "content-type": "application/json" },
+			body: JSON.stringify({
+				model: { provider: "faux", id: "echo" },
+				context: { messages: [{ role: "user", content: "hi", timestamp: Date.now() }] },
+			}),
+		});
+		expect(proxied.status).toBe(429);
+		expect(((await proxied.json()) as any).code).toBe("TOO_MANY_STREAMS");
 
 		// Another key's streams are counted apart.
 		const other = (await call(server, KEY_B, "POST", "/v1/sessions", {})).body.id as string;
