@@ -42,7 +42,7 @@ import { openaiFacade } from "./facades/openai/routes.js";
 import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
 import { ProxyStreams } from "./facades/pi-proxy/streams.js";
 import { lazySerializerFactory } from "./lazy-serializers.js";
-import { installRequestLimit, RunSlots } from "./limits.js";
+import { installRequestLimit, RunSlots, StreamSlots } from "./limits.js";
 import type { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
@@ -276,6 +276,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		maxSessions: config.maxSessions,
 		maxQueuedMessages: config.maxQueuedMessages,
+		// 0: a quarter of the server's, so that one key leaves room for others.
+		maxSessionsPerKey: config.maxSessionsPerKey || Math.max(1, Math.floor(config.maxSessions / 4)),
+		maxQueuedBytes: config.maxQueuedBytes,
+		maxQueuedBytesPerKey: config.maxQueuedBytesPerKey,
+		idleSessionBytes: config.idleSessionBytes,
 		sessionTtlMs: config.sessionTtlMs,
 		sessionDeleteAfterMs: config.sessionDeleteAfterMs,
 		runSlots,
@@ -316,6 +321,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			stats: metrics?.sse,
 		},
 		toolOrigins,
+		streamSlots: new StreamSlots({ perKey: config.maxStreamsPerKey, perSession: config.maxStreamsPerSession }),
 		...(cluster ? { cluster } : {}),
 		isShuttingDown: () => sessions.isShuttingDown,
 		...(tracing ? { tracing } : {}),

@@ -183,6 +183,54 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		description: "Maximum queued steering + follow-up messages per session (429 `QUEUE_FULL`).",
 	},
 	{
+		env: "WHEELHOUSE_MAX_SESSIONS_PER_KEY",
+		key: "maxSessionsPerKey",
+		kind: "int",
+		default: "0",
+		description:
+			"Sessions one API key may hold in memory (loaded with a run or a stream; idle ones are evicted to make room) in this process; one more is 429 `TOO_MANY_KEY_SESSIONS`. 0 = a quarter of `WHEELHOUSE_MAX_SESSIONS` when API keys are set (at least 1); with auth off only `WHEELHOUSE_MAX_SESSIONS` applies.",
+	},
+	{
+		env: "WHEELHOUSE_MAX_STREAMS_PER_KEY",
+		key: "maxStreamsPerKey",
+		kind: "int",
+		default: "1000",
+		description:
+			"SSE streams one API key may have open at once in this process (all streams together when auth is off); one more is 429 `TOO_MANY_STREAMS`. 0 = no limit.",
+	},
+	{
+		env: "WHEELHOUSE_MAX_STREAMS_PER_SESSION",
+		key: "maxStreamsPerSession",
+		kind: "int",
+		default: "100",
+		description:
+			"SSE streams open at once on one session in this process; one more is 429 `TOO_MANY_STREAMS`. 0 = no limit.",
+	},
+	{
+		env: "WHEELHOUSE_MAX_QUEUED_BYTES",
+		key: "maxQueuedBytes",
+		kind: "int",
+		default: "16777216",
+		description:
+			"Bytes (as JSON) of the steering + follow-up messages queued on one session; one more message past it is 429 `QUEUE_TOO_LARGE`.",
+	},
+	{
+		env: "WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY",
+		key: "maxQueuedBytesPerKey",
+		kind: "int",
+		default: "67108864",
+		description:
+			"Bytes (as JSON) of the messages queued on all the sessions of one API key in this process (all sessions when auth is off); past it 429 `QUEUE_TOO_LARGE`.",
+	},
+	{
+		env: "WHEELHOUSE_IDLE_SESSION_BYTES",
+		key: "idleSessionBytes",
+		kind: "int",
+		default: "268435456",
+		description:
+			"Budget, in bytes of JSON, for the transcripts and queues of the sessions this process keeps loaded without a run or a stream: past it the least recently used are evicted from memory (they stay in the store and reload on access). 0 = no budget (only `WHEELHOUSE_SESSION_TTL_MS` evicts).",
+	},
+	{
 		env: "WHEELHOUSE_EVENT_RETENTION",
 		key: "eventRetention",
 		kind: "int",
@@ -390,6 +438,12 @@ export const ServerConfigSchema = Type.Object(
 		bodyLimit: Int(1024),
 		maxSessions: Int(1),
 		maxQueuedMessages: Int(1),
+		maxSessionsPerKey: Int(0),
+		maxStreamsPerKey: Int(0),
+		maxStreamsPerSession: Int(0),
+		maxQueuedBytes: Int(1024),
+		maxQueuedBytesPerKey: Int(1024),
+		idleSessionBytes: Int(0),
 		eventRetention: Int(10),
 		sseBufferBytes: Int(1024),
 		sseStallMs: Int(0, 3_600_000),

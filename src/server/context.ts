@@ -9,6 +9,7 @@ import type { AgentMessage } from "../agent/types.js";
 import type { ImageContent, UserMessage } from "../ai/types.js";
 import type { ClusterNode } from "./cluster/node.js";
 import type { ServerConfig } from "./config.js";
+import type { StreamSlots } from "./limits.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { AgentProfiles } from "./profiles.js";
 import type { MessageInput } from "./schemas.js";
@@ -23,6 +24,8 @@ export interface ServerContext {
 	/** The agent profiles of the config (`profiles`), checked at startup. */
 	profiles: AgentProfiles;
 	stream: StreamSettings;
+	/** The limits of SSE streams open at once, per key and per session: a stream route holds its slots first. */
+	streamSlots: StreamSlots;
 	/** Where each server tool comes from (`builtin`, `library`, `module`, `mcp`, `http`, ...), by name. */
 	toolOrigins: Map<string, string>;
 	/** This replica's part in a cluster (`WHEELHOUSE_REDIS_URL`); absent on a single node. */

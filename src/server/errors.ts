@@ -114,6 +114,11 @@ export const ERRORS = {
 		description:
 			"`POST .../compact` on a session whose context is all recent messages (within `keepRecentTokens`): there is nothing older to summarise.",
 	},
+	COMPACTION_ABORTED: {
+		status: 409,
+		description:
+			"`POST .../compact`: the compaction was aborted (`POST .../abort` while it ran) before its summary was written. Nothing changed: the session goes on with its full context.",
+	},
 	IDEMPOTENCY_IN_PROGRESS: {
 		status: 409,
 		description:
@@ -142,9 +147,24 @@ export const ERRORS = {
 		status: 429,
 		description: "The session already holds the maximum number of queued messages (`WHEELHOUSE_MAX_QUEUED`).",
 	},
+	QUEUE_TOO_LARGE: {
+		status: 429,
+		description:
+			"The message would take the bytes queued on the session past `WHEELHOUSE_MAX_QUEUED_BYTES`, or on all the API key's sessions past `WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY`; `details.limit` names which. Wait for queued messages to drain, or DELETE the queue.",
+	},
 	TOO_MANY_SESSIONS: {
 		status: 429,
 		description: "The server holds the maximum number of sessions (`WHEELHOUSE_MAX_SESSIONS`).",
+	},
+	TOO_MANY_KEY_SESSIONS: {
+		status: 429,
+		description:
+			"This API key already holds its maximum of sessions in memory, each with a run or an open stream (`WHEELHOUSE_MAX_SESSIONS_PER_KEY`); end a run or close a stream, or delete a session.",
+	},
+	TOO_MANY_STREAMS: {
+		status: 429,
+		description:
+			"The stream would pass a limit of open SSE streams: per API key (`WHEELHOUSE_MAX_STREAMS_PER_KEY`) or per session (`WHEELHOUSE_MAX_STREAMS_PER_SESSION`); `details.limit` names which. Close a stream first.",
 	},
 	RATE_LIMITED: {
 		status: 429,
@@ -168,7 +188,7 @@ export const ERRORS = {
 	COMPACTION_FAILED: {
 		status: 502,
 		description:
-			"`POST .../compact`: the model call that writes the summary failed or was aborted; `message` says why. Nothing changed: the session goes on with its full context.",
+			"`POST .../compact`: the model call that writes the summary failed (an abort is `COMPACTION_ABORTED`); `message` says why. Nothing changed: the session goes on with its full context.",
 	},
 	INTERNAL_ERROR: {
 		status: 500,

@@ -1,8 +1,11 @@
 /**
  * Per-API-key limits: requests per minute (`@fastify/rate-limit`, keyed by the authenticated
- * owner) and runs running at once ({@link RunSlots}). Both answer 429 with the envelope; the
- * request limit also sends `retry-after`. `@fastify/rate-limit` is loaded only when the request limit is on.
+ * owner), runs running at once ({@link RunSlots}) and SSE streams open at once, per key and per
+ * session ({@link StreamSlots}). All answer 429 with the envelope; the request limit also sends
+ * `retry-after`. `@fastify/rate-limit` is loaded only when the request limit is on. The limits on
+ * sessions held and bytes queued live with the sessions (session/manager.ts, session/queues.ts).
  */
+import type { ServerResponse } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { apiError } from "./errors.js";
 
@@ -39,6 +42,79 @@ export class RunSlots {
 		if (count <= 1) this.running.delete(ownerId);
 		else this.running.set(ownerId, count - 1);
 	}
+}
+
+export interface StreamLimits {
+	/** Streams one owner may have open at once; 0: no limit. */
+	perKey: number;
+	/** Streams open at once on one session; 0: no limit. */
+	perSession: number;
+	/** Called for each refused stream (metrics). */
+	onRefused?: () => void;
+}
+
+/**
+ * Counts the SSE streams open per owner and per session, and refuses one past either limit. A
+ * stream holds its slots from {@link hold} until its HTTP response closes (ended by the server,
+ * or the client gone), whatever happens in between: a route that fails after taking them gives
+ * them back with its error response. Owner `null` (auth off) is one owner. The counts are in
+ * memory, per process.
+ */
+export class StreamSlots {
+	private readonly byOwner = new Map<string | null, number>();
+	private readonly bySession = new Map<string, number>();
+
+	constructor(private readonly limits: StreamLimits) {}
+
+	/** Streams `ownerId` has open now. */
+	openBy(ownerId: string | null): number {
+		return this.byOwner.get(ownerId) ?? 0;
+	}
+
+	/** Streams open on `sessionId` now. */
+	openOn(sessionId: string): number {
+		return this.bySession.get(sessionId) ?? 0;
+	}
+
+	/**
+	 * Takes a stream slot of `ownerId` (and of `sessionId`, for a session's stream) for `response`,
+	 * given back when it closes. Throws `TOO_MANY_STREAMS` when either count is at its limit; call
+	 * it before the response is opened, so the refusal can still be sent.
+	 */
+	hold(ownerId: string | null, sessionId: string | undefined, response: ServerResponse): void {
+		if (response.closed || response.destroyed) return; // the client is gone: nothing will be streamed
+		const { perKey, perSession } = this.limits;
+		const ownerCount = this.openBy(ownerId);
+		if (perKey > 0 && ownerCount >= perKey) {
+			this.limits.onRefused?.();
+			throw apiError(
+				"TOO_MANY_STREAMS",
+				`This API key already has ${ownerCount} streams open (limit ${perKey}, WHEELHOUSE_MAX_STREAMS_PER_KEY); close one first.`,
+				{ limit: "perKey", max: perKey },
+			);
+		}
+		const sessionCount = sessionId === undefined ? 0 : this.openOn(sessionId);
+		if (sessionId !== undefined && perSession > 0 && sessionCount >= perSession) {
+			this.limits.onRefused?.();
+			throw apiError(
+				"TOO_MANY_STREAMS",
+				`Session ${sessionId} already has ${sessionCount} streams open (limit ${perSession}, WHEELHOUSE_MAX_STREAMS_PER_SESSION); close one first.`,
+				{ limit: "perSession", max: perSession },
+			);
+		}
+		this.byOwner.set(ownerId, ownerCount + 1);
+		if (sessionId !== undefined) this.bySession.set(sessionId, sessionCount + 1);
+		response.once("close", () => {
+			decrement(this.byOwner, ownerId);
+			if (sessionId !== undefined) decrement(this.bySession, sessionId);
+		});
+	}
+}
+
+function decrement<K>(counts: Map<K, number>, key: K): void {
+	const count = counts.get(key) ?? 0;
+	if (count <= 1) counts.delete(key);
+	else counts.set(key, count - 1);
 }
 
 /** The window of the request limit. */

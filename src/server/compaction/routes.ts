@@ -2,6 +2,10 @@
  * `POST /v1/sessions/:id/compact`: compacts an idle session's context now, and answers when done
  * (200 with the compaction), so a client sees the result without reading the stream. The stream
  * carries `compaction_start` / `compaction_end` as for an automatic compaction.
+ *
+ * A compaction the client aborted (`POST .../abort` while it ran) is the client's doing, not a
+ * failure of the server or the provider: 409 `COMPACTION_ABORTED`, logged at info. A summary call
+ * that failed on its own is 502 `COMPACTION_FAILED`.
  */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { Type } from "@sinclair/typebox";
@@ -73,10 +77,17 @@ export const compactionRoutes: FastifyPluginAsyncTypebox<{ compaction: Compactio
 			if (result.kind === "nothing") {
 				throw apiError("NOTHING_TO_COMPACT", `Session ${session.id} has nothing older to summarise.`);
 			}
+			if (result.kind === "failed" && result.aborted) {
+				request.log.info({ sessionId: session.id }, "manual compaction aborted by the client");
+				throw apiError(
+					"COMPACTION_ABORTED",
+					`The compaction of session ${session.id} was aborted before its summary was written (POST .../abort). The session is unchanged.`,
+				);
+			}
 			if (result.kind === "failed") {
 				throw apiError(
 					"COMPACTION_FAILED",
-					`The summary call ${result.aborted ? "was aborted" : "failed"}: ${result.errorMessage}. The session is unchanged.`,
+					`The summary call failed: ${result.errorMessage}. The session is unchanged.`,
 				);
 			}
 			return {

@@ -297,7 +297,9 @@ export class SessionCompaction {
 			errorMessage,
 		};
 		this.session.publish("compaction_end", end);
-		this.options.logger.warn({ sessionId: this.session.id, reason, errorMessage }, "compaction failed");
+		// An abort is the client's (or the run's) doing, not a failure to look into.
+		if (aborted) this.options.logger.info({ sessionId: this.session.id, reason }, "compaction aborted");
+		else this.options.logger.warn({ sessionId: this.session.id, reason, errorMessage }, "compaction failed");
 		return { kind: "failed", errorMessage, aborted };
 	}
 
@@ -324,7 +326,10 @@ export class SessionCompaction {
 				signal,
 				instructions,
 			});
-			return result.kind === "failed" ? { failure: `compaction failed: ${result.errorMessage}` } : {};
+			// An aborted one ends as an aborted run (the abort was asked for), a failed one as an error.
+			return result.kind === "failed" && !result.aborted
+				? { failure: `compaction failed: ${result.errorMessage}` }
+				: {};
 		});
 		return result;
 	}

@@ -43,6 +43,7 @@ export const eventRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			let afterId: number | undefined;
 			if (typeof header === "string" && header.trim() !== "") afterId = parseEventId(header, "Last-Event-ID");
 			else if (request.query.after !== undefined) afterId = parseEventId(request.query.after, "query.after");
+			app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 			const { cluster, stream } = app.wheelhouse;
 			// In a cluster the session may run on any replica: its live events come through Redis.
 			if (cluster) streamClusterEvents(cluster.streams, session, reply, afterId, stream);

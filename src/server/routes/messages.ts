@@ -86,6 +86,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		const header = request.headers["last-event-id"];
 		const afterId =
 			typeof header === "string" && header.trim() !== "" ? parseEventId(header, "Last-Event-ID") : undefined;
+		app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 		const { cluster, stream } = app.wheelhouse;
 		// A run not active here may be running on another replica: follow it through the cluster.
 		if (cluster && !session.activeRunHandle(outcome.runId)) {
@@ -114,6 +115,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 				`Session ${session.id} already has ${session.queued.length} queued messages (limit ${config.maxQueuedMessages}); wait for them to drain or DELETE the queue.`,
 			);
 		}
+		session.checkQueueRoom(message);
 		const idle = (await cluster.runningElsewhere(session)) === undefined;
 		const record = queuedRecord(keyed);
 		const stored = await cluster.enqueue(session, kind, message, idle, record);
@@ -183,6 +185,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 			try {
 				const sse = wantsSse(request);
+				if (sse) app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 				const message = toUserMessage(request.body.message, request.body.images as ImageContent[] | undefined);
 				const ifBusy = request.body.ifBusy ?? "reject";
 				if ((ifBusy === "steer" || ifBusy === "followUp") && app.wheelhouse.cluster && !session.isBusy) {
@@ -224,6 +227,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
 			try {
 				const sse = wantsSse(request);
+				if (sse) app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 				const stream = sse ? runStreamAttacher(session, reply, app.wheelhouse.stream) : undefined;
 				const run = await session.continue({ attach: attachRun(keyed, stream), trace: request.traceContext });
 				return await answerRun(reply, run, sse);

@@ -38,6 +38,7 @@ import { type EventTap, SessionEventLog, type SessionSubscriber } from "./event-
 import type { ExtensionEventTable } from "./extension-events.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
 import { type RunHandle, SessionRuns } from "./runs.js";
+import { approximateJsonBytes } from "./sizes.js";
 import { StoredTranscript } from "./transcript.js";
 import { type SessionView, sessionView } from "./view.js";
 
@@ -81,6 +82,12 @@ export interface SessionExtension {
 	onFirstUpdate?(session: LiveSession, event: AgentEvent & { type: "message_update" }): void;
 	/** The session was deleted. */
 	onDelete?(session: LiveSession): void;
+	/**
+	 * The session was dropped from memory while idle (evicted, or left to another replica): it
+	 * stays in the store and a later request loads it again (`load`, `attach`). Forget what is
+	 * kept for it in memory, so the dropped object can be collected.
+	 */
+	onEvict?(session: LiveSession): void;
 	/** Validates the `POST /v1/sessions` body before the session is created; throw an ApiError to reject it. */
 	beforeCreate?(input: Record<string, unknown>): void;
 	/** A session was created from `input` (the `POST /v1/sessions` body). */
@@ -123,6 +130,12 @@ export interface LiveSessionDeps {
 	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
 	providerIdleTimeoutMs?: number;
 	maxQueuedMessages: number;
+	/** Bytes one session's queue may hold; 0: no limit. */
+	maxQueuedBytes?: number;
+	/** Bytes the queues of one owner's sessions may hold together; 0: no limit. */
+	maxQueuedBytesPerKey?: number;
+	/** Bytes queued now on all the sessions of `ownerId` in memory (this one included). */
+	ownerQueuedBytes?(ownerId: string | null): number;
 	isShuttingDown(): boolean;
 	/** The per-key limit of concurrent runs; absent: none. */
 	runSlots?: RunSlots;
@@ -162,7 +175,7 @@ export class LiveSession {
 		this.id = record.id;
 		this.record = record;
 		this.events = new SessionEventLog(deps.store, record.id, deps.logger, deps.eventTap, record.lastEventId);
-		this.transcript = new StoredTranscript(deps.store, record.id, messages.length);
+		this.transcript = new StoredTranscript(deps.store, record.id, messages);
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
 		this.agent = new Agent({
@@ -188,6 +201,9 @@ export class LiveSession {
 				store: deps.store,
 				agent: this.agent,
 				maxQueuedMessages: deps.maxQueuedMessages,
+				maxQueuedBytes: deps.maxQueuedBytes ?? 0,
+				maxQueuedBytesPerKey: deps.maxQueuedBytesPerKey ?? 0,
+				ownerQueuedBytes: () => deps.ownerQueuedBytes?.(this.ownerId) ?? this.queues.bytes,
 				publish: (payload) => this.publish("queue_update", payload),
 			},
 			queued,
@@ -416,6 +432,25 @@ export class LiveSession {
 
 	queueCounts(): { steeringCount: number; followUpCount: number } {
 		return this.queues.counts();
+	}
+
+	/** Bytes queued (and being queued) on this session, as the queue's byte limits count them. */
+	get queuedBytes(): number {
+		return this.queues.bytes;
+	}
+
+	/**
+	 * About the bytes this session holds in memory: its transcript and its queue, as JSON. The
+	 * idle-session budget counts this (the store's share, such as the events kept for resume, goes
+	 * with the session when it is evicted).
+	 */
+	get memoryBytes(): number {
+		return this.transcript.bytes + this.queues.bytes;
+	}
+
+	/** Throws `QUEUE_TOO_LARGE` when queueing `message` would pass a byte limit (for queueing done elsewhere). */
+	checkQueueRoom(message: AgentMessage): void {
+		this.queues.checkBytes(approximateJsonBytes(message));
 	}
 
 	/**

@@ -34,7 +34,23 @@ export interface SessionManagerOptions {
 	/** Idle timeout of model calls whose model sets none (`Model.idleTimeoutMs`); 0 = none; absent: the driver's default. */
 	providerIdleTimeoutMs?: number;
 	maxSessions: number;
+	/**
+	 * Sessions one owner may hold in memory (its sessions with a run or a stream; idle ones are
+	 * evicted to make room); past it `TOO_MANY_KEY_SESSIONS`. Absent or 0: no limit of its own.
+	 * Owner `null` (auth off) is not limited by it.
+	 */
+	maxSessionsPerKey?: number;
 	maxQueuedMessages: number;
+	/** Bytes one session's queue may hold; absent or 0: no limit. */
+	maxQueuedBytes?: number;
+	/** Bytes the queues of one owner's sessions in memory may hold together; absent or 0: no limit. */
+	maxQueuedBytesPerKey?: number;
+	/**
+	 * Budget of the bytes (`LiveSession.memoryBytes`) of the sessions in memory without a run or a
+	 * subscriber: past it the least recently active of them are evicted (they reload from the store
+	 * on access). Absent or 0: no budget.
+	 */
+	idleSessionBytes?: number;
 	/** Idle sessions without subscribers are dropped from memory after this long (reloaded on access). */
 	sessionTtlMs: number;
 	/** Sessions idle this long (per the store's `lastActiveAt`) are deleted; 0 or absent: never. */
@@ -65,6 +81,15 @@ const MAX_PAGE = 1000;
  */
 const CLAIM_RETRY_MS = 3_000;
 
+/**
+ * A session active this recently is not evicted for the idle-session budget: a request that loaded
+ * it may still be using it.
+ */
+export const IDLE_EVICTION_GRACE_MS = 2_000;
+
+/** How often the idle-session budget is checked. */
+const MEMORY_CHECK_MS = 1_000;
+
 /** How long aborted runs may take to emit their `agent_end` at shutdown. */
 export const SHUTDOWN_ABORT_WAIT_MS = 2_000;
 
@@ -85,6 +110,9 @@ export class SessionManager {
 	private readonly loading = new Map<string, Promise<LiveSession>>();
 	/** `create` calls waiting for the store. */
 	private creating = 0;
+	/** Sessions being created or loaded, by owner (they count against the owner's limit meanwhile). */
+	private readonly arriving = new Map<string | null, number>();
+	private memoryTimer: NodeJS.Timeout | undefined;
 	private readonly toolsByName = new Map<string, AgentTool<any>>();
 	private readonly extensionList: SessionExtension[] = [];
 	private eventTable = new ExtensionEventTable<SessionExtension>([]);
@@ -112,6 +140,10 @@ export class SessionManager {
 			const every = Math.min(...[options.sessionTtlMs, deleteAfter].filter((ms) => ms > 0), 60_000);
 			this.evictTimer = setInterval(() => this.retentionTick(), every);
 			this.evictTimer.unref();
+		}
+		if ((options.idleSessionBytes ?? 0) > 0) {
+			this.memoryTimer = setInterval(() => this.trimIdleMemory(), MEMORY_CHECK_MS);
+			this.memoryTimer.unref();
 		}
 	}
 
@@ -246,6 +278,7 @@ export class SessionManager {
 				`The server holds its maximum of ${this.options.maxSessions} active sessions; delete some or retry later.`,
 			);
 		}
+		this.makeRoomForOwner(ownerId);
 		const config: SessionConfig = {
 			model: input.model ?? this.options.defaultModel,
 			systemPrompt: input.systemPrompt ?? "",
@@ -266,6 +299,7 @@ export class SessionManager {
 		for (const ext of this.extensionList) ext.beforeCreate?.(input);
 		const messages = input.messages ?? [];
 		this.creating++;
+		this.arrive(ownerId, 1);
 		try {
 			const record = await this.options.store.createSession(
 				{ ...config, id, ownerId, createdAt: Date.now() },
@@ -278,7 +312,90 @@ export class SessionManager {
 			return session;
 		} finally {
 			this.creating--;
+			this.arrive(ownerId, -1);
 		}
+	}
+
+	// --- what one owner holds -------------------------------------------------------------------
+
+	private arrive(ownerId: string | null, delta: number): void {
+		const count = (this.arriving.get(ownerId) ?? 0) + delta;
+		if (count <= 0) this.arriving.delete(ownerId);
+		else this.arriving.set(ownerId, count);
+	}
+
+	/** Sessions `ownerId` holds in memory, with those being created or loaded for it. */
+	heldBy(ownerId: string | null): number {
+		let held = this.arriving.get(ownerId) ?? 0;
+		for (const session of this.live.values()) if (session.ownerId === ownerId) held++;
+		return held;
+	}
+
+	/** Bytes queued (and being queued) on the sessions of `ownerId` in memory. */
+	queuedBytesOf(ownerId: string | null): number {
+		let bytes = 0;
+		for (const session of this.live.values()) if (session.ownerId === ownerId) bytes += session.queuedBytes;
+		return bytes;
+	}
+
+	/**
+	 * Before `ownerId` takes one more session into memory: at its limit, its idle sessions without
+	 * subscribers (and not active in the last {@link IDLE_EVICTION_GRACE_MS}: a request may still be
+	 * using one) are evicted, least recently active first, until there is room; when none is left,
+	 * `TOO_MANY_KEY_SESSIONS`. Other owners' sessions are never touched.
+	 */
+	private makeRoomForOwner(ownerId: string | null): void {
+		const max = this.options.maxSessionsPerKey ?? 0;
+		if (ownerId === null || max <= 0) return;
+		let held = this.heldBy(ownerId);
+		if (held < max) return;
+		const recent = Date.now() - IDLE_EVICTION_GRACE_MS;
+		const idle = [...this.live.values()]
+			.filter((s) => s.ownerId === ownerId && !s.isBusy && s.subscriberCount === 0 && s.lastActiveAt <= recent)
+			.sort((a, b) => a.lastActiveAt - b.lastActiveAt);
+		for (const session of idle) {
+			if (held < max) break;
+			this.dropFromMemory(session.id);
+			held--;
+		}
+		if (held >= max) {
+			throw apiError(
+				"TOO_MANY_KEY_SESSIONS",
+				`This API key holds its maximum of ${max} sessions in memory (WHEELHOUSE_MAX_SESSIONS_PER_KEY), each with a run, an open stream or a request in the last ${IDLE_EVICTION_GRACE_MS / 1000} s; end a run or close a stream, or retry in a moment.`,
+				{ max },
+			);
+		}
+	}
+
+	/**
+	 * Keeps the sessions in memory without a run or a subscriber within the idle-session budget:
+	 * evicts the least recently active of them (not those active in the last
+	 * {@link IDLE_EVICTION_GRACE_MS}) until their bytes fit. Returns how many were evicted.
+	 */
+	trimIdleMemory(): number {
+		const budget = this.options.idleSessionBytes ?? 0;
+		if (budget <= 0 || this.shuttingDown) return 0;
+		let total = 0;
+		const idle: { session: LiveSession; bytes: number }[] = [];
+		for (const session of this.live.values()) {
+			if (session.isBusy || session.subscriberCount > 0) continue;
+			const bytes = session.memoryBytes;
+			total += bytes;
+			idle.push({ session, bytes });
+		}
+		if (total <= budget) return 0;
+		idle.sort((a, b) => a.session.lastActiveAt - b.session.lastActiveAt);
+		const recent = Date.now() - IDLE_EVICTION_GRACE_MS;
+		let evicted = 0;
+		for (const { session, bytes } of idle) {
+			if (total <= budget || session.lastActiveAt > recent) break;
+			this.dropFromMemory(session.id);
+			total -= bytes;
+			evicted++;
+		}
+		if (evicted > 0)
+			this.options.logger.debug({ evicted, idleBytes: total }, "idle sessions evicted for the memory budget");
+		return evicted;
 	}
 
 	/**
@@ -314,6 +431,9 @@ export class SessionManager {
 			getApiKey: (provider) => this.options.getApiKey(provider),
 			providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
 			maxQueuedMessages: this.options.maxQueuedMessages,
+			maxQueuedBytes: this.options.maxQueuedBytes,
+			maxQueuedBytesPerKey: this.options.maxQueuedBytesPerKey,
+			ownerQueuedBytes: (ownerId) => this.queuedBytesOf(ownerId),
 			runSlots: this.options.runSlots,
 			eventTap: this.options.eventTap,
 			...(shared
@@ -376,7 +496,12 @@ export class SessionManager {
 		}
 		if (!session) {
 			const record = await this.options.store.getSession(id);
-			if (record && (ownerId === null || record.ownerId === ownerId)) session = await this.loadOnce(record);
+			if (record && (ownerId === null || record.ownerId === ownerId)) {
+				// A key's own request takes one of its places; the server's own loads (recovery, messages
+				// between replicas, `ownerId` null) are not refused. A load under way has its place already.
+				if (ownerId !== null && !this.loading.has(id) && !this.live.has(id)) this.makeRoomForOwner(ownerId);
+				session = await this.loadOnce(record);
+			}
 		}
 		if (!session || (ownerId !== null && session.ownerId !== ownerId)) {
 			throw apiError("SESSION_NOT_FOUND", `No session "${id}".`);
@@ -397,6 +522,15 @@ export class SessionManager {
 	}
 
 	private async loadStored(record: SessionRecord): Promise<LiveSession> {
+		this.arrive(record.ownerId, 1);
+		try {
+			return await this.loadStoredNow(record);
+		} finally {
+			this.arrive(record.ownerId, -1);
+		}
+	}
+
+	private async loadStoredNow(record: SessionRecord): Promise<LiveSession> {
 		// Evicted a moment ago: its release from the working set ends before it joins again.
 		await this.releasing.get(record.id);
 		if (!this.options.resolveModel(record.model)) {
@@ -494,12 +628,30 @@ export class SessionManager {
 		let evicted = 0;
 		for (const [id, session] of this.live) {
 			if (session.isBusy || session.subscriberCount > 0 || session.lastActiveAt > cutoff) continue;
-			this.live.delete(id);
-			// With a shared store a session is in the working set only while it runs (releaseIdle).
-			if (!this.options.sharedStore) this.releaseEvicted(id);
+			this.dropFromMemory(id);
 			evicted++;
 		}
 		return evicted;
+	}
+
+	/** Evicts an idle session without subscribers: out of memory, and of the store's working set. */
+	private dropFromMemory(id: string): void {
+		const session = this.live.get(id);
+		this.live.delete(id);
+		// With a shared store a session is in the working set only while it runs (releaseIdle).
+		if (!this.options.sharedStore) this.releaseEvicted(id);
+		if (session) this.notifyEvicted(session);
+	}
+
+	/** Tells the extensions a session left memory (`SessionExtension.onEvict`); a throw is logged. */
+	private notifyEvicted(session: LiveSession): void {
+		for (const ext of this.extensionList) {
+			try {
+				ext.onEvict?.(session);
+			} catch (err) {
+				this.options.logger.error({ err, extension: ext.name, sessionId: session.id }, "extension onEvict failed");
+			}
+		}
 	}
 
 	/**
@@ -518,6 +670,7 @@ export class SessionManager {
 	stopAccepting(): void {
 		this.shuttingDown = true;
 		if (this.evictTimer) clearInterval(this.evictTimer);
+		if (this.memoryTimer) clearInterval(this.memoryTimer);
 	}
 
 	/**

@@ -17,11 +17,17 @@
  * Queueing and clearing wait for the store (durable writes), one at a time per session: each
  * sees the mirror as the one before it left it, so the copies stay the same and the counts a
  * request is answered are its own.
+ *
+ * The queue is bounded by count and by bytes (about the messages' JSON length, `sizes.ts`): per
+ * session, and per API key over all its sessions in memory. A message being stored counts from its
+ * check on (`reserved`), so queueing on several sessions of one key at once cannot pass the key's
+ * limit. A refused message is not stored; nothing already queued is touched.
  */
 import type { Agent } from "../../agent/agent.js";
 import type { AgentMessage } from "../../agent/types.js";
 import type { IdempotencyRecord, QueuedMessage, QueueKind, SessionStore } from "../../store/types.js";
 import { apiError } from "../errors.js";
+import { approximateJsonBytes } from "./sizes.js";
 
 /** What a request that queued a message is answered: the queue, the entry's id, the queue's length, whether no run is active. */
 export interface QueuedAnswer {
@@ -36,6 +42,8 @@ export interface QueueEntry {
 	kind: QueueKind;
 	message: AgentMessage;
 	createdAt: number;
+	/** About the message's JSON bytes (`sizes.ts`), as the byte limits count it. */
+	bytes: number;
 }
 
 export type QueueAction = "queued" | "drained" | "cleared";
@@ -52,6 +60,12 @@ export interface SessionQueuesOptions {
 	store: SessionStore;
 	agent: Agent;
 	maxQueuedMessages: number;
+	/** Bytes the session's queue may hold (`WHEELHOUSE_MAX_QUEUED_BYTES`); 0: no limit. */
+	maxQueuedBytes: number;
+	/** Bytes the queues of all the owner's sessions may hold (`WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY`); 0: no limit. */
+	maxQueuedBytesPerKey: number;
+	/** Bytes queued (or being queued) now on all the sessions of this session's owner, this one included. */
+	ownerQueuedBytes(): number;
 	/** Publishes a `queue_update` on the session's stream. */
 	publish(payload: Record<string, unknown>): void;
 }
@@ -62,6 +76,10 @@ export class SessionQueues {
 	private readonly known = new Set<number>();
 	/** The last queue change in progress: the next one starts after it. */
 	private changing: Promise<unknown> = Promise.resolve();
+	/** Bytes of the entries. */
+	private entryBytes = 0;
+	/** Bytes of a message being stored (checked against the limits, not yet an entry). */
+	private reserved = 0;
 
 	/** Takes the queue loaded from the store into the mirror and the Agent's queues. */
 	constructor(
@@ -70,7 +88,7 @@ export class SessionQueues {
 	) {
 		for (const entry of loaded) {
 			this.known.add(entry.id);
-			this.entries.push({ id: entry.id, kind: entry.kind, message: entry.message, createdAt: entry.createdAt });
+			this.add(toEntry(entry));
 			if (entry.kind === "steer") options.agent.steer(entry.message);
 			else options.agent.followUp(entry.message);
 		}
@@ -83,6 +101,24 @@ export class SessionQueues {
 
 	get length(): number {
 		return this.entries.length;
+	}
+
+	/** Bytes queued, and being queued, on this session (what the byte limits count). */
+	get bytes(): number {
+		return this.entryBytes + this.reserved;
+	}
+
+	private add(entry: QueueEntry): void {
+		this.entries.push(entry);
+		this.entryBytes += entry.bytes;
+	}
+
+	/** Keeps the entries `keep` accepts; returns the others. */
+	private remove(keep: (entry: QueueEntry) => boolean): QueueEntry[] {
+		const removed = this.entries.filter((e) => !keep(e));
+		this.entries = this.entries.filter(keep);
+		for (const entry of removed) this.entryBytes -= entry.bytes;
+		return removed;
 	}
 
 	counts(): { steeringCount: number; followUpCount: number } {
@@ -132,23 +168,51 @@ export class SessionQueues {
 				`Session ${sessionId} already has ${this.entries.length} queued messages (limit ${maxQueuedMessages}); wait for them to drain or DELETE the queue.`,
 			);
 		}
+		const bytes = approximateJsonBytes(message);
+		this.checkBytes(bytes);
 		const before = this.counts();
 		const queueLength = (kind === "steer" ? before.steeringCount : before.followUpCount) + 1;
-		const stored = await this.options.store.enqueue(
-			sessionId,
-			kind,
-			message,
-			Date.now(),
-			withKey && ((queued) => withKey({ queue: kind, entryId: queued.id, queueLength, idle })),
-		);
+		this.reserved += bytes;
+		let stored: Awaited<ReturnType<SessionStore["enqueue"]>>;
+		try {
+			stored = await this.options.store.enqueue(
+				sessionId,
+				kind,
+				message,
+				Date.now(),
+				withKey && ((queued) => withKey({ queue: kind, entryId: queued.id, queueLength, idle })),
+			);
+		} finally {
+			this.reserved -= bytes;
+		}
 		if (!stored) throw apiError("SESSION_NOT_FOUND", `Session ${sessionId} no longer exists.`);
-		const entry: QueueEntry = { id: stored.id, kind, message, createdAt: stored.createdAt };
+		const entry: QueueEntry = { id: stored.id, kind, message, createdAt: stored.createdAt, bytes };
 		this.known.add(entry.id);
-		this.entries.push(entry);
+		this.add(entry);
 		if (kind === "steer") this.options.agent.steer(message);
 		else this.options.agent.followUp(message);
 		this.publish("queued", kind, [entry]);
 		return { entry, queueLength, idle };
+	}
+
+	/** Throws `QUEUE_TOO_LARGE` when `bytes` more would pass the session's or the owner's byte limit. */
+	checkBytes(bytes: number): void {
+		const { sessionId, maxQueuedBytes, maxQueuedBytesPerKey } = this.options;
+		if (maxQueuedBytes > 0 && this.bytes + bytes > maxQueuedBytes) {
+			throw apiError(
+				"QUEUE_TOO_LARGE",
+				`Session ${sessionId} has ${this.bytes} bytes queued; this message (${bytes} bytes) would pass its limit of ${maxQueuedBytes} (WHEELHOUSE_MAX_QUEUED_BYTES). Wait for the queue to drain or DELETE it.`,
+				{ limit: "perSession", maxBytes: maxQueuedBytes, queuedBytes: this.bytes, messageBytes: bytes },
+			);
+		}
+		const ownerBytes = maxQueuedBytesPerKey > 0 ? this.options.ownerQueuedBytes() : 0;
+		if (maxQueuedBytesPerKey > 0 && ownerBytes + bytes > maxQueuedBytesPerKey) {
+			throw apiError(
+				"QUEUE_TOO_LARGE",
+				`This API key has ${ownerBytes} bytes queued on its sessions; this message (${bytes} bytes) would pass its limit of ${maxQueuedBytesPerKey} (WHEELHOUSE_MAX_QUEUED_BYTES_PER_KEY). Wait for queues to drain.`,
+				{ limit: "perKey", maxBytes: maxQueuedBytesPerKey, queuedBytes: ownerBytes, messageBytes: bytes },
+			);
+		}
 	}
 
 	/**
@@ -158,10 +222,9 @@ export class SessionQueues {
 	clear(kind?: QueueKind): Promise<number> {
 		return this.serially(async () => {
 			const matches = (e: QueueEntry) => kind === undefined || e.kind === kind;
-			const removed = this.entries.filter(matches);
 			if (kind === undefined || kind === "steer") this.options.agent.clearSteeringQueue();
 			if (kind === undefined || kind === "followUp") this.options.agent.clearFollowUpQueue();
-			this.entries = this.entries.filter((e) => !matches(e));
+			const removed = this.remove((e) => !matches(e));
 			await this.options.store.clearQueue(this.options.sessionId, kind);
 			if (removed.length > 0) this.publish("cleared", kind ?? "all", removed);
 			return removed.length;
@@ -176,12 +239,9 @@ export class SessionQueues {
 	syncStored(stored: readonly QueuedMessage[]): Promise<void> {
 		return this.serially(async () => {
 			const inStore = new Set(stored.map((e) => e.id));
-			const removed = this.entries.filter((e) => !inStore.has(e.id));
-			const added: QueueEntry[] = stored
-				.filter((e) => !this.known.has(e.id))
-				.map((e) => ({ id: e.id, kind: e.kind, message: e.message, createdAt: e.createdAt }));
+			const added: QueueEntry[] = stored.filter((e) => !this.known.has(e.id)).map(toEntry);
+			const removed = this.remove((e) => inStore.has(e.id));
 			if (removed.length > 0) {
-				this.entries = this.entries.filter((e) => inStore.has(e.id));
 				for (const kind of new Set(removed.map((e) => e.kind))) {
 					if (kind === "steer") this.options.agent.clearSteeringQueue();
 					else this.options.agent.clearFollowUpQueue();
@@ -195,7 +255,7 @@ export class SessionQueues {
 			}
 			for (const entry of added) {
 				this.known.add(entry.id);
-				this.entries.push(entry);
+				this.add(entry);
 				this.enqueueInAgent(entry);
 				this.publish("queued", entry.kind, [entry]);
 			}
@@ -216,7 +276,9 @@ export class SessionQueues {
 		if (this.entries.length === 0 || (message as { role?: string }).role === "assistant") return undefined;
 		const index = this.entries.findIndex((entry) => entry.message === message);
 		if (index < 0) return undefined;
-		return this.entries.splice(index, 1)[0];
+		const [entry] = this.entries.splice(index, 1);
+		this.entryBytes -= entry!.bytes;
+		return entry;
 	}
 
 	/** Publishes that `entry` was drained (after the caller stored it in the transcript). */
@@ -232,4 +294,9 @@ export class SessionQueues {
 			...this.counts(),
 		});
 	}
+}
+
+function toEntry(stored: QueuedMessage): QueueEntry {
+	const { id, kind, message, createdAt } = stored;
+	return { id, kind, message, createdAt, bytes: approximateJsonBytes(message) };
 }

@@ -211,6 +211,18 @@ export class ToolInteractions implements SessionExtension {
 		this.entries.delete(session.id);
 	}
 
+	/**
+	 * An idle session left memory: its entry (which holds the session) goes too, unless a wait of
+	 * this process is still live. Loaded again, the session's entry adopts what the store holds,
+	 * as after a restart.
+	 */
+	onEvict(session: LiveSession): void {
+		const entry = this.entries.get(session.id);
+		if (!entry || entry.session !== session) return;
+		if (entry.pending.list().some((request) => !request.orphaned)) return;
+		this.entries.delete(session.id);
+	}
+
 	private entry(session: LiveSession): SessionEntry {
 		const entry = this.entries.get(session.id);
 		if (entry) {

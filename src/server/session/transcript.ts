@@ -12,6 +12,7 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import type { SessionStore } from "../../store/types.js";
+import { approximateBytesOf, approximateJsonBytes } from "./sizes.js";
 
 export class StoredTranscript {
 	/** Transcript length in the store (messages appended so far). */
@@ -20,18 +21,27 @@ export class StoredTranscript {
 	private readonly storedEarly = new Set<AgentMessage>();
 	/** Drained queued messages not yet moved into the stored transcript, with their queue entry ids. */
 	private readonly drainedIds = new Map<AgentMessage, number>();
+	/** About the JSON bytes of the stored transcript (`sizes.ts`): what the session holds in memory. */
+	private storedBytes: number;
 
 	constructor(
 		private readonly store: SessionStore,
 		private readonly sessionId: string,
-		storedLength: number,
+		stored: readonly AgentMessage[],
 	) {
-		this.persistedCount = storedLength;
+		this.persistedCount = stored.length;
+		this.storedBytes = approximateBytesOf(stored);
+	}
+
+	/** About the JSON bytes of the messages stored so far (the Agent holds the same messages). */
+	get bytes(): number {
+		return this.storedBytes;
 	}
 
 	/** The run's start stored `prompt` with it. */
 	storedWithRun(prompt: AgentMessage[]): void {
 		this.persistedCount += prompt.length;
+		this.storedBytes += approximateBytesOf(prompt);
 		for (const message of prompt) this.storedEarly.add(message);
 	}
 
@@ -63,8 +73,12 @@ export class StoredTranscript {
 		this.storedEarly.clear();
 		this.drainedIds.clear();
 		if (messages.length > this.persistedCount) {
-			const length = this.store.appendMessages(this.sessionId, messages.slice(this.persistedCount));
-			if (length !== undefined) this.persistedCount = length;
+			const rest = messages.slice(this.persistedCount);
+			const length = this.store.appendMessages(this.sessionId, rest);
+			if (length !== undefined) {
+				this.persistedCount = length;
+				this.storedBytes += approximateBytesOf(rest);
+			}
 		}
 	}
 
@@ -73,6 +87,7 @@ export class StoredTranscript {
 		const length = this.store.appendMessages(this.sessionId, [message]);
 		if (length === undefined) return false;
 		this.persistedCount = length;
+		this.storedBytes += approximateJsonBytes(message);
 		return true;
 	}
 
@@ -84,12 +99,18 @@ export class StoredTranscript {
 		const entryId = this.drainedIds.get(message);
 		if (entryId === undefined) {
 			const length = this.store.appendMessages(this.sessionId, [message]);
-			if (length !== undefined) this.persistedCount = length;
+			if (length !== undefined) {
+				this.persistedCount = length;
+				this.storedBytes += approximateJsonBytes(message);
+			}
 			return undefined;
 		}
 		return this.store.drainQueued(this.sessionId, [entryId], [message]).then((length) => {
 			this.drainedIds.delete(message);
-			if (length !== undefined) this.persistedCount = length;
+			if (length !== undefined) {
+				this.persistedCount = length;
+				this.storedBytes += approximateJsonBytes(message);
+			}
 		});
 	}
 }

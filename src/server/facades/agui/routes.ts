@@ -59,6 +59,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 			const input = request.body as RunInput;
 			const begun = await begin(request.ownerId, input);
 			const { session } = begun;
+			app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 			const ids = { threadId: input.threadId, runId: input.runId };
 			const abort = new AbortController();
 			let sse: SseConnection | undefined;
@@ -128,6 +129,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 			if (!session) throw apiError("THREAD_NOT_FOUND", `No thread "${threadId}" exists for this API key.`);
 			// Closing this stream only stops watching: the run goes on.
 			const detach = new AbortController();
+			app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
 			reply.header(SESSION_HEADER, session.id);
 			const sse = openSse(
 				reply,

@@ -243,6 +243,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			if (sse) sse.send(frame);
 			else early.push(frame);
 		};
+		if (stream) app.wheelhouse.streamSlots.hold(reply.request.ownerId, begun.session.id, reply.raw);
 		reply.header(SESSION_HEADER, begun.session.id);
 		// The client went away: its run is aborted (the SDK's AbortController closes the connection).
 		const onClose = () => {

@@ -183,6 +183,7 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 				);
 			const model = catalog.resolve(spec) as Model<any>;
 			const context = checkContext(body.context);
+			app.wheelhouse.streamSlots.hold(request.ownerId, undefined, reply.raw);
 			runSlots?.acquire(request.ownerId);
 			const abort = new AbortController();
 			const done = relay(reply, model, context, passedOptions(body.options), abort);

@@ -1,0 +1,101 @@
+/**
+ * What idle sessions hold in memory is bounded: past the idle-session budget
+ * (`WHEELHOUSE_IDLE_SESSION_BYTES`) the least recently used are evicted, so a process that served
+ * many large transcripts stays within a bound of its resident memory, and a session reloaded from
+ * the store has its whole transcript. Against the real server process, its RSS read from /proc.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { type MainProcess, startMain, stopAll } from "../helpers/main-process.js";
+
+const SESSIONS = 20;
+/** Prompts per session. */
+const PROMPTS = 3;
+/** Each prompt is one word of this many characters; the echo model answers it with the same. */
+const PROMPT_CHARS = 1_500_000;
+const MB = 1024 * 1024;
+
+let dir: string | undefined;
+afterEach(() => {
+	stopAll();
+	if (dir) rmSync(dir, { recursive: true, force: true });
+	dir = undefined;
+});
+
+/** Resident memory of the process, in bytes. */
+function rss(pid: number): number {
+	const line = readFileSync(`/proc/${pid}/status`, "utf8")
+		.split("\n")
+		.find((l) => l.startsWith("VmRSS:"));
+	return Number(/(\d+)/.exec(line ?? "")?.[1] ?? Number.NaN) * 1024;
+}
+
+async function call(server: MainProcess, method: string, route: string, body?: unknown) {
+	const res = await fetch(`${server.url}${route}`, {
+		method,
+		headers: body === undefined ? {} : { "content-type": "application/json" },
+		body: body === undefined ? undefined : JSON.stringify(body),
+	});
+	const text = await res.text();
+	return { status: res.status, body: text ? JSON.parse(text) : undefined };
+}
+
+async function promptAndWait(server: MainProcess, id: string, message: string): Promise<void> {
+	expect((await call(server, "POST", `/v1/sessions/${id}/prompt`, { message })).status).toBe(202);
+	await expect.poll(async () => (await call(server, "GET", `/v1/sessions/${id}`)).body.status).toBe("idle");
+}
+
+describe("idle-session memory budget", () => {
+	it.skipIf(process.platform !== "linux")(
+		"keeps a process that served many large transcripts bounded; a reloaded session has its whole transcript",
+		async () => {
+			dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-idle-budget-"));
+			const server = await startMain({
+				db: path.join(dir, "w.db"),
+				env: {
+					WHEELHOUSE_IDLE_SESSION_BYTES: String(8 * MB),
+					// Megabytes of context would otherwise be compacted before each call.
+					WHEELHOUSE_COMPACTION: "off",
+				},
+			});
+			const pid = server.child.pid!;
+			// Warm up (first requests compile routes, the store's statements), then the baseline.
+			const warm = (await call(server, "POST", "/v1/sessions", {})).body.id as string;
+			await promptAndWait(server, warm, "hello there");
+			await new Promise((resolve) => setTimeout(resolve, 1_500));
+			const before = rss(pid);
+
+			const ids: string[] = [];
+			for (let i = 0; i < SESSIONS; i++) {
+				const id = (await call(server, "POST", "/v1/sessions", {})).body.id as string;
+				ids.push(id);
+				for (let p = 0; p < PROMPTS; p++) await promptAndWait(server, id, `${i}${p}${"y".repeat(PROMPT_CHARS)}`);
+			}
+			// What the transcripts hold: each answer is its prompt (the same characters).
+			const served = (SESSIONS * PROMPTS * PROMPT_CHARS) / MB;
+			// Kept in memory, the transcripts' 86 MB stay resident (the process settles about 70 MB
+			// above its baseline); evicted down to the 8 MB budget they go once collected.
+			await expect.poll(() => (rss(pid) - before) / MB, { timeout: 30_000, interval: 500 }).toBeLessThan(served * 0.4);
+
+			// A session evicted long ago reloads from the store with its whole transcript.
+			const page = await call(server, "GET", `/v1/sessions/${ids[0]}/messages?limit=100`);
+			expect(page.status).toBe(200);
+			const messages = page.body.messages as any[];
+			expect(messages.map((m) => m.role)).toEqual(Array.from({ length: PROMPTS }, () => ["user", "assistant"]).flat());
+			for (let p = 0; p < PROMPTS; p++) {
+				const sent = `0${p}${"y".repeat(PROMPT_CHARS)}`;
+				const user = messages[2 * p].content;
+				expect(typeof user === "string" ? user : user[0].text).toBe(sent);
+				expect(messages[2 * p + 1].content[0].text).toBe(sent);
+			}
+			// And it goes on where it was: the model is sent the whole transcript.
+			await promptAndWait(server, ids[0], "and now?");
+			const after = await call(server, "GET", `/v1/sessions/${ids[0]}/messages?limit=100`);
+			expect(after.body.messages).toHaveLength(2 * PROMPTS + 2);
+			expect(after.body.messages.at(-1).content[0].text).toBe("and now?");
+		},
+		120_000,
+	);
+});
