@@ -411,6 +411,31 @@ describe("Dockerfile", () => {
 		expect(output.stderr()).toBe("");
 	}, 60_000);
 
+	it("starts with the environment of the README's `docker run` line, as pasted", async () => {
+		const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+		const line = /^docker run .+$/m.exec(readme.slice(readme.indexOf("## Container")))?.[0];
+		expect(line, "README's Container section has a docker run line").toBeDefined();
+		// Each `-e NAME=VALUE`, its value expanded by a shell as docker's caller would.
+		const given: Record<string, string> = {};
+		for (const [, name, value] of line!.matchAll(/-e (\w+)=(\$\([^)]*\)|\S+)/g)) {
+			given[name!] = (await run("bash", ["-c", `printf %s ${value}`])).stdout;
+		}
+		expect(Object.keys(given)).toContain("WHEELHOUSE_API_KEYS");
+		const env = await imageEnv(given);
+		const child = spawnCmd(env);
+		try {
+			await waitForOutput(child, /listening/i);
+			const models = await fetch(`http://127.0.0.1:${env.PORT}/v1/models`, {
+				headers: { authorization: `Bearer ${given.WHEELHOUSE_API_KEYS}` },
+			});
+			expect(models.status).toBe(200);
+		} finally {
+			child.kill("SIGTERM");
+		}
+		const [code] = await once(child, "exit");
+		expect(code).toBe(0);
+	}, 60_000);
+
 	it("fails the healthcheck when nothing listens", async () => {
 		const port = await freePort();
 		expect(await healthcheck({ PATH: process.env.PATH, PORT: String(port) })).toBe(1);
