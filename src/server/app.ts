@@ -14,6 +14,7 @@ import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { TracerProvider } from "@opentelemetry/api";
 import Fastify, { type FastifyInstance } from "fastify";
+import type { LogFn } from "pino";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
 import { getModels, getProviders } from "../ai/models.js";
@@ -152,11 +153,7 @@ async function logDestination(
 }
 
 /** pino's `logMethod` hook: every line but Fastify's listening text (see listen.ts). */
-function dropFastifyListenText(
-	this: unknown,
-	args: Parameters<import("pino").LogFn>,
-	method: import("pino").LogFn,
-): void {
+function dropFastifyListenText(this: unknown, args: Parameters<LogFn>, method: LogFn): void {
 	if (args[0] === FASTIFY_LISTEN_TEXT) return;
 	method.apply(this, args);
 }

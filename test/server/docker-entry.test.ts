@@ -540,7 +540,8 @@ describe.skipIf(unavailable !== undefined)("the image's ENTRYPOINT as PID 1", ()
 		const mcpUp = await fetch(`http://127.0.0.1:${env.PORT}/v1/tools/mcp-servers`, {
 			headers: { authorization: `Bearer ${API_KEY}` },
 		});
-		expect((await mcpUp.json()).servers[0]).toMatchObject({ name: "orphaning", state: "connected" });
+		const { servers } = (await mcpUp.json()) as { servers: { name: string; state: string }[] };
+		expect(servers[0]).toMatchObject({ name: "orphaning", state: "connected" });
 		return { child, output, exited, pid1: () => descendants(child.pid!)[0]! };
 	}
 
