@@ -164,15 +164,23 @@ describe("loadConfig", () => {
 		expect(loadConfig({ WHEELHOUSE_METRICS_PORT: "9464" }).metricsPort).toBe(9464);
 	});
 
+	// biome-ignore lint/suspicious/noTemplateCurlyInString: the config file's reference syntax
 	it("a variable the config file references as ${NAME} is not unknown", () => {
 		const dir = mkdtempSync(join(tmpdir(), "wh-config-"));
 		const file = join(dir, "config.json");
 		writeFileSync(
 			file,
 			JSON.stringify({
+				// biome-ignore lint/suspicious/noTemplateCurlyInString: a config-file reference, resolved by the server
 				webhooks: { endpoints: [{ url: "https://hooks.example.com/w", secret: "${WHEELHOUSE_HOOK_SECRET}" }] },
 				models: [
-					{ provider: "p", id: "m", baseUrl: "http://x/v1", headers: { "x-k": "Bearer ${WHEELHOUSE_MODEL_TOKEN}" } },
+					{
+						provider: "p",
+						id: "m",
+						baseUrl: "http://x/v1",
+						// biome-ignore lint/suspicious/noTemplateCurlyInString: a config-file reference, resolved by the server
+						headers: { "x-k": "Bearer ${WHEELHOUSE_MODEL_TOKEN}" },
+					},
 				],
 			}),
 		);

@@ -76,6 +76,7 @@ function readmeWebhookConfig(): string {
 	const section = readme.slice(readme.indexOf("### Webhooks"));
 	const block = /```json\n([\s\S]*?)```/.exec(section)?.[1];
 	expect(block, "README's Webhooks section has a JSON config").toBeDefined();
+	// biome-ignore lint/suspicious/noTemplateCurlyInString: the README's config-file reference, resolved by the server
 	expect(block).toContain("${WHEELHOUSE_HOOK_SECRET}");
 	const dir = mkdtempSync(path.join(tmpdir(), "wh-readme-webhooks-"));
 	cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -119,12 +120,24 @@ describe("startup output of the real process", () => {
 		expect(await exitOf(run)).toBe(0);
 	});
 
-	it("says it listens in one line, and every stdout line is JSON", { timeout: 60_000 }, async () => {
-		const run = spawnMain({ LOG_FORMAT: "json", HOST: "127.0.0.1" });
+	it("says it listens in one line, logs its configuration with secrets only redacted, and every stdout line is JSON", {
+		timeout: 60_000,
+	}, async () => {
+		const run = spawnMain({
+			LOG_FORMAT: "json",
+			HOST: "127.0.0.1",
+			WHEELHOUSE_API_KEYS: "startup-output-key-1",
+			WHEELHOUSE_MAX_RUNS_PER_KEY: "2",
+			WHEELHOUSE_METRICS_AUTH: "none",
+		});
 		await waitForStdout(run, /listening on/);
 		const listening = logLines(run).filter((line) => /listening/i.test(line.msg));
 		expect(listening).toHaveLength(1);
 		expect(listening[0]!.msg).toMatch(/^Wheelhouse listening on http:\/\/127\.0\.0\.1:\d+/);
+		// The configuration line hides the key, and only secrets: settings about keys are readable.
+		const config = logLines(run).find((line) => line.msg === "configuration")!.config;
+		expect(config).toMatchObject({ maxRunsPerKey: 2, metricsAuth: "none", auth: "keys", apiKeys: "[redacted]" });
+		expect(run.stdout()).not.toContain("startup-output-key-1");
 		run.child.kill("SIGTERM");
 		expect(await exitOf(run)).toBe(0);
 		expect(run.stderr()).toBe("");
