@@ -16,6 +16,7 @@ import type { AgentTool } from "./agent/types.js";
 import { buildApp } from "./server/app.js";
 import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
+import { listenAndAnnounce } from "./server/listen.js";
 import { markInterruptedRuns, resumeAfterRestart } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
@@ -79,6 +80,8 @@ async function main(): Promise<void> {
 	const where = config.store === "postgres" ? redactUrl(config.databaseUrl) : config.dbPath;
 	const recoveredAt = Date.now();
 	let interrupted: string[];
+	// Said once the app's logger exists, so that every line on stdout is a log line.
+	let storeNote: string | undefined;
 	try {
 		store = openStore({
 			kind: config.store,
@@ -94,9 +97,7 @@ async function main(): Promise<void> {
 		});
 		if (store instanceof PostgresSessionStore) {
 			await store.ready;
-			process.stdout.write(
-				`PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}\n`,
-			);
+			storeNote = `PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}`;
 		}
 		interrupted = await markInterruptedRuns(store, recoveredAt, webhooks && new WebhookEvents(webhooks));
 	} catch (err) {
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
 		await store.close();
 		process.exit(1);
 	});
+	if (storeNote) app.log.info(storeNote);
 	app.log.info({ config: redactConfig(config) }, "configuration");
 
 	if (interrupted.length > 0) {
@@ -152,11 +154,10 @@ async function main(): Promise<void> {
 	process.on("SIGTERM", stop);
 	process.on("SIGINT", stop);
 
-	try {
-		const address = await app.listen({ port: config.port, host: config.host });
-		app.log.info(`Wheelhouse listening on ${address}`);
-	} catch (err) {
-		app.log.error({ err }, `cannot listen on ${config.host}:${config.port}`);
+	const listening = await listenAndAnnounce(app, { port: config.port, host: config.host });
+	if (listening.kind === "failed") {
+		app.log.error(listening.message);
+		await app.close().catch(() => undefined);
 		await store.close();
 		process.exit(1);
 	}

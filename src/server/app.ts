@@ -15,6 +15,7 @@ import cors from "@fastify/cors";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { TracerProvider } from "@opentelemetry/api";
 import Fastify, { type FastifyInstance } from "fastify";
+import type { LogFn } from "pino";
 import type { AgentTool } from "../agent/types.js";
 import { getEnvApiKey } from "../ai/env-keys.js";
 import { getModels, getProviders } from "../ai/models.js";
@@ -31,7 +32,7 @@ import { ClusterNode } from "./cluster/node.js";
 import { resolveClusterSettings } from "./cluster/settings.js";
 import { compactionExtension } from "./compaction/extension.js";
 import { compactionRoutes } from "./compaction/routes.js";
-import { ConfigError, loadConfig, type ServerConfig } from "./config.js";
+import { ConfigError, configWarnings, loadConfig, type ServerConfig } from "./config.js";
 import { trackConnections } from "./connections.js";
 import type { ServerContext } from "./context.js";
 import { registerConfiguredModels } from "./custom-models.js";
@@ -43,11 +44,13 @@ import { piProxyRoutes } from "./facades/pi-proxy/routes.js";
 import { ProxyStreams } from "./facades/pi-proxy/streams.js";
 import { lazySerializerFactory } from "./lazy-serializers.js";
 import { installRequestLimit, RunSlots, StreamSlots } from "./limits.js";
+import { FASTIFY_LISTEN_TEXT } from "./listen.js";
 import type { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
 import { checkProfileTools, profilesFrom } from "./profiles.js";
+import { redactSecrets } from "./redact.js";
 import { requestIdOf } from "./request-id.js";
 import { serializeRequest } from "./request-log.js";
 import { catalogRoutes } from "./routes/catalog.js";
@@ -63,7 +66,7 @@ import { SessionManager, SHUTDOWN_ABORT_WAIT_MS } from "./session/manager.js";
 import { WritePasses } from "./sse/write-passes.js";
 import { registerTools } from "./tools-plugin.js";
 import type { ServerTracing } from "./tracing/server-tracing.js";
-import { tracingSettingsFrom } from "./tracing/settings.js";
+import { type ExportSettings, tracingSettingsFrom } from "./tracing/settings.js";
 import { installEmptyBodyDefault, validatorFactory } from "./validation.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { WebhookEvents } from "./webhooks/events.js";
@@ -150,6 +153,22 @@ async function logDestination(
 	});
 }
 
+/** pino's `logMethod` hook: every line but Fastify's listening text (see listen.ts). */
+function dropFastifyListenText(this: unknown, args: Parameters<LogFn>, method: LogFn): void {
+	if (args[0] === FASTIFY_LISTEN_TEXT) return;
+	method.apply(this, args);
+}
+
+/** The startup line that says tracing is on: what is exported, where, and as which service. */
+function describeTracing(settings: ExportSettings): string {
+	const where = settings.exporters.map((kind) =>
+		kind === "console"
+			? "the console (stdout)"
+			: `${redactSecrets(settings.endpoint) as string} (OTLP ${settings.protocol})`,
+	);
+	return `tracing on: spans of service "${settings.serviceName}" exported to ${where.join(" and ")}`;
+}
+
 /** A default model that cannot serve a session stops startup, naming the variable and the fix. */
 function checkDefaultModel(catalog: ModelCatalog, spec: string): void {
 	const problem = catalog.problem(spec);
@@ -180,6 +199,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			level: config.logLevel,
 			redact: { paths: REDACT, censor: "[redacted]" },
 			serializers: { req: serializeRequest },
+			// Fastify's own "Server listening at" lines (one per interface): listen.ts writes one instead.
+			hooks: { logMethod: dropFastifyListenText },
 			...(logStream ? { stream: logStream } : {}),
 		},
 		bodyLimit: config.bodyLimit,
@@ -206,6 +227,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		// `pluginTimeout`: it must outlast the longest drain.
 		pluginTimeout: closeTimeoutMs(config),
 	}).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
+	for (const warning of configWarnings(env, config)) app.log.warn({ variable: warning.variable }, warning.message);
 
 	const store = options.store ?? createMemoryStore({ maxEventsPerSession: config.eventRetention });
 	const echo = registerEchoModel({ delayMs: () => config.fauxDelayMs });
@@ -241,8 +263,20 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	// The tracing modules, and the SDK with them, are loaded only when tracing is on.
 	const tracing: ServerTracing | undefined =
 		options.tracerProvider || tracingSettings.export
-			? await (await import("./tracing/server-tracing.js")).ServerTracing.start(tracingSettings, options.tracerProvider)
+			? await (await import("./tracing/server-tracing.js")).ServerTracing.start(
+					tracingSettings,
+					options.tracerProvider,
+					(failure, message) => app.log.warn({ tracing: failure }, message),
+				)
 			: undefined;
+	if (tracing && tracingSettings.export && !options.tracerProvider) {
+		const { exporters, protocol, serviceName } = tracingSettings.export;
+		const endpoint = redactSecrets(tracingSettings.export.endpoint) as string;
+		app.log.info(
+			{ tracing: { exporters, serviceName, ...(exporters.includes("otlp") ? { endpoint, protocol } : {}) } },
+			describeTracing(tracingSettings.export),
+		);
+	}
 	if (tracing) {
 		// Registered first, so it runs last: after the drain has ended every run and its spans.
 		app.addHook("onClose", async function flushSpans() {

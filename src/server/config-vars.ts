@@ -55,6 +55,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json` and the playground page needs `Authorization: Bearer <key>`.",
 	},
 	{
+		env: "WHEELHOUSE_AUTH",
+		key: "auth",
+		kind: "enum",
+		default: "keys",
+		description:
+			"`keys`: a server listening beyond loopback (`HOST` other than `127.0.0.1`, `::1`, `localhost`) refuses to start without `WHEELHOUSE_API_KEYS`; `none`: serve without keys on any interface, on purpose (a warning says so at startup).",
+	},
+	{
 		env: "WHEELHOUSE_CORS_ORIGINS",
 		key: "corsOrigins",
 		kind: "list",
@@ -421,6 +429,7 @@ export const ServerConfigSchema = Type.Object(
 		logFormat: Type.Union([Type.Literal("auto"), Type.Literal("json"), Type.Literal("pretty")]),
 		configFile: Type.String(),
 		apiKeys: Type.Array(Type.String({ minLength: 8 })),
+		auth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
 		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		piProxy: Type.Union([Type.Literal("auto"), Type.Literal("on"), Type.Literal("off")]),

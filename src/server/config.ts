@@ -89,7 +89,6 @@ export function loadConfig(
 	env: Record<string, string | undefined> = process.env,
 	overrides: Partial<ServerConfigValues> = {},
 ): ServerConfig {
-	checkVariableNames(env);
 	const values: Record<string, unknown> = {};
 	const source: Record<string, string> = {};
 	for (const v of CONFIG_VARS) {
@@ -115,6 +114,9 @@ export function loadConfig(
 	}
 	for (const v of CONFIG_VARS) {
 		const raw = env[v.env];
+		// A Kubernetes service link that happens to share a port variable's name (a Service named
+		// `wheelhouse-metrics` sets WHEELHOUSE_METRICS_PORT=tcp://...) is not a setting: see configWarnings.
+		if (v.kind === "int" && raw !== undefined && isServiceLink(v.env, raw)) continue;
 		if (raw !== undefined && raw !== "") {
 			values[v.key] = parseEnvValue(v, raw);
 			source[v.key] = v.env;
@@ -140,31 +142,140 @@ export function loadConfig(
 		const field = source[key] ?? key;
 		throw new ConfigError(field, describeError(first.message, first.value, first.path, first.schema));
 	}
+	checkExposure(values, source);
 	return values as ServerConfig;
 }
 
-/** The prefix of the server's own variables: a name with it that the server does not read is a typo. */
+/** The prefix of the server's own variables: a name with it that the server does not read is likely a typo. */
 const PREFIX = "WHEELHOUSE_";
 
+/** Something at startup the operator should know that does not stop it: the variable, and what to do. */
+export interface ConfigWarning {
+	variable: string;
+	message: string;
+}
+
 /**
- * A `WHEELHOUSE_*` variable the server does not read is almost always a misspelt one, whose value
- * would otherwise be ignored without a word: name it and the closest variable that exists.
+ * The variables Kubernetes injects for every Service of the pod's namespace (and Docker's legacy
+ * links): a Service named `wheelhouse` gives `WHEELHOUSE_SERVICE_HOST`, `WHEELHOUSE_SERVICE_PORT`
+ * (and `_SERVICE_PORT_<NAME>` per named port), `WHEELHOUSE_PORT=tcp://10.0.0.1:3000` and
+ * `WHEELHOUSE_PORT_3000_TCP[_PROTO|_PORT|_ADDR]`. They describe another address, never a setting.
  */
-function checkVariableNames(env: Record<string, string | undefined>): void {
-	const known = CONFIG_VARS.map((v) => v.env);
-	for (const name of Object.keys(env).sort()) {
-		if (!name.startsWith(PREFIX) || known.includes(name)) continue;
-		// Compare without the prefix, so `WHEELHOUSE_PORT` finds `PORT`.
-		const bare = (n: string) => (n.startsWith(PREFIX) ? n.slice(PREFIX.length) : n);
-		const [closest] = known
-			.map((candidate) => ({ candidate, distance: editDistance(bare(name), bare(candidate)) }))
-			.sort((a, b) => a.distance - b.distance);
-		const hint =
-			closest && closest.distance <= Math.max(2, Math.floor(bare(name).length / 3))
-				? `did you mean ${closest.candidate}?`
-				: `the variables are: ${known.join(", ")}`;
-		throw new ConfigError(name, `not a Wheelhouse variable; ${hint}`);
+const SERVICE_LINK_NAME = /_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)$/;
+/** The value of a `<SERVICE>_PORT` service-link variable. */
+const SERVICE_LINK_VALUE = /^(tcp|udp|sctp):\/\/[^\s/]+:\d+$/;
+
+/** True when `name=value` is a service-link variable (see {@link SERVICE_LINK_NAME}). */
+function isServiceLink(name: string, value: string | undefined): boolean {
+	if (SERVICE_LINK_NAME.test(name)) return true;
+	return name.endsWith("_PORT") && SERVICE_LINK_VALUE.test((value ?? "").trim());
+}
+
+/** Every `${NAME}` the configuration refers to (in a model's headers, a webhook's secret, ...). */
+function referencedVariables(value: unknown, found = new Set<string>()): Set<string> {
+	if (typeof value === "string") {
+		for (const match of value.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g)) found.add(match[1]!);
+	} else if (Array.isArray(value)) {
+		for (const item of value) referencedVariables(item, found);
+	} else if (value !== null && typeof value === "object") {
+		for (const item of Object.values(value)) referencedVariables(item, found);
 	}
+	return found;
+}
+
+/**
+ * What the environment says that does not stop startup, for the log:
+ *
+ * - a `WHEELHOUSE_*` variable the server does not read and the config does not reference
+ *   (`${NAME}`): almost always a misspelt one, whose value is otherwise ignored without a word;
+ *   named with the closest variable that exists. A warning, not a stop: a deployment's environment
+ *   holds variables meant for others too.
+ * - service-link variables (see {@link SERVICE_LINK_NAME}) are not the server's and are passed
+ *   over, except `WHEELHOUSE_PORT=tcp://...` (a Service named `wheelhouse`), which reads like a
+ *   port setting: it is named in a warning saying the server listens on `PORT`.
+ * - `WHEELHOUSE_AUTH=none` on an interface beyond loopback: the API is open on purpose, said once.
+ */
+export function configWarnings(env: Record<string, string | undefined>, config: ServerConfig): ConfigWarning[] {
+	const warnings: ConfigWarning[] = [];
+	const known = CONFIG_VARS.map((v) => v.env);
+	const referenced = referencedVariables(config);
+	for (const name of Object.keys(env).sort()) {
+		if (!name.startsWith(PREFIX) || known.includes(name) || referenced.has(name)) continue;
+		const value = env[name];
+		if (name === `${PREFIX}PORT` && SERVICE_LINK_VALUE.test((value ?? "").trim())) {
+			warnings.push({
+				variable: name,
+				message: `${name}=${value?.trim()} is ignored: Kubernetes sets it for a Service named "wheelhouse"; the server listens on PORT (${config.port})`,
+			});
+			continue;
+		}
+		if (isServiceLink(name, value)) continue;
+		warnings.push({
+			variable: name,
+			message: `${name} is not a Wheelhouse variable and is ignored; ${closestHint(name, known)}`,
+		});
+	}
+	for (const v of CONFIG_VARS) {
+		const raw = env[v.env];
+		if (v.kind === "int" && raw !== undefined && isServiceLink(v.env, raw)) {
+			warnings.push({
+				variable: v.env,
+				message: `${v.env}=${raw.trim()} is ignored: it is a service link a Kubernetes Service sets, not a port number`,
+			});
+		}
+	}
+	if (config.auth === "none" && !isLoopback(config.host)) {
+		warnings.push({
+			variable: "WHEELHOUSE_AUTH",
+			message: `WHEELHOUSE_AUTH=none: the API on ${config.host}:${config.port} is open to anyone who can reach it, without a key`,
+		});
+	}
+	return warnings;
+}
+
+/** "did you mean X?" when a known variable is close to `name`, else the list of them. */
+function closestHint(name: string, known: string[]): string {
+	// Compare without the prefix, so `WHEELHOUSE_PORT` finds `PORT`.
+	const bare = (n: string) => (n.startsWith(PREFIX) ? n.slice(PREFIX.length) : n);
+	const [closest] = known
+		.map((candidate) => ({ candidate, distance: editDistance(bare(name), bare(candidate)) }))
+		.sort((a, b) => a.distance - b.distance);
+	return closest && closest.distance <= Math.max(2, Math.floor(bare(name).length / 3))
+		? `did you mean ${closest.candidate}?`
+		: `the variables are: ${known.join(", ")}`;
+}
+
+/** True for a host that only this machine reaches: `localhost`, 127.0.0.0/8, `::1`. */
+export function isLoopback(host: string): boolean {
+	const h = host
+		.trim()
+		.toLowerCase()
+		.replace(/^\[(.*)\]$/, "$1");
+	return h === "localhost" || h === "::1" || /^(::ffff:)?127(\.\d{1,3}){3}$/.test(h);
+}
+
+/**
+ * Listening beyond loopback without keys serves an open API to the network (the container's
+ * `HOST=0.0.0.0` with `-p 3000:3000`): refused, unless `WHEELHOUSE_AUTH=none` says it is meant.
+ * `none` with keys set is a contradiction: refused rather than guessed.
+ */
+function checkExposure(values: Record<string, unknown>, source: Record<string, string>): void {
+	const host = values.host;
+	const keys = values.apiKeys;
+	if (typeof host !== "string" || !Array.isArray(keys)) return;
+	if (values.auth === "none") {
+		if (keys.length > 0)
+			throw new ConfigError(
+				source.auth ?? "auth",
+				"is `none` (no authentication) but WHEELHOUSE_API_KEYS is set: unset one of them",
+			);
+		return;
+	}
+	if (keys.length > 0 || isLoopback(host)) return;
+	throw new ConfigError(
+		source.apiKeys ?? "apiKeys",
+		`the server would listen on ${host}, beyond this machine, with no API key: set WHEELHOUSE_API_KEYS=<key>[,<key>...] (e.g. \`openssl rand -hex 32\`), or WHEELHOUSE_AUTH=none to serve it open on purpose`,
+	);
 }
 
 /** Levenshtein distance (insertions, deletions, substitutions). */
@@ -254,9 +365,14 @@ function literalChoices(schema: unknown): string[] | undefined {
 		: undefined;
 }
 
-/** The configuration with every secret replaced (found by structure: see redact.ts), for the startup log. */
+/**
+ * The configuration with every secret replaced (found by structure: see redact.ts), for the startup
+ * log. A setting whose value is one of a fixed list of choices (`metricsAuth: "keys"`) holds no
+ * secret whatever its name says.
+ */
 export function redactConfig(config: ServerConfig): Record<string, unknown> {
 	const redacted = redactSecrets(config) as Record<string, unknown>;
+	for (const v of CONFIG_VARS) if (v.kind === "enum") redacted[v.key] = config[v.key];
 	// `keyBudgets` is keyed by the API keys themselves: the names are the secrets there.
 	const budgets = redacted.keyBudgets;
 	if (typeof budgets === "object" && budgets !== null && !Array.isArray(budgets)) {

@@ -1,7 +1,8 @@
 /**
  * `wheelhouse/server`: the HTTP/SSE server as a library. `buildApp` returns a Fastify instance
  * that is not listening yet (call `app.listen`, or `app.inject` in tests); `loadConfig` reads the
- * same environment and config file as `npm start`; `openStore` opens the session store.
+ * same environment and config file as `npm start` (`configWarnings` lists what it passes over:
+ * `buildApp` logs them); `openStore` opens the session store.
  */
 
 export {
@@ -18,6 +19,8 @@ export {
 	CONFIG_VARS,
 	ConfigError,
 	type ConfigVar,
+	type ConfigWarning,
+	configWarnings,
 	loadConfig,
 	redactConfig,
 	type ServerConfig,

@@ -8,6 +8,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteShorth
 import { installAuth } from "./auth.js";
 import type { ServerConfig } from "./config.js";
 import { installErrorHandling } from "./error-handler.js";
+import { FASTIFY_LISTEN_TEXT } from "./listen.js";
 import type { ServerMetrics } from "./metrics.js";
 import { requestIdOf } from "./request-id.js";
 
@@ -45,7 +46,11 @@ export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetr
 	const listener = buildListener(app.log, config);
 	listener.get("/metrics", routeOptions(config), handler);
 	app.addHook("onReady", async function listenForMetrics() {
-		const address = await listener.listen({ port: config.metricsPort, host: config.host });
+		const address = await listener.listen({
+			port: config.metricsPort,
+			host: config.host,
+			listenTextResolver: () => FASTIFY_LISTEN_TEXT,
+		});
 		app.log.info(`metrics on ${address}/metrics`);
 	});
 	app.addHook("onClose", async function closeMetricsListener() {

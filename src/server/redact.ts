@@ -11,8 +11,9 @@
  *   variable, not its value — stay visible);
  * - the password of a URL (`https://user:pass@host`) and URL query parameters with such names.
  *
- * Field names, array lengths and every other value are kept, so the log still shows what is
- * configured.
+ * A secret is text: a number or a boolean under such a name is a setting about credentials
+ * (`maxRunsPerKey: 2`), never one, and is kept. Field names, array lengths and every other value
+ * are kept, so the log still shows what is configured.
  */
 
 /** What a secret is replaced with. */
@@ -66,7 +67,8 @@ function redactValue(value: unknown, secret: boolean): unknown {
 		}
 		return out;
 	}
-	if (secret) return value === undefined || value === null ? value : REDACTED;
+	// An empty string holds nothing: shown, it says the secret is not set.
+	if (secret) return typeof value === "string" && value !== "" ? REDACTED : value;
 	return typeof value === "string" ? redactUrl(value) : value;
 }
 

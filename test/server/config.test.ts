@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CONFIG_VARS, ConfigError, loadConfig, redactConfig } from "../../src/server/config.js";
+import { CONFIG_VARS, ConfigError, configWarnings, loadConfig, redactConfig } from "../../src/server/config.js";
 
 function configError(fn: () => unknown): ConfigError {
 	try {
@@ -121,16 +121,123 @@ describe("loadConfig", () => {
 		]);
 	});
 
-	it("a WHEELHOUSE_ variable the server does not read stops startup with the closest one", () => {
-		const plural = configError(() => loadConfig({ WHEELHOUSE_API_KEY: "long-enough-key" }));
-		expect(plural.field).toBe("WHEELHOUSE_API_KEY");
-		expect(plural.message).toMatch(/not a Wheelhouse variable; did you mean WHEELHOUSE_API_KEYS\?/);
-		expect(configError(() => loadConfig({ WHEELHOUSE_PORT: "8080" })).message).toMatch(/did you mean PORT\?/);
-		expect(configError(() => loadConfig({ WHEELHOUSE_SQL_URL: "x" })).message).toMatch(
-			/the variables are: PORT, .*WHEELHOUSE_DB/,
-		);
+	it("a WHEELHOUSE_ variable the server does not read is a warning with the closest one, never a stop", () => {
+		const warned = (env: Record<string, string>) => configWarnings(env, loadConfig(env));
+		expect(warned({ WHEELHOUSE_API_KEY: "long-enough-key" })).toEqual([
+			{
+				variable: "WHEELHOUSE_API_KEY",
+				message: "WHEELHOUSE_API_KEY is not a Wheelhouse variable and is ignored; did you mean WHEELHOUSE_API_KEYS?",
+			},
+		]);
+		expect(warned({ WHEELHOUSE_PORT: "8080" })[0]!.message).toMatch(/did you mean PORT\?/);
+		expect(warned({ WHEELHOUSE_SQL_URL: "x" })[0]!.message).toMatch(/the variables are: PORT, .*WHEELHOUSE_DB/);
 		// Other variables are not the server's business.
-		expect(loadConfig({ HOME: "/root", WHEELHOUSEKEEPER: "x" }).port).toBe(3000);
+		expect(warned({ HOME: "/root", WHEELHOUSEKEEPER: "x" })).toEqual([]);
+		expect(loadConfig({ WHEELHOUSE_API_KEY: "long-enough-key", WHEELHOUSE_SQL_URL: "x" }).port).toBe(3000);
+	});
+
+	it("the variables Kubernetes injects for a Service named wheelhouse start the server; WHEELHOUSE_PORT=tcp:// is named, not used", () => {
+		const env = {
+			WHEELHOUSE_PORT: "tcp://10.0.0.1:3000",
+			WHEELHOUSE_SERVICE_HOST: "10.0.0.1",
+			WHEELHOUSE_SERVICE_PORT: "3000",
+			WHEELHOUSE_SERVICE_PORT_HTTP: "3000",
+			WHEELHOUSE_PORT_3000_TCP: "tcp://10.0.0.1:3000",
+			WHEELHOUSE_PORT_3000_TCP_PROTO: "tcp",
+			WHEELHOUSE_PORT_3000_TCP_PORT: "3000",
+			WHEELHOUSE_PORT_3000_TCP_ADDR: "10.0.0.1",
+			// A Service named wheelhouse-redis, and one named wheelhouse-metrics (whose _PORT is a variable of ours).
+			WHEELHOUSE_REDIS_SERVICE_HOST: "10.0.0.2",
+			WHEELHOUSE_REDIS_PORT: "tcp://10.0.0.2:6379",
+			WHEELHOUSE_METRICS_PORT: "tcp://10.0.0.3:9090",
+			PORT: "8080",
+		};
+		const config = loadConfig(env);
+		expect(config.port).toBe(8080);
+		expect(config.metricsPort).toBe(0);
+		const warnings = configWarnings(env, config);
+		expect(warnings.map((w) => w.variable)).toEqual(["WHEELHOUSE_PORT", "WHEELHOUSE_METRICS_PORT"]);
+		expect(warnings[0]!.message).toBe(
+			'WHEELHOUSE_PORT=tcp://10.0.0.1:3000 is ignored: Kubernetes sets it for a Service named "wheelhouse"; the server listens on PORT (8080)',
+		);
+		// A real number in WHEELHOUSE_METRICS_PORT is still the setting.
+		expect(loadConfig({ WHEELHOUSE_METRICS_PORT: "9464" }).metricsPort).toBe(9464);
+	});
+
+	// biome-ignore lint/suspicious/noTemplateCurlyInString: the config file's reference syntax
+	it("a variable the config file references as ${NAME} is not unknown", () => {
+		const dir = mkdtempSync(join(tmpdir(), "wh-config-"));
+		const file = join(dir, "config.json");
+		writeFileSync(
+			file,
+			JSON.stringify({
+				// biome-ignore lint/suspicious/noTemplateCurlyInString: a config-file reference, resolved by the server
+				webhooks: { endpoints: [{ url: "https://hooks.example.com/w", secret: "${WHEELHOUSE_HOOK_SECRET}" }] },
+				models: [
+					{
+						provider: "p",
+						id: "m",
+						baseUrl: "http://x/v1",
+						// biome-ignore lint/suspicious/noTemplateCurlyInString: a config-file reference, resolved by the server
+						headers: { "x-k": "Bearer ${WHEELHOUSE_MODEL_TOKEN}" },
+					},
+				],
+			}),
+		);
+		const env = {
+			WHEELHOUSE_CONFIG: file,
+			WHEELHOUSE_HOOK_SECRET: "whsec_x",
+			WHEELHOUSE_MODEL_TOKEN: "t",
+			WHEELHOUSE_HOOK_SECRETS: "typo",
+		};
+		expect(configWarnings(env, loadConfig(env)).map((w) => w.variable)).toEqual(["WHEELHOUSE_HOOK_SECRETS"]);
+	});
+
+	it("listening beyond loopback needs API keys, or WHEELHOUSE_AUTH=none on purpose (then a warning)", () => {
+		for (const host of ["0.0.0.0", "::", "10.1.2.3", "wheelhouse.internal"]) {
+			const err = configError(() => loadConfig({ HOST: host }));
+			expect(err.field).toBe("WHEELHOUSE_API_KEYS");
+			expect(err.message).toBe(
+				`Invalid configuration: WHEELHOUSE_API_KEYS: the server would listen on ${host}, beyond this machine, with no API key: set WHEELHOUSE_API_KEYS=<key>[,<key>...] (e.g. \`openssl rand -hex 32\`), or WHEELHOUSE_AUTH=none to serve it open on purpose`,
+			);
+		}
+		for (const host of ["127.0.0.1", "127.0.1.1", "localhost", "::1", "[::1]"]) {
+			const config = loadConfig({ HOST: host });
+			expect(configWarnings({ HOST: host }, config), host).toEqual([]);
+		}
+		expect(loadConfig({ HOST: "0.0.0.0", WHEELHOUSE_API_KEYS: "a-long-key-123" }).apiKeys).toHaveLength(1);
+		const open = { HOST: "0.0.0.0", WHEELHOUSE_AUTH: "none" };
+		expect(configWarnings(open, loadConfig(open))).toEqual([
+			{
+				variable: "WHEELHOUSE_AUTH",
+				message: "WHEELHOUSE_AUTH=none: the API on 0.0.0.0:3000 is open to anyone who can reach it, without a key",
+			},
+		]);
+		const both = configError(() => loadConfig({ ...open, WHEELHOUSE_API_KEYS: "a-long-key-123" }));
+		expect(both.message).toMatch(/WHEELHOUSE_AUTH: is `none` \(no authentication\) but WHEELHOUSE_API_KEYS is set/);
+		expect(configError(() => loadConfig({ WHEELHOUSE_AUTH: "off" })).message).toMatch(
+			/WHEELHOUSE_AUTH: must be one of: keys, none/,
+		);
+	});
+
+	it("the configuration log hides secrets only: settings about keys stay readable", () => {
+		const config = loadConfig({
+			WHEELHOUSE_API_KEYS: "a-long-key-123",
+			WHEELHOUSE_MAX_RUNS_PER_KEY: "2",
+			WHEELHOUSE_METRICS_AUTH: "none",
+			WHEELHOUSE_WEBHOOK_URL: "https://hooks.example.com/w",
+			WHEELHOUSE_WEBHOOK_SECRET: "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0",
+		});
+		const redacted = redactConfig(config);
+		expect(redacted).toMatchObject({
+			maxRunsPerKey: 2,
+			metricsAuth: "none",
+			auth: "keys",
+			apiKeys: ["[redacted]"],
+			webhookSecret: "[redacted]",
+		});
+		expect(redactConfig(loadConfig({})).webhookSecret).toBe("");
+		expect(JSON.stringify(redacted)).not.toContain("a-long-key");
 	});
 
 	it("reads a JSON config file, env wins over it, unknown fields are rejected", () => {

@@ -26,7 +26,13 @@ describe.skipIf(!ok)("the server on PostgreSQL", () => {
 	}, async () => {
 		const schema = schemas.next();
 		const first = await startMain({ db: "unused.db", env: pgEnv(schema) });
-		expect(first.output()).toMatch(new RegExp(`PostgreSQL store at .*schema "${schema}": runs as one replica`));
+		// A JSON log line (LOG_FORMAT auto, not a terminal): its message says where the store is.
+		const logMessages = first
+			.output()
+			.split("\n")
+			.filter((line) => line.startsWith("{"))
+			.map((line) => (JSON.parse(line) as { msg: string }).msg);
+		expect(logMessages.join("\n")).toMatch(new RegExp(`PostgreSQL store at .*schema "${schema}": runs as one replica`));
 		const id = (await json(`${first.url}/v1/sessions`, "POST", { model: "faux/echo" })).body.id as string;
 		const stream = await promptSse(first.url, id, { message: "hello from postgres" });
 		const end = await stream.waitForType("agent_end", 20_000);

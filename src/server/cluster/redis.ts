@@ -25,6 +25,9 @@ export class RedisLink {
 	readonly publisher: Redis;
 	readonly subscriber: Redis;
 	private closed = false;
+	/** Until `connect` succeeds, errors are kept for its rejection instead of logged: startup says it once. */
+	private connected = false;
+	private firstError: Error | undefined;
 
 	constructor(
 		url: string,
@@ -45,6 +48,10 @@ export class RedisLink {
 		] as const) {
 			let reported = false;
 			client.on("error", (err: Error) => {
+				if (!this.connected) {
+					this.firstError ??= err;
+					return;
+				}
 				// One line per outage, not one per reconnect attempt.
 				if (reported || this.closed) return;
 				reported = true;
@@ -57,9 +64,21 @@ export class RedisLink {
 		}
 	}
 
-	/** Connects both; rejects when Redis cannot be reached now (startup names it). */
+	/**
+	 * Connects both; rejects when Redis cannot be reached now (startup names it), with the first
+	 * error the connections met (`connect ECONNREFUSED ...`, not ioredis's "Connection is closed"),
+	 * and stops their reconnecting.
+	 */
 	async connect(): Promise<void> {
-		await Promise.all([this.publisher.connect(), this.subscriber.connect()]);
+		try {
+			await Promise.all([this.publisher.connect(), this.subscriber.connect()]);
+			this.connected = true;
+		} catch (err) {
+			this.closed = true;
+			this.publisher.disconnect();
+			this.subscriber.disconnect();
+			throw this.firstError ?? err;
+		}
 	}
 
 	/** Both connections are up. */

@@ -9,6 +9,8 @@
  * Spans are parented explicitly, so no context manager (and none of its per-promise cost) is needed.
  */
 import type { TracerProvider } from "@opentelemetry/api";
+import { redactSecrets } from "../redact.js";
+import { ExportFailureReport, type ExportFailureSink, reportingExporter } from "./export-failures.js";
 import type { ExportSettings } from "./settings.js";
 
 /** A tracer provider the app owns: `shutdown` exports what is queued and stops the exporters. */
@@ -17,8 +19,14 @@ export interface OwnedTracerProvider {
 	shutdown(): Promise<void>;
 }
 
-/** Builds the SDK for `settings` (the SDK modules are loaded now). */
-export async function startTracerProvider(settings: ExportSettings): Promise<OwnedTracerProvider> {
+/**
+ * Builds the SDK for `settings` (the SDK modules are loaded now). A failed OTLP export is told to
+ * `onExportFailure`, at most once a minute (export-failures.ts).
+ */
+export async function startTracerProvider(
+	settings: ExportSettings,
+	onExportFailure?: ExportFailureSink,
+): Promise<OwnedTracerProvider> {
 	const [
 		{ BasicTracerProvider, BatchSpanProcessor, ConsoleSpanExporter },
 		{ defaultResource, resourceFromAttributes },
@@ -33,8 +41,16 @@ export async function startTracerProvider(settings: ExportSettings): Promise<Own
 			settings.protocol === "http/json"
 				? await import("@opentelemetry/exporter-trace-otlp-http")
 				: await import("@opentelemetry/exporter-trace-otlp-proto");
+		const exporter = new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers });
 		processors.push(
-			new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.endpoint, headers: settings.headers })),
+			new BatchSpanProcessor(
+				onExportFailure
+					? reportingExporter(
+							exporter,
+							new ExportFailureReport(onExportFailure, redactSecrets(settings.endpoint) as string),
+						)
+					: exporter,
+			),
 		);
 	}
 	const provider = new BasicTracerProvider({

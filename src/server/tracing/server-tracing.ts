@@ -15,6 +15,7 @@
 import { type Context, ROOT_CONTEXT, type Tracer, type TracerProvider } from "@opentelemetry/api";
 import type { FastifyInstance } from "fastify";
 import { ChatSpan, type ModelCallRequest } from "./chat-span.js";
+import type { ExportFailureSink } from "./export-failures.js";
 import { installHttpSpans } from "./http-spans.js";
 import { RunSpans } from "./run-spans.js";
 import type { TracingSettings } from "./settings.js";
@@ -37,14 +38,18 @@ export class ServerTracing {
 
 	/**
 	 * The tracing of an app: on `provider` when given (the caller owns it: tests, library users),
-	 * else on an SDK built from `settings` (loaded now, shut down with {@link shutdown}); undefined
-	 * when neither turns tracing on.
+	 * else on an SDK built from `settings` (loaded now, shut down with {@link shutdown}), whose failed
+	 * exports go to `onExportFailure` (rate-limited); undefined when neither turns tracing on.
 	 */
-	static async start(settings: TracingSettings, provider?: TracerProvider): Promise<ServerTracing | undefined> {
+	static async start(
+		settings: TracingSettings,
+		provider?: TracerProvider,
+		onExportFailure?: ExportFailureSink,
+	): Promise<ServerTracing | undefined> {
 		if (provider) return new ServerTracing(provider, settings.captureContent, undefined);
 		if (!settings.export) return undefined;
 		const { startTracerProvider } = await import("./sdk.js");
-		const owned = await startTracerProvider(settings.export);
+		const owned = await startTracerProvider(settings.export, onExportFailure);
 		return new ServerTracing(owned.provider, settings.captureContent, owned.shutdown);
 	}
 
