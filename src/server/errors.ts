@@ -102,7 +102,7 @@ export const ERRORS = {
 	KEY_BUDGET_EXHAUSTED: {
 		status: 429,
 		description:
-			"The API key has reached a limit of its budget (config `keyBudgets`: `maxTokens` or `maxCostUsd` per UTC day or month): no session of the key takes a prompt, continue or compaction until the period ends; `details` names the limit. `GET /v1/usage` shows what was spent.",
+			"The API key has reached a limit of its budget (config `keyBudgets`: `maxTokens` or `maxCostUsd` per UTC day or month): no session of the key takes a prompt, continue or compaction, nor `POST /api/stream` a call, until the period ends; `details` names the limit. `GET /v1/usage` shows what was spent.",
 	},
 	INVALID_USAGE_RANGE: {
 		status: 400,

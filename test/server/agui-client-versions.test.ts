@@ -109,7 +109,9 @@ describe.each(clients)("%s", (name, library, catchUpQuery) => {
 		const caughtUp: Finished[] = [];
 		await late.connectAgent({}, { onRunFinishedEvent: (p: Finished) => void caughtUp.push(p) });
 		expect(late.messages.at(-1)?.toolCalls?.[0]?.id).toBe(call?.id);
-		expect(caughtUp[0]?.event.outcome).toEqual(modern ? { type: "success", pendingToolCallIds: [call?.id] } : undefined);
+		expect(caughtUp[0]?.event.outcome).toEqual(
+			modern ? { type: "success", pendingToolCallIds: [call?.id] } : undefined,
+		);
 
 		agent.addMessage({ id: "t1", role: "tool", toolCallId: call?.id, content: "teal" });
 		await agent.runAgent({ tools: [pickColor] }, subscriber);

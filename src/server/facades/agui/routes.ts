@@ -98,7 +98,11 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort(), droppedFrame("the run was aborted."));
 						const runId = run?.id ?? null;
 						sse.send(
-							encoder.frame({ type: "RUN_STARTED", ...ids, metadata: { wheelhouse: { sessionId: session.id, runId } } }),
+							encoder.frame({
+								type: "RUN_STARTED",
+								...ids,
+								metadata: { wheelhouse: { sessionId: session.id, runId } },
+							}),
 						);
 						for (const frame of early.splice(0)) sse.send(frame);
 						return run;

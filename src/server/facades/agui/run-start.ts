@@ -44,6 +44,8 @@ export interface RunInput {
 	context?: { description: string; value: string }[];
 	state?: unknown;
 	forwardedProps?: { wheelhouse?: WheelhouseProps };
+	/** The AG-UI protocol the client speaks (protocol.ts); absent for clients before 1.0. */
+	protocolVersion?: string;
 }
 
 /** `forwardedProps.wheelhouse`. */
