@@ -162,7 +162,7 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			...(props.model !== undefined ? { model: props.model } : {}),
 			...(props.thinkingLevel !== undefined ? { thinkingLevel: props.thinkingLevel } : {}),
 			...(props.tools !== undefined ? { tools: props.tools } : {}),
-			clientTools: clientToolsOf(input.tools),
+			clientTools: clientToolsOf(input.tools, sessions.tools.keys()),
 		};
 	}
 

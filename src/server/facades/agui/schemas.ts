@@ -4,6 +4,7 @@
  * mapping (input.ts), which names the field at fault.
  */
 import { Type } from "@sinclair/typebox";
+import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { MAX_ID_LENGTH, PROFILE_NAME, ThinkingLevel } from "../../schemas.js";
 import { PROTOCOL_VERSION_PATTERN } from "./protocol.js";
 
@@ -55,7 +56,7 @@ export const RunAgentInputBody = Open(
 		tools: Type.Optional(
 			Type.Array(
 				Open({
-					name: Type.String(),
+					name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits, _ or -" }),
 					description: Type.String(),
 					parameters: Type.Optional(Type.Unknown()),
 				}),
