@@ -187,6 +187,46 @@ export type ErrorCode = keyof typeof ERRORS;
 
 export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
 
+/** The most of one value (a quoted string, an echoed name or id) an error message repeats. */
+export const MAX_QUOTED_CHARS = 200;
+/** The most an error message says in all, however many values it names. */
+export const MAX_MESSAGE_CHARS = 4_000;
+
+/** `value` cut to `max` characters (never half a surrogate pair), saying how long it was. */
+function cut(value: string, max: number): string {
+	if (value.length <= max) return value;
+	let head = value.slice(0, max);
+	if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+	return `${head}… (${value.length} characters)`;
+}
+
+/** A quoted string, or a run without white space, longer than a value may be quoted. */
+const LONG_VALUE = new RegExp(`"[^"]{${MAX_QUOTED_CHARS + 1},}"|\\S{${MAX_QUOTED_CHARS + 1},}`, "g");
+
+/**
+ * An error message as it may be sent: a request's bad value is quoted, not echoed whole. Each
+ * quoted string, and each run without white space (an unquoted value), of more than
+ * {@link MAX_QUOTED_CHARS} characters is cut to that many, and the message to
+ * {@link MAX_MESSAGE_CHARS}. A message of ordinary length is returned as it is.
+ */
+export function boundMessage(message: string): string {
+	if (message.length <= MAX_QUOTED_CHARS) return message;
+	const quoted = message.replace(LONG_VALUE, (value) =>
+		value.startsWith('"') && value.endsWith('"') && value.length > 2
+			? `"${cut(value.slice(1, -1), MAX_QUOTED_CHARS)}"`
+			: cut(value, MAX_QUOTED_CHARS),
+	);
+	return cut(quoted, MAX_MESSAGE_CHARS);
+}
+
+/** `details` with every string in it bounded as a message is (objects and arrays kept, up to a depth). */
+export function boundDetails(details: unknown, depth = 0): unknown {
+	if (typeof details === "string") return boundMessage(details);
+	if (depth > 4 || typeof details !== "object" || details === null) return details;
+	if (Array.isArray(details)) return details.map((item) => boundDetails(item, depth + 1));
+	return Object.fromEntries(Object.entries(details).map(([key, value]) => [key, boundDetails(value, depth + 1)]));
+}
+
 /** The JSON body of every error response. */
 export interface ErrorEnvelope {
 	error: { code: ErrorCode; message: string; details?: unknown };
@@ -201,12 +241,13 @@ export class ApiError extends Error {
 	readonly statusCode: number;
 	readonly details?: unknown;
 
+	/** `message` and the strings of `details` are bounded ({@link boundMessage}): they may quote the request. */
 	constructor(code: ErrorCode, message: string, details?: unknown) {
-		super(message);
+		super(boundMessage(message));
 		this.name = "ApiError";
 		this.code = code;
 		this.statusCode = ERRORS[code].status;
-		this.details = details;
+		this.details = details === undefined ? undefined : boundDetails(details);
 	}
 
 	toEnvelope(): ErrorEnvelope {
