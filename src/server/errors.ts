@@ -274,6 +274,7 @@ export function renderErrorTable(): string {
 		"",
 		'Every error response has the body `{ "error": { "code": string, "message": string, "details"?: any } }`.',
 		"`code` is stable; `message` is for humans and says what to fix. Generated from `src/server/errors.ts`.",
+		`A message quotes at most ${MAX_QUOTED_CHARS} characters of a value the request sent (a longer one is cut and its length given).`,
 		"",
 		"| code | HTTP status | when |",
 		"|---|---|---|",
