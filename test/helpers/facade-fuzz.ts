@@ -28,16 +28,8 @@ function toolName(r: Random): string {
 }
 
 function parameters(r: Random): unknown {
-	return r.pick([
-		{ type: "object", properties: { q: { type: "string" } } },
-		{ type: "object" },
-		{},
-		{ type: "string" },
-		"x",
-		null,
-		[],
-		{ type: "object", properties: "x" },
-	]);
+	if (r.chance(0.75)) return r.pick([{ type: "object", properties: { q: { type: "string" } } }, { type: "object" }]);
+	return r.pick([{}, { type: "string" }, "x", null, [], { type: "object", properties: "x" }]);
 }
 
 function dataUrl(r: Random): string {
