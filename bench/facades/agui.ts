@@ -211,6 +211,7 @@ const aguiListener = () => {
 		clientTools: new Set(),
 		sentByClient: new Set(),
 		transcriptLength: () => 0,
+		protocol: "1.0",
 	});
 	return withBytes(
 		(event: never) => encoder.agentEvent(event),

@@ -47,6 +47,7 @@ import { installRequestLimit, RunSlots, StreamSlots } from "./limits.js";
 import { FASTIFY_LISTEN_TEXT } from "./listen.js";
 import type { ServerMetrics } from "./metrics.js";
 import { installMetricsEndpoint } from "./metrics-endpoint.js";
+import { modelCallWatcher } from "./model-call-metrics.js";
 import { ModelCatalog } from "./model-catalog.js";
 import { openApiPlugin } from "./openapi.js";
 import { checkProfileTools, profilesFrom } from "./profiles.js";
@@ -323,6 +324,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		...(cluster ? { releaseLease: (id: string) => cluster.releaseLease(id) } : {}),
 	});
 	if (metrics) sessions.addExtension(metrics.extension);
+	// Model calls that are no turn of a run (summaries, pi's proxy) go to the same metrics.
+	const watchModelCall = modelCallWatcher(metrics?.extension);
 	// Before compaction: its wrap of each session's model calls then sits outside the tracing's, so
 	// every call that reaches a provider is a span (an overflow retry too).
 	if (tracing) sessions.addExtension(tracing.runs.extension);
@@ -335,6 +338,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		providerIdleTimeoutMs: config.providerIdleTimeoutMs,
 		logger: app.log,
 		keyBudgets,
+		watchModelCall,
 	});
 	sessions.addExtension(compaction);
 	for (const extension of options.extensions ?? []) sessions.addExtension(extension);
@@ -412,7 +416,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	await app.register(openaiFacade, { prefix: "/openai/v1", interactions });
 	await app.register(aguiFacade, { prefix: "/agui/v1", interactions });
 	const proxyStreams = new ProxyStreams();
-	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots });
+	await app.register(piProxyRoutes, { streams: proxyStreams, getApiKey, runSlots, keyBudgets, store, watchModelCall });
 	if (config.playground === "on") {
 		const { defaultPlaygroundDir, playgroundRoutes } = await import("./playground.js");
 		const dir = options.playgroundDir ?? defaultPlaygroundDir();

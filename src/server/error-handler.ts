@@ -20,7 +20,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { isStoreUnavailable } from "../store/index.js";
-import { ApiError, ERRORS, type ErrorCode, type ErrorEnvelope } from "./errors.js";
+import { ApiError, boundMessage, ERRORS, type ErrorCode, type ErrorEnvelope } from "./errors.js";
 import { MAX_ID_LENGTH } from "./schemas.js";
 
 interface AjvLikeError {
@@ -57,8 +57,9 @@ export function describeValidation(errors: AjvLikeError[], context: string | und
 	return [...new Set(parts)].join("; ");
 }
 
+/** The envelope of a failure; its message is bounded, as it may quote the request (a field name, a parser's snippet). */
 function envelope(code: ErrorCode, message: string, details?: unknown): ErrorEnvelope {
-	return { error: { code, message, ...(details === undefined ? {} : { details }) } };
+	return { error: { code, message: boundMessage(message), ...(details === undefined ? {} : { details }) } };
 }
 
 function classify(error: FastifyError): { status: number; body: ErrorEnvelope } | undefined {

@@ -102,7 +102,7 @@ export const ERRORS = {
 	KEY_BUDGET_EXHAUSTED: {
 		status: 429,
 		description:
-			"The API key has reached a limit of its budget (config `keyBudgets`: `maxTokens` or `maxCostUsd` per UTC day or month): no session of the key takes a prompt, continue or compaction until the period ends; `details` names the limit. `GET /v1/usage` shows what was spent.",
+			"The API key has reached a limit of its budget (config `keyBudgets`: `maxTokens` or `maxCostUsd` per UTC day or month): no session of the key takes a prompt, continue or compaction, nor `POST /api/stream` a call, until the period ends; `details` names the limit. `GET /v1/usage` shows what was spent.",
 	},
 	INVALID_USAGE_RANGE: {
 		status: 400,
@@ -207,6 +207,46 @@ export type ErrorCode = keyof typeof ERRORS;
 
 export const ERROR_CODES = Object.keys(ERRORS) as ErrorCode[];
 
+/** The most of one value (a quoted string, an echoed name or id) an error message repeats. */
+export const MAX_QUOTED_CHARS = 200;
+/** The most an error message says in all, however many values it names. */
+export const MAX_MESSAGE_CHARS = 4_000;
+
+/** `value` cut to `max` characters (never half a surrogate pair), saying how long it was. */
+function cut(value: string, max: number): string {
+	if (value.length <= max) return value;
+	let head = value.slice(0, max);
+	if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
+	return `${head}… (${value.length} characters)`;
+}
+
+/** A quoted string, or a run without white space, longer than a value may be quoted. */
+const LONG_VALUE = new RegExp(`"[^"]{${MAX_QUOTED_CHARS + 1},}"|\\S{${MAX_QUOTED_CHARS + 1},}`, "g");
+
+/**
+ * An error message as it may be sent: a request's bad value is quoted, not echoed whole. Each
+ * quoted string, and each run without white space (an unquoted value), of more than
+ * {@link MAX_QUOTED_CHARS} characters is cut to that many, and the message to
+ * {@link MAX_MESSAGE_CHARS}. A message of ordinary length is returned as it is.
+ */
+export function boundMessage(message: string): string {
+	if (message.length <= MAX_QUOTED_CHARS) return message;
+	const quoted = message.replace(LONG_VALUE, (value) =>
+		value.startsWith('"') && value.endsWith('"') && value.length > 2
+			? `"${cut(value.slice(1, -1), MAX_QUOTED_CHARS)}"`
+			: cut(value, MAX_QUOTED_CHARS),
+	);
+	return cut(quoted, MAX_MESSAGE_CHARS);
+}
+
+/** `details` with every string in it bounded as a message is (objects and arrays kept, up to a depth). */
+export function boundDetails(details: unknown, depth = 0): unknown {
+	if (typeof details === "string") return boundMessage(details);
+	if (depth > 4 || typeof details !== "object" || details === null) return details;
+	if (Array.isArray(details)) return details.map((item) => boundDetails(item, depth + 1));
+	return Object.fromEntries(Object.entries(details).map(([key, value]) => [key, boundDetails(value, depth + 1)]));
+}
+
 /** The JSON body of every error response. */
 export interface ErrorEnvelope {
 	error: { code: ErrorCode; message: string; details?: unknown };
@@ -221,12 +261,13 @@ export class ApiError extends Error {
 	readonly statusCode: number;
 	readonly details?: unknown;
 
+	/** `message` and the strings of `details` are bounded ({@link boundMessage}): they may quote the request. */
 	constructor(code: ErrorCode, message: string, details?: unknown) {
-		super(message);
+		super(boundMessage(message));
 		this.name = "ApiError";
 		this.code = code;
 		this.statusCode = ERRORS[code].status;
-		this.details = details;
+		this.details = details === undefined ? undefined : boundDetails(details);
 	}
 
 	toEnvelope(): ErrorEnvelope {
@@ -253,6 +294,7 @@ export function renderErrorTable(): string {
 		"",
 		'Every error response has the body `{ "error": { "code": string, "message": string, "details"?: any } }`.',
 		"`code` is stable; `message` is for humans and says what to fix. Generated from `src/server/errors.ts`.",
+		`A message quotes at most ${MAX_QUOTED_CHARS} characters of a value the request sent (a longer one is cut and its length given).`,
 		"",
 		"| code | HTTP status | when |",
 		"|---|---|---|",

@@ -43,7 +43,7 @@ import type {
 	WebhookOutbox,
 	WebhookStatus,
 } from "./types.js";
-import { addEntry, checkUsageQuery, compareRows, usageEntriesOf, zeroRow } from "./usage.js";
+import { addEntry, checkUsageQuery, compareRows, type UsageEntry, usageEntriesOf, zeroRow } from "./usage.js";
 
 interface StoredMessage {
 	json: string;
@@ -270,15 +270,23 @@ export class MemorySessionStore implements SessionStore {
 
 	private addMessages(s: MemorySession, messages: AgentMessage[]): number {
 		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
-		const owner = s.record.ownerId;
-		for (const entry of usageEntriesOf(messages)) {
+		this.addUsage(s.record.ownerId, usageEntriesOf(messages));
+		s.record.messageCount = s.messages.length;
+		return s.messages.length;
+	}
+
+	private addUsage(owner: string | null, entries: readonly UsageEntry[]): void {
+		for (const entry of entries) {
 			const key = JSON.stringify([owner, entry.day, entry.provider, entry.model]);
 			const row = this.usage.get(key) ?? zeroRow(owner, entry.day, entry.provider, entry.model);
 			this.usage.set(key, row);
 			addEntry(row, entry);
 		}
-		s.record.messageCount = s.messages.length;
-		return s.messages.length;
+	}
+
+	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
+		this.open();
+		this.addUsage(ownerId, entries);
 	}
 
 	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {

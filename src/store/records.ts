@@ -205,6 +205,15 @@ export interface MessagePage {
 	total: number;
 }
 
+/** What one message (or one model call of no session) adds to one usage row. */
+export interface UsageEntry {
+	day: string;
+	provider: string;
+	model: string;
+	usage: Usage;
+	turns: number;
+}
+
 /** The usage of one owner on one UTC day with one model: the sum of its messages' usage. */
 export interface UsageRow {
 	/** The API key's owner id; null for sessions created with auth off. */

@@ -86,6 +86,7 @@ import type {
 	SessionPage,
 	SessionRecord,
 	StoredEvent,
+	UsageEntry,
 	UsageQuery,
 	UsageRow,
 } from "./records.js";
@@ -387,8 +388,15 @@ export interface IdempotencyStore {
  * summary call) in the same write, so the rows always equal the sum over the stored messages, also
  * after a crash, and accounting never reads the transcript. The history given to `createSession`
  * is not accounted (it was not spent through this store). Deleting a session keeps its usage.
+ * Model calls made outside any session (pi's streamProxy) are added with `recordUsage`.
  */
 export interface UsageStore {
+	/**
+	 * Adds `entries` (model calls that belong to no session) to `ownerId`'s rows, each with its own
+	 * day, model and turns. Durable on resolve.
+	 */
+	recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void>;
+
 	/**
 	 * The owner's rows in the range, ordered by day, provider, model. Sees every write called before
 	 * it. Rejects on a malformed day or `fromDay > toDay` (misuse).

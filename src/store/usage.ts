@@ -6,16 +6,9 @@
  */
 import type { AgentMessage } from "../agent/types.js";
 import type { Usage } from "../ai/types.js";
-import type { UsageQuery, UsageRow } from "./types.js";
+import type { UsageEntry, UsageQuery, UsageRow } from "./types.js";
 
-/** What one message adds to one usage row. */
-export interface UsageEntry {
-	day: string;
-	provider: string;
-	model: string;
-	usage: Usage;
-	turns: number;
-}
+export type { UsageEntry } from "./types.js";
 
 /** `YYYY-MM-DD` of `at` (epoch ms) in UTC. */
 export function utcDay(at: number): string {

@@ -4,6 +4,10 @@
  * none. No answer may be a 5xx, and every error with a body must be the envelope with a code of
  * the table and that code's status. Seeded (`FUZZ_SEED` replays a run; the seed is in every
  * failure), bounded by time and by count.
+ *
+ * The facades (Chat Completions, Responses, AG-UI, pi's proxy) take open objects, so the schema
+ * sampler seldom reaches their request mapping: a second pass sends them bodies shaped as their
+ * clients send them (facade-fuzz.ts), mutated and broken, and reads each stream to its end.
  */
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -11,6 +15,7 @@ import { type Dispatcher, request } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { ERRORS, type ErrorCode } from "../../src/server/errors.js";
+import { facadeCall } from "../helpers/facade-fuzz.js";
 import {
 	bodyText,
 	createRandom,
@@ -20,6 +25,7 @@ import {
 	SchemaSampler,
 } from "../helpers/openapi-fuzz.js";
 import { startServer, type TestServer } from "../helpers/server.js";
+import { startStrictProvider } from "../helpers/strict-provider.js";
 
 const SEED = Number(process.env.FUZZ_SEED ?? 0x5eed);
 /** At least MIN_REQUESTS (the same sequence on every machine), then more until BUDGET_MS, at most MAX_REQUESTS. */
@@ -27,6 +33,9 @@ const MIN_REQUESTS = Number(process.env.FUZZ_MIN_REQUESTS ?? 200);
 const BUDGET_MS = Number(process.env.FUZZ_MS ?? 3000);
 const MAX_REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 1500);
 const KEY = "fuzz-key-0123456789";
+/** The facades' pass: as many requests, a stream read for at most STREAM_MS. */
+const MIN_FACADE_REQUESTS = Number(process.env.FUZZ_MIN_FACADE_REQUESTS ?? 300);
+const STREAM_MS = 2000;
 
 const doc = parse(readFileSync(resolve(import.meta.dirname, "../../openapi.yaml"), "utf8"));
 
@@ -172,6 +181,32 @@ async function send(url: string, req: FuzzRequest) {
 	return { status: res.statusCode, contentType, text: await res.body.text() };
 }
 
+/** Sends a request and reads its answer; a stream up to its end or `streamMs`, whichever comes first. */
+async function sendAndRead(url: string, req: FuzzRequest, streamMs: number) {
+	const res: Dispatcher.ResponseData = await request(`${url}${req.path}`, {
+		method: req.method as Dispatcher.HttpMethod,
+		headers: req.headers,
+		body: req.body,
+		headersTimeout: 5000,
+		bodyTimeout: 5000,
+	});
+	const contentType = String(res.headers["content-type"] ?? "");
+	if (!contentType.startsWith("text/event-stream")) {
+		return { status: res.statusCode, contentType, text: await res.body.text() };
+	}
+	const timer = setTimeout(() => res.body.destroy(), streamMs);
+	try {
+		for await (const _chunk of res.body) {
+			// read to the end: the run the request started is what is under test
+		}
+	} catch {
+		// destroyed at the time limit
+	} finally {
+		clearTimeout(timer);
+	}
+	return { status: res.statusCode, contentType, text: "" };
+}
+
 describe("route fuzz (openapi.yaml)", () => {
 	it("no 5xx, and every error is the envelope with the table's status", { timeout: BUDGET_MS + 120_000 }, async () => {
 		server = await startServer({ config: { apiKeys: [KEY] } });
@@ -216,5 +251,58 @@ describe("route fuzz (openapi.yaml)", () => {
 			}
 		}
 		expect(failures, `FUZZ_SEED=${SEED} (${sent} requests): replay with FUZZ_SEED=${SEED}`).toEqual([]);
+	});
+
+	it("the facades, with bodies as their clients send them: no 5xx, every error in the route's shape", {
+		timeout: BUDGET_MS + 180_000,
+	}, async () => {
+		const provider = await startStrictProvider();
+		// Runs left waiting for a client tool's result are aborted at close after the grace period.
+		server = await startServer({
+			env: { STRICT_API_KEY: "strict-key" },
+			config: {
+				apiKeys: [KEY],
+				shutdownGraceMs: 50,
+				models: [{ provider: "strict", id: "m", baseUrl: provider.baseUrl, apiKeyEnv: "STRICT_API_KEY" }],
+			},
+		});
+		const random = createRandom(SEED);
+		const sampler = new SchemaSampler(random, doc);
+		const failures: string[] = [];
+		const statuses = new Map<string, Map<number, number>>();
+		let sent = 0;
+		while (sent < MIN_FACADE_REQUESTS && failures.length < 20) {
+			const { path, body } = facadeCall(random, sampler);
+			const headers: Record<string, string> = { "content-type": "application/json" };
+			if (random.int(20) > 0) headers.authorization = `Bearer ${KEY}`;
+			const req: FuzzRequest = { method: "POST", path, headers, body };
+			sent++;
+			let res: Awaited<ReturnType<typeof sendAndRead>>;
+			try {
+				res = await sendAndRead(server.url, req, STREAM_MS);
+			} catch (err) {
+				const error = err as { code?: string; message?: string };
+				failures.push(`#${sent} POST ${path}: client error ${error.code} ${error.message} body=${body.slice(0, 300)}`);
+				continue;
+			}
+			const byStatus = statuses.get(path) ?? new Map<number, number>();
+			byStatus.set(res.status, (byStatus.get(res.status) ?? 0) + 1);
+			statuses.set(path, byStatus);
+			const problem = check(res, path);
+			if (problem) failures.push(`#${sent} POST ${path} body=${body.slice(0, 600)}: ${problem}`);
+			// What the server let through to a provider that refuses it: a 502, or a failed stream, for the client.
+			for (const refusal of provider.refusals.splice(0)) {
+				failures.push(`#${sent} POST ${path} body=${body.slice(0, 600)}: the provider refused: ${refusal}`);
+			}
+		}
+		await server.close();
+		await provider.close();
+		expect(failures, `FUZZ_SEED=${SEED} (${sent} requests): replay with FUZZ_SEED=${SEED}`).toEqual([]);
+		// Each facade was reached, and past its validation: some requests ran (200), some were refused (4xx).
+		for (const path of ["/openai/v1/chat/completions", "/openai/v1/responses", "/agui/v1/run", "/api/stream"]) {
+			const byStatus = statuses.get(path);
+			expect(byStatus?.get(200), `${path}: ${JSON.stringify([...(byStatus ?? [])])}`).toBeGreaterThan(5);
+			expect([...(byStatus?.keys() ?? [])].some((status) => status >= 400)).toBe(true);
+		}
 	});
 });

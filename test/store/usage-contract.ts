@@ -128,6 +128,23 @@ export function usageContract(open: () => SessionStore): void {
 			expect(await store.readUsage({ ownerId: "nobody", ...all })).toEqual([]);
 		});
 
+		it("adds calls of no session (recordUsage) to the owner's rows, beside the sessions' calls", async () => {
+			const store = open();
+			await store.createSession(session("s1", "k1"));
+			store.appendMessages("s1", [reply("echo", DAY1, use(10, 5, 0.25))]);
+			const call = (day: string, u: UsageTotals) => ({ day, provider: "faux", model: "echo", usage: u, turns: 1 });
+			await store.recordUsage("k1", [call("2026-03-01", use(1, 2, 0.5)), call("2026-03-01", use(3, 4, 0.5))]);
+			await store.recordUsage(null, [call("2026-03-02", use(5, 5, 1))]);
+			await store.recordUsage("k1", []);
+			const rows = await store.readUsage({ ownerId: "k1", ...all });
+			expect(rows.map((r) => [r.day, r.model, r.input, r.output, r.totalTokens, r.costUsd, r.turns])).toEqual([
+				["2026-03-01", "echo", 14, 11, 28, 1.25, 3],
+			]);
+			expect((await store.readUsage({ ownerId: null, ...all })).map((r) => [r.day, r.totalTokens, r.turns])).toEqual([
+				["2026-03-02", 11, 1],
+			]);
+		});
+
 		it("accounts the owner null (auth off), keeps usage when the session is deleted, and checks the days", async () => {
 			const store = open();
 			await store.createSession(session("s1", null));

@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { KeyBudgets } from "../budgets/key-budgets.js";
 import { apiError } from "../errors.js";
+import type { WatchModelCall } from "../model-call-metrics.js";
 import type { LiveSession, SessionExtension } from "../session/live-session.js";
 import { SessionCompaction } from "./session-compaction.js";
 import type { CompactionDefaults } from "./settings.js";
@@ -15,6 +16,8 @@ export interface CompactionExtensionOptions {
 	providerIdleTimeoutMs?: number;
 	logger: FastifyBaseLogger;
 	keyBudgets?: KeyBudgets;
+	/** Notes the summary calls in the model metrics (absent: metrics off). */
+	watchModelCall?: WatchModelCall;
 }
 
 export interface CompactionExtension extends SessionExtension {

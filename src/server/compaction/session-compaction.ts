@@ -21,6 +21,7 @@ import { errorStream } from "../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions } from "../../ai/types.js";
 import type { CompactionEndEvent, CompactionStartEvent } from "../../wire/events.js";
 import type { KeyBudgets } from "../budgets/key-budgets.js";
+import type { WatchModelCall } from "../model-call-metrics.js";
 import type { LiveSession } from "../session/live-session.js";
 import { budgetState, callLimitReached, sessionLimitReached } from "./budget.js";
 import { chooseCut } from "./cut.js";
@@ -38,6 +39,8 @@ export interface SessionCompactionOptions {
 	logger: FastifyBaseLogger;
 	/** The per-API-key budgets: checked before each model call with the session's own. */
 	keyBudgets?: KeyBudgets;
+	/** Notes the summary calls in the model metrics (absent: metrics off). */
+	watchModelCall?: WatchModelCall;
 }
 
 /** What one compaction came to. */
@@ -232,6 +235,7 @@ export class SessionCompaction {
 				maxTokens,
 				timeoutMs: model.idleTimeoutMs ?? this.options.providerIdleTimeoutMs,
 				signal: request.signal,
+				watch: this.options.watchModelCall?.(),
 			},
 		);
 		this.session.addRunUsage(outcome.usage);

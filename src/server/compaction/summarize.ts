@@ -6,6 +6,7 @@ import type { AgentMessage } from "../../agent/types.js";
 import { streamSimple } from "../../ai/stream.js";
 import type { AssistantMessage, Context, Model, Usage } from "../../ai/types.js";
 import { zeroUsage } from "../../ai/usage.js";
+import type { ModelCallWatch } from "../model-call-metrics.js";
 import { type CompactionMessage, isCompaction } from "./types.js";
 
 export const SUMMARY_SYSTEM_PROMPT =
@@ -115,6 +116,8 @@ export interface SummaryCall {
 	maxTokens: number;
 	timeoutMs: number | undefined;
 	signal: AbortSignal | undefined;
+	/** The call in the model metrics (absent: metrics off). */
+	watch?: ModelCallWatch;
 }
 
 /** Runs the summary request on the session's model. Never throws: a failure is an outcome. */
@@ -131,6 +134,7 @@ export async function requestSummary(prompt: string, call: SummaryCall): Promise
 			...(call.timeoutMs !== undefined ? { timeoutMs: call.timeoutMs } : {}),
 		});
 		const message = await stream.result();
+		call.watch?.end(message);
 		const usage = message.usage ?? zeroUsage();
 		if (message.stopReason === "error" || message.stopReason === "aborted") {
 			return {

@@ -243,7 +243,7 @@ export class SessionManager {
 
 	private checkModel(spec: string): void {
 		const problem = this.options.modelProblem(spec);
-		if (problem) throw apiError(problem.code, problem.message);
+		if (problem) throw apiError(problem.code, `body.model: ${problem.message}`);
 	}
 
 	/** Exact names must be registered tools; a `prefix*` pattern may match none yet (its tools may come later). */
@@ -256,7 +256,7 @@ export class SessionManager {
 		if (unknown.length > 0) {
 			throw apiError(
 				"UNKNOWN_TOOL",
-				`Unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `"${n}"`).join(", ")}; see GET /v1/tools.`,
+				`body.tools: unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `"${n}"`).join(", ")}; see GET /v1/tools.`,
 				{ unknown, known: [...this.toolsByName.keys()] },
 			);
 		}

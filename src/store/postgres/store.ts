@@ -40,6 +40,7 @@ import type {
 	SessionRecord,
 	SessionStore,
 	StoredEvent,
+	UsageEntry,
 	UsageQuery,
 	UsageRow,
 	WebhookDelivery,
@@ -68,7 +69,7 @@ import {
 	type SessionRowWithLog,
 } from "./sessions.js";
 import { type PostgresSettings, type PostgresStoreOptions, resolveSettings } from "./settings.js";
-import { readUsage } from "./usage-reads.js";
+import { readUsage, recordUsage } from "./usage-reads.js";
 import { PgWebhookOutbox, putDeliveries } from "./webhook-outbox.js";
 import { type SessionState, WorkingSet } from "./working-set.js";
 
@@ -499,6 +500,12 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
 		await this.begin();
 		return this.keys.deleteIdempotencyKeys(cutoff);
+	}
+
+	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
+		await this.begin();
+		if (entries.length === 0) return;
+		await this.commits.durable((tx) => recordUsage(tx, ownerId ?? "", entries));
 	}
 
 	async readUsage(query: UsageQuery): Promise<UsageRow[]> {

@@ -1,10 +1,42 @@
 /**
- * The PostgreSQL store's usage read (`UsageStore` of ../types.ts): the `usage_daily` rows as
- * `UsageRow`s. The rows are written with the messages they count (`run-writes.ts`).
+ * The PostgreSQL store's usage (`UsageStore` of ../types.ts): the `usage_daily` rows as
+ * `UsageRow`s, and the calls of no session added to them. The rows of sessions' calls are written
+ * with the messages they count (`run-writes.ts`).
  */
 import type { UsageQuery, UsageRow } from "../types.js";
-import { checkUsageQuery } from "../usage.js";
-import type { Read } from "./connection.js";
+import { checkUsageQuery, type UsageEntry } from "../usage.js";
+import type { Queryable, Read } from "./connection.js";
+
+/** See `UsageStore.recordUsage`: adds `entries` to the rows of `owner` (`""`: no owner) in `tx`. */
+export async function recordUsage(tx: Queryable, owner: string, entries: readonly UsageEntry[]): Promise<void> {
+	await tx.query(
+		`INSERT INTO usage_daily AS u (owner_id, day, provider, model, input, output, cache_read, cache_write,
+		 total_tokens, cost_usd, turns)
+		SELECT $1, day, provider, model, sum(input), sum(output), sum(cache_read), sum(cache_write),
+		 sum(total_tokens), sum(cost_usd), sum(turns)
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[],
+		 $9::bigint[], $10::float8[], $11::bigint[])
+		 AS t(day, provider, model, input, output, cache_read, cache_write, total_tokens, cost_usd, turns)
+		GROUP BY day, provider, model
+		ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = u.input + excluded.input,
+		 output = u.output + excluded.output, cache_read = u.cache_read + excluded.cache_read,
+		 cache_write = u.cache_write + excluded.cache_write, total_tokens = u.total_tokens + excluded.total_tokens,
+		 cost_usd = u.cost_usd + excluded.cost_usd, turns = u.turns + excluded.turns`,
+		[
+			owner,
+			entries.map((e) => e.day),
+			entries.map((e) => e.provider),
+			entries.map((e) => e.model),
+			entries.map((e) => e.usage.input),
+			entries.map((e) => e.usage.output),
+			entries.map((e) => e.usage.cacheRead),
+			entries.map((e) => e.usage.cacheWrite),
+			entries.map((e) => e.usage.totalTokens),
+			entries.map((e) => e.usage.cost.total),
+			entries.map((e) => e.turns),
+		],
+	);
+}
 
 /** A row of `usage_daily`. */
 interface UsageDailyRow {

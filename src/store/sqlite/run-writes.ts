@@ -9,7 +9,7 @@
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
 import type { RunEnd, UsageTotals } from "../types.js";
-import { usageEntriesOf } from "../usage.js";
+import { type UsageEntry, usageEntriesOf } from "../usage.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { RefTarget } from "./event-batch.js";
 import { type RunRow, ZERO_USAGE_JSON } from "./rows.js";
@@ -138,7 +138,11 @@ export class RunWrites {
 		this.s.setMessageCount.run(first + rows.length, sessionId);
 		const entries = usageEntriesOf(messages);
 		if (entries.length === 0) return;
-		const owner = (this.s.getOwner.get(sessionId) as string | null) ?? "";
+		this.addUsage((this.s.getOwner.get(sessionId) as string | null) ?? "", entries);
+	}
+
+	/** Adds `entries` to the usage rows of `owner` (`""`: no owner), in the caller's transaction. */
+	addUsage(owner: string, entries: readonly UsageEntry[]): void {
 		for (const e of entries) {
 			const u = e.usage;
 			this.s.addUsage.run(

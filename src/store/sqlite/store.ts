@@ -41,6 +41,7 @@ import type {
 	SessionRecord,
 	SessionStore,
 	StoredEvent,
+	UsageEntry,
 	UsageQuery,
 	UsageRow,
 	UsageTotals,
@@ -487,6 +488,12 @@ export class SqliteSessionStore implements SessionStore {
 		this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
 		this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
 		this.s.trimIdempotencyKeys.run(r.sessionId, this.settings.maxIdempotencyKeys);
+	}
+
+	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
+		this.open();
+		if (entries.length === 0) return;
+		this.commits.durable(() => this.runs.addUsage(ownerId ?? "", entries), []);
 	}
 
 	async readUsage(query: UsageQuery): Promise<UsageRow[]> {

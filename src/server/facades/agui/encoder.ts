@@ -19,6 +19,7 @@
 import type { AgentEvent, AgentMessage } from "../../../agent/types.js";
 import type { AssistantMessage, AssistantMessageEvent, ToolResultMessage, UserMessage } from "../../../ai/types.js";
 import { type AguiEvent, aguiFrame, type CustomName, contentFrame, contentPrefix } from "./events.js";
+import { type AguiProtocol, forProtocol } from "./protocol.js";
 import { contentOf, messageId, reasoningId, textOf } from "./transcript.js";
 
 export interface EncoderOptions {
@@ -30,6 +31,8 @@ export interface EncoderOptions {
 	sentByClient: ReadonlySet<AgentMessage>;
 	/** The transcript's length now: the index the next message takes. */
 	transcriptLength(): number;
+	/** The generation of AG-UI the client reads (protocol.ts). */
+	protocol: AguiProtocol;
 }
 
 /** State of one content block of the assistant message that streams. */
@@ -60,8 +63,13 @@ export class AguiEncoder {
 
 	constructor(private readonly options: EncoderOptions) {}
 
+	/** `event` as a frame in the client's protocol. */
+	frame(event: AguiEvent): string {
+		return aguiFrame(forProtocol(event, this.options.protocol));
+	}
+
 	private emit(event: AguiEvent): void {
-		this.options.write(aguiFrame(event));
+		this.options.write(this.frame(event));
 	}
 
 	/** Opens a step for a turn already under way (a stretch that resumes a run, a reconnect). */

@@ -19,7 +19,8 @@ import type {
 	ToolResultMessage,
 	UserMessage,
 } from "../../../ai/types.js";
-import type { ClientToolSpec } from "../../../tools/index.js";
+import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
+import { type ClientToolSpec, validateClientToolSpecs } from "../../../tools/index.js";
 import { apiError } from "../../errors.js";
 
 /** A message of `RunAgentInput.messages` (the schema checked `id` and `role`). */
@@ -50,6 +51,20 @@ function invalid(field: string, problem: string): never {
 /** Roles that end the tail: what the model produced. */
 const MODEL_ROLES = new Set(["assistant", "reasoning"]);
 
+const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
+/** What `/v1` accepts as an image's media type. */
+const IMAGE_MIME_TYPE = /^image\/[a-z0-9.+-]+$/;
+/** Base64 (standard alphabet, padded or not); a provider refuses anything else as a whole request. */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** An inline image, checked as a provider would check it (a bad one fails the model call, not the request). */
+function inlineImage(data: string, mimeType: string, where: string): ImageContent {
+	if (!IMAGE_MIME_TYPE.test(mimeType)) invalid(`${where}.mimeType`, 'must be an image media type such as "image/png"');
+	if (data.length === 0 || data.length % 4 === 1 || !BASE64.test(data))
+		invalid(`${where}.value`, "must be base64 data");
+	return { type: "image", data, mimeType };
+}
+
 /** Text and inline images; other parts (audio, video, documents, URLs) are refused. */
 function contentBlocks(content: unknown, field: string): (TextContent | ImageContent)[] {
 	if (typeof content === "string") return [{ type: "text", text: content }];
@@ -64,11 +79,11 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 		if (part?.type === "image") {
 			const source = part.source as Json | undefined;
 			if (source?.type === "data" && typeof source.value === "string" && typeof source.mimeType === "string") {
-				return { type: "image", data: source.value, mimeType: source.mimeType };
+				return inlineImage(source.value, source.mimeType, `${where}.source`);
 			}
 			const url = source?.type === "url" && typeof source.value === "string" ? source.value : "";
 			const match = /^data:([^;,]+);base64,(.*)$/s.exec(url);
-			if (match) return { type: "image", mimeType: match[1] as string, data: match[2] as string };
+			if (match) return inlineImage(match[2] as string, match[1] as string, `${where}.source`);
 			return invalid(
 				`${where}.source`,
 				'images must be inline ({ type: "data", value, mimeType } or a data: URL): the server fetches no URLs',
@@ -163,6 +178,8 @@ function assistantMessage(message: InputMessage, field: string, model: Model<any
 		const name = call?.function?.name;
 		if (typeof call?.id !== "string" || typeof name !== "string")
 			invalid(`${field}.toolCalls[${j}]`, "needs an id and function.name");
+		if (!TOOL_NAME.test(name))
+			invalid(`${field}.toolCalls[${j}].function.name`, `must match pattern "${TOOL_NAME_PATTERN}"`);
 		content.push({
 			type: "toolCall",
 			id: call.id,
@@ -194,9 +211,13 @@ export function historyOf(messages: readonly InputMessage[], end: number, model:
 	return out;
 }
 
-/** `RunAgentInput.tools` (the schema checked name and description) as client tool declarations. */
-export function clientToolsOf(tools: readonly Json[] | undefined): ClientToolSpec[] {
-	return (tools ?? []).map((tool, i) => {
+/**
+ * `RunAgentInput.tools` (the schema checked name and description) as client tool declarations,
+ * checked as `/v1` checks a session's `clientTools`: unique names, none a server tool's
+ * (`serverTools`), parameters an object schema.
+ */
+export function clientToolsOf(tools: readonly Json[] | undefined, serverTools: Iterable<string>): ClientToolSpec[] {
+	const specs = (tools ?? []).map((tool, i) => {
 		const parameters = tool.parameters;
 		if (
 			parameters !== undefined &&
@@ -205,6 +226,10 @@ export function clientToolsOf(tools: readonly Json[] | undefined): ClientToolSpe
 			invalid(`body.tools[${i}].parameters`, "must be a JSON Schema object");
 		return { name: tool.name, description: tool.description, ...(parameters ? { parameters } : {}) };
 	});
+	const problem = validateClientToolSpecs(specs, serverTools)[0];
+	// The check names `/v1`'s field (`clientTools.0.name: ...`): here it is `body.tools[0].name`.
+	if (problem) throw apiError("VALIDATION_FAILED", problem.replace(/^clientTools\.(\d+)\./, "body.tools[$1]."));
+	return specs;
 }
 
 /**

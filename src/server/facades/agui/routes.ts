@@ -24,10 +24,11 @@ import type { ToolInteractions } from "../../session/tool-interactions.js";
 import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
 import { AguiEncoder } from "./encoder.js";
-import { aguiFrame } from "./events.js";
+import { type AguiEvent, aguiFrame } from "./events.js";
 import { runInstructions } from "./input.js";
+import { forProtocol, protocolOf } from "./protocol.js";
 import { createRunStart, type RunInput } from "./run-start.js";
-import { AguiStream, RunAgentInputBody, ThreadParams } from "./schemas.js";
+import { AguiStream, CatchUpQuery, RunAgentInputBody, ThreadParams } from "./schemas.js";
 import { clientToolNames, droppedFrame, endStream, finalEvent, streamStretch, tokenUsage } from "./stream.js";
 import { Threads } from "./threads.js";
 import { transcriptMessages } from "./transcript.js";
@@ -69,6 +70,8 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 				clientTools: clientToolNames(session),
 				sentByClient: begun.sentByClient,
 				transcriptLength: () => session.agent.state.messages.length,
+				// A client that declares no protocol version predates 1.0 (protocol.ts).
+				protocol: protocolOf(input.protocolVersion, "0"),
 			});
 			reply.header(SESSION_HEADER, session.id);
 			// The client went away (`abortRun()` closes the connection): its run is aborted.
@@ -96,7 +99,11 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort(), droppedFrame("the run was aborted."));
 						const runId = run?.id ?? null;
 						sse.send(
-							aguiFrame({ type: "RUN_STARTED", ...ids, metadata: { wheelhouse: { sessionId: session.id, runId } } }),
+							encoder.frame({
+								type: "RUN_STARTED",
+								...ids,
+								metadata: { wheelhouse: { sessionId: session.id, runId } },
+							}),
 						);
 						for (const frame of early.splice(0)) sse.send(frame);
 						return run;
@@ -120,11 +127,15 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 				summary:
 					"Catch up on a thread: RUN_STARTED, MESSAGES_SNAPSHOT, STATE_SNAPSHOT, then the run in progress live to its end",
 				params: ThreadParams,
+				querystring: CatchUpQuery,
 				response: responses({ 200: AguiStream }),
 			},
 		},
 		async function threadEvents(request, reply) {
 			const { threadId } = request.params as { threadId: string };
+			// No body to tell the client's generation by: 1.0 unless the query names an older one.
+			const { protocolVersion } = request.query as { protocolVersion?: string };
+			const protocol = protocolOf(protocolVersion, "1.0");
 			const session = await threads.find(request.ownerId, threadId);
 			if (!session) throw apiError("THREAD_NOT_FOUND", `No thread "${threadId}" exists for this API key.`);
 			// Closing this stream only stops watching: the run goes on.
@@ -138,18 +149,17 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 				droppedFrame("the run goes on: reconnect to catch up."),
 			);
 			const write = (frame: string) => sse.send(frame);
+			const send = (event: AguiEvent) => write(aguiFrame(forProtocol(event, protocol)));
 			const runId = session.isBusy ? session.runId : undefined;
 			const ids = { threadId, runId: runId ?? newRunId() };
-			write(
-				aguiFrame({
-					type: "RUN_STARTED",
-					...ids,
-					metadata: { wheelhouse: { sessionId: session.id, runId: runId ?? null } },
-				}),
-			);
-			write(aguiFrame({ type: "MESSAGES_SNAPSHOT", messages: transcriptMessages(session.agent.state.messages) }));
-			write(aguiFrame({ type: "STATE_SNAPSHOT", snapshot: threads.state(session) }));
-			write(aguiFrame({ type: "CUSTOM", name: "wheelhouse.session", value: session.view() }));
+			send({
+				type: "RUN_STARTED",
+				...ids,
+				metadata: { wheelhouse: { sessionId: session.id, runId: runId ?? null } },
+			});
+			send({ type: "MESSAGES_SNAPSHOT", messages: transcriptMessages(session.agent.state.messages) });
+			send({ type: "STATE_SNAPSHOT", snapshot: threads.state(session) });
+			send({ type: "CUSTOM", name: "wheelhouse.session", value: session.view() });
 			const waiting = interactions
 				.pending(session)
 				.filter((p) => p.kind === "client_tool" && !p.orphaned)
@@ -157,7 +167,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 			const run = runId ? session.activeRunHandle(runId) : undefined;
 			if (!run || (waiting.length > 0 && !session.streamingMessage)) {
 				const outcome = waiting.length > 0 ? { type: "success" as const, pendingToolCallIds: waiting } : undefined;
-				sse.end(aguiFrame({ type: "RUN_FINISHED", ...ids, ...(outcome ? { outcome } : {}) }));
+				sse.end(aguiFrame(forProtocol({ type: "RUN_FINISHED", ...ids, ...(outcome ? { outcome } : {}) }, protocol)));
 				return reply;
 			}
 			if (sse.isClosed) return reply;
@@ -166,6 +176,7 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 				clientTools: clientToolNames(session),
 				sentByClient: new Set(),
 				transcriptLength: () => session.agent.state.messages.length,
+				protocol,
 			});
 			encoder.openTurn();
 			encoder.inFlight(session.streamingMessage);

@@ -24,6 +24,7 @@ import type { Context as TraceContext } from "@opentelemetry/api";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
 import type { SessionConfig } from "../../../store/types.js";
+import { isToolPattern } from "../../../tools/selection.js";
 import { apiError } from "../../errors.js";
 import type { ModelCatalog } from "../../model-catalog.js";
 import { type AgentProfiles, profileNamed, profileSettings } from "../../profiles.js";
@@ -44,6 +45,8 @@ export interface RunInput {
 	context?: { description: string; value: string }[];
 	state?: unknown;
 	forwardedProps?: { wheelhouse?: WheelhouseProps };
+	/** The AG-UI protocol the client speaks (protocol.ts); absent for clients before 1.0. */
+	protocolVersion?: string;
 }
 
 /** `forwardedProps.wheelhouse`. */
@@ -149,6 +152,15 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 	 */
 	function wanted(input: RunInput): Partial<SessionConfig> {
 		const props = input.forwardedProps?.wheelhouse ?? {};
+		if (props.model !== undefined) resolveModel(props.model);
+		const unknown = (props.tools ?? []).filter((name) => !isToolPattern(name) && !sessions.tools.has(name));
+		if (unknown.length > 0) {
+			throw apiError(
+				"UNKNOWN_TOOL",
+				`body.forwardedProps.wheelhouse.tools: unknown tool${unknown.length > 1 ? "s" : ""} ${unknown.map((n) => `"${n}"`).join(", ")}; see GET /v1/tools.`,
+				{ unknown },
+			);
+		}
 		const system = systemPromptOf(input.messages);
 		const field = "body.forwardedProps.wheelhouse.profile";
 		return {
@@ -160,7 +172,7 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 			...(props.model !== undefined ? { model: props.model } : {}),
 			...(props.thinkingLevel !== undefined ? { thinkingLevel: props.thinkingLevel } : {}),
 			...(props.tools !== undefined ? { tools: props.tools } : {}),
-			clientTools: clientToolsOf(input.tools),
+			clientTools: clientToolsOf(input.tools, sessions.tools.keys()),
 		};
 	}
 

@@ -4,7 +4,9 @@
  * mapping (input.ts), which names the field at fault.
  */
 import { Type } from "@sinclair/typebox";
+import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { MAX_ID_LENGTH, PROFILE_NAME, ThinkingLevel } from "../../schemas.js";
+import { PROTOCOL_VERSION_PATTERN } from "./protocol.js";
 
 const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>
 	Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) });
@@ -38,7 +40,14 @@ export const RunAgentInputBody = Open(
 		threadId: Id("The conversation: a Wheelhouse session, created on the first run (or a session id, ses_...)"),
 		runId: Id("The client's id of this run, echoed in RUN_STARTED and RUN_FINISHED"),
 		parentRunId: Type.Optional(Type.String()),
-		protocolVersion: Type.Optional(Type.String()),
+		protocolVersion: Type.Optional(
+			Type.String({
+				pattern: PROTOCOL_VERSION_PATTERN,
+				maxLength: 64,
+				description:
+					'The AG-UI protocol the client speaks (`@ag-ui/client` 1.0 sends "1.0"). Absent or below 1: events in the shape clients before 1.0 accept (no `RUN_FINISHED.outcome`, tool results as text)',
+			}),
+		),
 		state: Type.Optional(Type.Unknown({ description: "Shared state: kept for the thread and shown to the model" })),
 		messages: Type.Array(Open({ id: Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH }), role: Type.String() }), {
 			description:
@@ -47,7 +56,7 @@ export const RunAgentInputBody = Open(
 		tools: Type.Optional(
 			Type.Array(
 				Open({
-					name: Type.String(),
+					name: Type.String({ pattern: TOOL_NAME_PATTERN, description: "1 to 64 letters, digits, _ or -" }),
 					description: Type.String(),
 					parameters: Type.Optional(Type.Unknown()),
 				}),
@@ -71,6 +80,20 @@ export const RunAgentInputBody = Open(
 );
 
 export const ThreadParams = Type.Object({ threadId: Id("The thread (see RunAgentInput.threadId)") });
+
+export const CatchUpQuery = Type.Object(
+	{
+		protocolVersion: Type.Optional(
+			Type.String({
+				pattern: PROTOCOL_VERSION_PATTERN,
+				maxLength: 64,
+				description:
+					'The AG-UI protocol the client speaks; default "1.0". Below 1 (e.g. "0.0.59"): events in the shape clients before 1.0 accept',
+			}),
+		),
+	},
+	{ additionalProperties: false },
+);
 
 export const AguiStream = {
 	description: "AG-UI events as Server-Sent Events: one `data:` line of JSON per event, as @ag-ui/client reads them.",

@@ -116,7 +116,7 @@ export function finalEvent(
 /** Closes what the encoder holds open, sends `event`, ends the response. */
 export function endStream(sse: SseConnection, encoder: AguiEncoder, event: AguiEvent): void {
 	encoder.close();
-	sse.end(aguiFrame(event));
+	sse.end(encoder.frame(event));
 }
 
 /** What a client dropped for not keeping up gets last (`then`: what happened and what to do). */

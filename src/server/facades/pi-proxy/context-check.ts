@@ -4,8 +4,13 @@
  * malformed message would fail deep inside a provider with a message that names nothing. Each
  * problem is a 400 `VALIDATION_FAILED` naming the field (`body.context.messages[2].content[0].type
  * ...`). Fields beyond the ones checked are passed on as they are (newer clients send more).
+ *
+ * What every provider refuses is refused here too, as `/v1` refuses it, instead of coming back as
+ * the provider's error in the stream: tool and tool call names outside the providers' alphabet,
+ * tool parameters that are no object schema, images that are no image or no base64.
  */
 import type { Context } from "../../../ai/types.js";
+import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { apiError } from "../../errors.js";
 
 type Fields = Record<string, unknown>;
@@ -22,6 +27,15 @@ function requireString(value: Fields, key: string, field: string): void {
 	if (typeof value[key] !== "string") fail(`${field}.${key}`, "must be a string");
 }
 
+const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
+const IMAGE_MIME_TYPE = /^image\/[a-z0-9.+-]+$/;
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+function requireToolName(value: Fields, field: string): void {
+	requireString(value, "name", field);
+	if (!TOOL_NAME.test(value.name as string)) fail(`${field}.name`, `must match pattern "${TOOL_NAME_PATTERN}"`);
+}
+
 /** A text or image block (user messages, tool results). */
 function checkUserBlock(block: unknown, field: string): void {
 	if (!isObject(block)) fail(field, "must be an object");
@@ -29,6 +43,10 @@ function checkUserBlock(block: unknown, field: string): void {
 	else if (block.type === "image") {
 		requireString(block, "data", field);
 		requireString(block, "mimeType", field);
+		if (!IMAGE_MIME_TYPE.test(block.mimeType as string))
+			fail(`${field}.mimeType`, 'must be an image media type such as "image/png"');
+		const data = block.data as string;
+		if (data === "" || data.length % 4 === 1 || !BASE64.test(data)) fail(`${field}.data`, "must be base64 data");
 	} else fail(`${field}.type`, 'must be "text" or "image"');
 }
 
@@ -43,7 +61,7 @@ function checkAssistantBlock(block: unknown, field: string): void {
 			return;
 		case "toolCall":
 			requireString(block, "id", field);
-			requireString(block, "name", field);
+			requireToolName(block, field);
 			if (!isObject(block.arguments)) fail(`${field}.arguments`, "must be an object");
 			return;
 		default:
@@ -78,9 +96,10 @@ function checkMessage(message: unknown, field: string): void {
 
 function checkTool(tool: unknown, field: string): void {
 	if (!isObject(tool)) fail(field, "must be an object");
-	requireString(tool, "name", field);
+	requireToolName(tool, field);
 	requireString(tool, "description", field);
-	if (!isObject(tool.parameters)) fail(`${field}.parameters`, "must be a JSON Schema object");
+	if (!isObject(tool.parameters) || tool.parameters.type !== "object")
+		fail(`${field}.parameters`, 'must be a JSON Schema with "type": "object"');
 }
 
 /** The body's `context` as a `Context`; throws `VALIDATION_FAILED` naming the first field at fault. */

@@ -15,16 +15,23 @@
  *    stream that ends without one leaves the client's agent loop waiting forever. `data:` lines
  *    only, LF, no `[DONE]`.
  * 5. The client closing the response (its agent aborted) aborts the model call.
+ * 6. The key's budget (`keyBudgets`) is checked before the call, as for a run's model calls (429
+ *    `KEY_BUDGET_EXHAUSTED`), and the call's usage is added to the key's usage rows (`GET
+ *    /v1/usage`, one turn) and budget before the stream ends, and to the model metrics.
  *
  * Errors before the stream are JSON `{ error, code }`: the client shows `error` when it is a
  * string (`Proxy error: <error>`), so the envelope's message moves up and its code stays beside.
  */
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { streamSimple } from "../../../ai/stream.js";
-import type { Context, Model, SimpleStreamOptions } from "../../../ai/types.js";
+import type { AssistantMessage, Context, Model, SimpleStreamOptions } from "../../../ai/types.js";
+import type { SessionStore } from "../../../store/types.js";
+import { usageEntriesOf } from "../../../store/usage.js";
+import type { KeyBudgets } from "../../budgets/key-budgets.js";
 import type { ServerConfig } from "../../config.js";
 import { apiError } from "../../errors.js";
 import type { RunSlots } from "../../limits.js";
+import type { WatchModelCall } from "../../model-call-metrics.js";
 import { specOf } from "../../model-catalog.js";
 import { openSse } from "../../sse/open.js";
 import { checkContext } from "./context-check.js";
@@ -39,6 +46,12 @@ export interface PiProxyOptions {
 	getApiKey(provider: string): string | undefined;
 	/** The per-key limit of concurrent runs; a call counts as one. Absent: no limit. */
 	runSlots?: RunSlots;
+	/** The per-key budgets: checked before a call, added to after it (step 6). */
+	keyBudgets: KeyBudgets;
+	/** Where the calls' usage rows go (step 6). */
+	store: SessionStore;
+	/** Notes each call in the model metrics. */
+	watchModelCall: WatchModelCall;
 }
 
 /** The options of the body the server passes on (everything else, `headers` included, is dropped). */
@@ -97,7 +110,8 @@ const SHUTDOWN_MESSAGE = "The server shut down during the model call; send the r
 const SLOW_READER_MESSAGE = "The client did not read the stream fast enough and it was ended; send the request again.";
 const NO_END_MESSAGE = "The model stream ended without a final event.";
 
-export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { streams, getApiKey, runSlots }) => {
+export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, options) => {
+	const { streams, getApiKey, runSlots, keyBudgets, store, watchModelCall } = options;
 	const { config, catalog } = app.wheelhouse;
 	const enabled = piProxyEnabled(config);
 
@@ -106,6 +120,26 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 		if (reply.statusCode < 400 || !error || typeof error.code !== "string") return payload;
 		return { error: error.message, code: error.code };
 	});
+
+	/**
+	 * Step 6 after a call: its usage in the key's budget and usage rows (a call refused before it
+	 * reached the model, with no tokens, is none). A store that cannot take it is logged: the answer
+	 * was streamed already.
+	 */
+	async function account(reply: FastifyReply, message: AssistantMessage): Promise<void> {
+		const ownerId = reply.request.ownerId;
+		const entries = usageEntriesOf([message]);
+		if (entries.length === 0) return;
+		keyBudgets.add(ownerId, message.usage);
+		try {
+			await store.recordUsage(ownerId, entries);
+		} catch (err) {
+			reply.request.log.error(
+				{ err, model: `${message.provider}/${message.model}` },
+				"pi proxy: the call's usage could not be stored",
+			);
+		}
+	}
 
 	/** Streams one model call to `reply` (step 4); resolves once the stream ended. */
 	async function relay(
@@ -132,7 +166,14 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 			timeoutMs: model.idleTimeoutMs ?? config.providerIdleTimeoutMs,
 		});
 		chat?.watch(upstream);
+		const watch = watchModelCall();
 		for await (const event of upstream) {
+			if (event.type === "done" || event.type === "error") {
+				const message = event.type === "done" ? event.message : event.error;
+				watch?.end(message);
+				// Before the final event goes out: a client that read it finds the call in its usage.
+				await account(reply, message);
+			} else if (event.type !== "start") watch?.output(event.partial);
 			const shutDown = event.type === "error" && abort.signal.reason === SHUTDOWN_ABORT;
 			const frames = encoder.encode(
 				shutDown ? { ...event, error: { ...event.error, errorMessage: SHUTDOWN_MESSAGE } } : event,
@@ -183,6 +224,12 @@ export const piProxyRoutes: FastifyPluginAsync<PiProxyOptions> = async (app, { s
 				);
 			const model = catalog.resolve(spec) as Model<any>;
 			const context = checkContext(body.context);
+			// Step 6.
+			await keyBudgets.load(request.ownerId);
+			const spent = keyBudgets.keyLimit(request.ownerId);
+			if (spent) {
+				throw apiError("KEY_BUDGET_EXHAUSTED", spent.message, { limit: spent.limit, max: spent.max, used: spent.used });
+			}
 			app.wheelhouse.streamSlots.hold(request.ownerId, undefined, reply.raw);
 			runSlots?.acquire(request.ownerId);
 			const abort = new AbortController();

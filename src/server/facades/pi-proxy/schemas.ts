@@ -43,7 +43,7 @@ export const PiStreamBody = Open(
 		options: Type.Optional(
 			Open(
 				{
-					temperature: Type.Optional(Type.Number({ minimum: 0 })),
+					temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
 					maxTokens: Type.Optional(Type.Integer({ minimum: 1 })),
 					reasoning: Type.Optional(ThinkingLevel),
 					cacheRetention: Type.Optional(Type.Union(["none", "short", "long"].map((v) => Type.Literal(v)))),
