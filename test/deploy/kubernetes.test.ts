@@ -225,7 +225,11 @@ describe.each(TARGETS)("deploy/kubernetes/%s", (target) => {
 		const fromSecret = (name: string) =>
 			container.env.find((e: any) => e.name === name)?.valueFrom?.secretKeyRef?.name as string | undefined;
 		expect(fromSecret("WHEELHOUSE_API_KEYS")).toBeDefined();
-		if (hasMetricsToken) expect(fromSecret("WHEELHOUSE_METRICS_TOKEN")).toBeDefined();
+		// The scrape's credential: the operator token where the server reads one (then the Secret
+		// must hold it), else an API key.
+		expect(fromSecret("WHEELHOUSE_METRICS_TOKEN")).toBeDefined();
+		if (hasMetricsToken)
+			expect(Object.keys(entries(find(objects, "Secret", "wheelhouse")))).toContain("WHEELHOUSE_METRICS_TOKEN");
 		for (const provider of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"])
 			expect(fromSecret(provider), provider).toBeDefined();
 
