@@ -341,7 +341,7 @@ describe("overlays/single: one replica on SQLite", () => {
 
 	it("the real server refuses to start with the Secret as committed", async () => {
 		const env = containerEnv(objects);
-		const { code, stderr } = await refusedStartup({ ...env, PORT: "0", WHEELHOUSE_STORE: "memory" });
+		const { code, stderr } = await refusedStartup({ ...env, PORT: "0" });
 		expect(code).not.toBe(0);
 		expect(stderr).toMatch(/WHEELHOUSE_API_KEYS/);
 	});
