@@ -107,7 +107,7 @@ export interface BuildAppOptions {
 }
 
 /** How long, after the streams ended at shutdown, connections may take to finish before they are cut. */
-const SHUTDOWN_FLUSH_MS = 1_000;
+export const SHUTDOWN_FLUSH_MS = 1_000;
 
 /**
  * The longest a close may take: the readiness delay, the grace period, the wait for aborted runs,
