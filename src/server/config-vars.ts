@@ -271,9 +271,17 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		env: "WHEELHOUSE_METRICS_AUTH",
 		key: "metricsAuth",
 		kind: "enum",
-		default: "keys",
+		default: "token",
 		description:
-			"`keys`: `/metrics` needs an API key like `/v1` when keys are set; `none`: open (e.g. on a separate port only the scraper reaches).",
+			"`token`: `/metrics` needs `Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>` (an API key is refused: metrics show every key's traffic); with API keys set and no metrics token, nobody can read it. `none`: open (e.g. on a separate port only the scraper reaches).",
+	},
+	{
+		env: "WHEELHOUSE_METRICS_TOKEN",
+		key: "metricsToken",
+		kind: "string",
+		default: "",
+		description:
+			"The operator credential that reads `/metrics` (at least 16 characters, none of the API keys). Unset: `/metrics` is open only while no API keys are set.",
 	},
 	{
 		env: "WHEELHOUSE_COMPACTION",
@@ -401,7 +409,8 @@ export const ServerConfigSchema = Type.Object(
 		maxRunsPerKey: Int(0),
 		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		metricsPort: Int(0, 65535),
-		metricsAuth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
+		metricsAuth: Type.Union([Type.Literal("token"), Type.Literal("none")]),
+		metricsToken: Type.String({ pattern: "^$|^\\S{16,}$" }),
 		compaction: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		compactionReserveTokens: Int(0, 100_000_000),
 		compactionKeepRecentTokens: Int(0, 100_000_000),

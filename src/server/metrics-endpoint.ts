@@ -1,12 +1,13 @@
 /**
  * Serves `GET /metrics` (the Prometheus text format) of one app: on the main port, or, with
  * `WHEELHOUSE_METRICS_PORT`, on a second listener of its own that starts when the app is ready and
- * closes with it (and `/metrics` is then not on the main port). Either way it needs an API key like
- * `/v1` when keys are configured, unless `WHEELHOUSE_METRICS_AUTH` is `none`.
+ * closes with it (and `/metrics` is then not on the main port). Either way it needs the operator
+ * credential `WHEELHOUSE_METRICS_TOKEN`, never an API key (what it shows spans every key), unless
+ * `WHEELHOUSE_METRICS_AUTH` is `none` (see auth.ts for when no credential is configured).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteShorthandOptions } from "fastify";
 import { installAuth } from "./auth.js";
-import type { ServerConfig } from "./config.js";
+import { ConfigError, type ServerConfig } from "./config.js";
 import { installErrorHandling } from "./error-handler.js";
 import type { ServerMetrics } from "./metrics.js";
 import { requestIdOf } from "./request-id.js";
@@ -15,12 +16,12 @@ function routeOptions(config: ServerConfig): RouteShorthandOptions {
 	return {
 		// Scraped every few seconds: logged from `warn` only, like the health probes.
 		logLevel: "warn",
-		config: { public: config.metricsAuth === "none" },
+		config: config.metricsAuth === "none" ? { public: true } : { operator: true },
 		schema: {
 			tags: ["health"],
 			summary: "Prometheus metrics",
 			description:
-				"The server's metrics in the Prometheus text format (see the README's metrics table). Needs the API key unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.",
+				"The server's metrics in the Prometheus text format (see the README's metrics table). Needs the operator credential (`Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`; an API key gets 403) unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.",
 			produces: ["text/plain"],
 			response: {
 				200: { description: "Prometheus text exposition format (version 0.0.4).", type: "string" },
@@ -31,6 +32,7 @@ function routeOptions(config: ServerConfig): RouteShorthandOptions {
 
 /** Adds `GET /metrics` to `app`, or sets up the separate listener that serves it. */
 export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig): void {
+	checkMetricsToken(config);
 	const handler = async function scrapeMetrics(
 		_request: unknown,
 		reply: { type(contentType: string): unknown },
@@ -65,6 +67,20 @@ function buildListener(log: FastifyBaseLogger, config: ServerConfig): FastifyIns
 	listener.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
 	});
-	installAuth(listener, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
+	installAuth(listener, {
+		apiKeys: config.apiKeys,
+		streamTokenTtlMs: config.streamTokenTtlMs,
+		operatorToken: config.metricsToken,
+	});
 	return listener;
+}
+
+/** The operator credential must open nothing but `/metrics`: it may not also be an API key. */
+function checkMetricsToken(config: ServerConfig): void {
+	if (config.metricsToken && config.apiKeys.includes(config.metricsToken)) {
+		throw new ConfigError(
+			"WHEELHOUSE_METRICS_TOKEN",
+			"is also one of WHEELHOUSE_API_KEYS: give the operator credential a value of its own (e.g. `openssl rand -hex 24`)",
+		);
+	}
 }

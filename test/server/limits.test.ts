@@ -8,6 +8,7 @@ import { promptSse, type SseReader } from "../helpers/sse.js";
 
 const KEY_A = "limits-key-aaaa";
 const KEY_B = "limits-key-bbbb";
+const METRICS_TOKEN = "limits-metrics-operator";
 let server: TestServer;
 const readers: SseReader[] = [];
 afterEach(async () => {
@@ -23,7 +24,9 @@ async function session(key: string): Promise<string> {
 
 describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 	it("answers 429 RATE_LIMITED with retry-after past the limit, per key; open routes are not counted", async () => {
-		server = await startServer({ config: { apiKeys: [KEY_A, KEY_B], rateLimitPerMinute: 3 } });
+		server = await startServer({
+			config: { apiKeys: [KEY_A, KEY_B], rateLimitPerMinute: 3, metricsToken: METRICS_TOKEN },
+		});
 		for (let i = 0; i < 3; i++) expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
 		const refused = await server.request("GET", "/v1/models", { key: KEY_A });
 		expect(refused.status).toBe(429);
@@ -38,7 +41,7 @@ describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 		expect((await server.request("GET", "/v1/models", { key: KEY_B })).status).toBe(200);
 		for (let i = 0; i < 5; i++) expect((await server.request("GET", "/healthz")).status).toBe(200);
 
-		const scrape = await server.request("GET", "/metrics", { key: KEY_B });
+		const scrape = await server.request("GET", "/metrics", { key: METRICS_TOKEN });
 		expect(scrape.body).toMatch(/wheelhouse_rate_limited_total\{limit="requests"\} 1/);
 	});
 
@@ -55,7 +58,12 @@ describe("concurrent runs (WHEELHOUSE_MAX_RUNS_PER_KEY)", () => {
 	it("refuses a key's run past the limit with 429 TOO_MANY_RUNS until one ends; other keys unaffected", async () => {
 		// An approval holds the first run open until it is answered.
 		server = await startServer({
-			config: { apiKeys: [KEY_A, KEY_B], maxRunsPerKey: 1, tools: { approval: { calculate: "always" } } },
+			config: {
+				apiKeys: [KEY_A, KEY_B],
+				maxRunsPerKey: 1,
+				metricsToken: METRICS_TOKEN,
+				tools: { approval: { calculate: "always" } },
+			},
 		});
 		const [a1, a2, b1] = [await session(KEY_A), await session(KEY_A), await session(KEY_B)];
 		const held = await promptSse(server.url, a1, { message: '/tool calculate {"expression": "1 + 1"}' }, KEY_A);
@@ -88,7 +96,7 @@ describe("concurrent runs (WHEELHOUSE_MAX_RUNS_PER_KEY)", () => {
 		await again.waitForEnd();
 		expect(again.types().at(-1)).toBe("agent_end");
 
-		const scrape = await server.request("GET", "/metrics", { key: KEY_B });
+		const scrape = await server.request("GET", "/metrics", { key: METRICS_TOKEN });
 		expect(scrape.body).toMatch(/wheelhouse_rate_limited_total\{limit="runs"\} 1/);
 	});
 });
