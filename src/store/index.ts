@@ -16,7 +16,6 @@ export {
 	PostgresSessionStore,
 	type PostgresStoreOptions,
 	parseDatabaseUrl,
-	redactUrl,
 } from "./postgres.js";
 export { isLeaseStore, isStoreUnavailable, StoreUnavailableError } from "./shared.js";
 export {

@@ -4,4 +4,4 @@
 export { LATEST_PG_SCHEMA_VERSION } from "./postgres/migrations.js";
 export { DEFAULT_LEASE_TTL_MS, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA } from "./postgres/settings.js";
 export { openPostgresStore, PostgresSessionStore, type PostgresStoreOptions } from "./postgres/store.js";
-export { parseDatabaseUrl, redactUrl } from "./postgres/url.js";
+export { parseDatabaseUrl } from "./postgres/url.js";
