@@ -1,6 +1,6 @@
 /**
  * Per-API-key limits: requests per minute and runs running at once. Past either, 429 with the
- * envelope; another key is not affected.
+ * envelope; another key is not affected. Requests without a valid key are limited by address.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../helpers/server.js";
@@ -43,6 +43,24 @@ describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 
 		const scrape = await server.request("GET", "/metrics", { key: METRICS_TOKEN });
 		expect(scrape.body).toMatch(/wheelhouse_rate_limited_total\{limit="requests"\} 1/);
+	});
+
+	it("limits requests without a valid key by address (429 past the limit), apart from every key's own count", async () => {
+		server = await startServer({ config: { apiKeys: [KEY_A], rateLimitPerMinute: 3 } });
+		const guesses = ["guess-0000-aaaa", "guess-0000-bbbb", undefined];
+		for (const key of guesses) {
+			const res = await server.request("GET", "/v1/models", key ? { key } : {});
+			expect([res.status, res.body.error.code]).toEqual([401, "UNAUTHORIZED"]);
+		}
+		for (const key of ["guess-0000-cccc", undefined]) {
+			const slowed = await server.request("GET", "/v1/sessions", key ? { key } : {});
+			expect([slowed.status, slowed.body.error.code]).toEqual([429, "RATE_LIMITED"]);
+			expect(slowed.body.error.message).toMatch(/without a valid API key/);
+			expect(Number(slowed.headers.get("retry-after"))).toBeGreaterThan(0);
+		}
+		// The key from the same address keeps its whole limit.
+		for (let i = 0; i < 3; i++) expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
+		expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(429);
 	});
 
 	it("keys on the client address when auth is off", async () => {
