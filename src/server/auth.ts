@@ -170,7 +170,8 @@ export function installAuth(app: FastifyInstance, options: AuthOptions): StreamT
 			);
 		}
 		const ownerId = ownerOfKey(presented);
-		if (ownerId === null) return refuse(request, reply, apiError("UNAUTHORIZED", "The API key is not valid for this server."));
+		if (ownerId === null)
+			return refuse(request, reply, apiError("UNAUTHORIZED", "The API key is not valid for this server."));
 		request.ownerId = ownerId;
 	});
 	return tokens;

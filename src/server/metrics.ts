@@ -240,7 +240,7 @@ export class ServerMetrics {
 		});
 		this.toolCalls = new Counter({
 			name: "wheelhouse_tool_calls_total",
-			help: "Tool calls executed, by tool and outcome (ok or error); tools the server does not configure (a client's) are counted as tool=\"client\".",
+			help: 'Tool calls executed, by tool and outcome (ok or error); tools the server does not configure (a client\'s) are counted as tool="client".',
 			labelNames: ["tool", "outcome"],
 			registers,
 		});
@@ -368,9 +368,9 @@ export class ServerMetrics {
 			if (usage.output > 0) this.tokens.inc({ provider, model, type: "output" }, usage.output);
 			if (usage.cacheRead > 0) this.tokens.inc({ provider, model, type: "cache_read" }, usage.cacheRead);
 			if (usage.cacheWrite > 0) this.tokens.inc({ provider, model, type: "cache_write" }, usage.cacheWrite);
-			const cost = usage.cost?.total ?? 0;
-			// A call with usage makes the series exist, at 0 when it cost nothing.
-			this.cost.inc(labels, cost > 0 ? cost : 0);
+			const cost = usage.cost?.total;
+			// A call with usage makes the series exist, at 0 when it cost nothing (or nothing usable).
+			this.cost.inc(labels, typeof cost === "number" && cost > 0 ? cost : 0);
 		}
 		let retries = 0;
 		for (const diagnostic of message.diagnostics ?? []) {

@@ -69,8 +69,7 @@ export async function startWebhookReceiver(
 				} catch {
 					verified = false;
 				}
-				const authorized =
-					options.authorization === undefined || req.headers.authorization === options.authorization;
+				const authorized = options.authorization === undefined || req.headers.authorization === options.authorization;
 				const answer = !verified ? 400 : !authorized ? 401 : status;
 				received.push({
 					id: String(req.headers["webhook-id"]),

@@ -154,7 +154,10 @@ export function resolveWebhookSettings(
 }
 
 /** The URL fields of an endpoint (see {@link WebhookEndpoint}); messages never print its secrets. */
-function endpointUrl(value: unknown, field: string): Pick<WebhookEndpoint, "url" | "target" | "authorization" | "logged"> {
+function endpointUrl(
+	value: unknown,
+	field: string,
+): Pick<WebhookEndpoint, "url" | "target" | "authorization" | "logged"> {
 	if (typeof value !== "string" || value.length === 0) throw new ConfigError(field, "must be an http(s) URL");
 	let url: URL;
 	try {

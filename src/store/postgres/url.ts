@@ -16,7 +16,6 @@ export interface DatabaseUrl {
 	user: string;
 }
 
-
 /**
  * Parses a PostgreSQL URL; a string error (naming what is wrong, never the password) when it is
  * not one. `field` names the setting in the message (e.g. `WHEELHOUSE_DATABASE_URL`).
