@@ -242,7 +242,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "int",
 		default: "0",
 		description:
-			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. 0 = no limit.",
+			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. Requests without a valid key count per client IP, apart from every key's own. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_MAX_RUNS_PER_KEY",
