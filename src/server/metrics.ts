@@ -67,6 +67,11 @@ const RUN_OUTCOMES = {
 	interrupted: "interrupted",
 } as const satisfies Record<Exclude<RunStatus, "running">, string>;
 
+/** A positive finite amount, which a counter can take. */
+function countable(value: unknown): value is number {
+	return typeof value === "number" && Number.isFinite(value) && value > 0;
+}
+
 /** The `tool` label of a tool the server does not configure (declared by a client, or made up by a model). */
 export const CLIENT_TOOL_LABEL = "client";
 
@@ -362,15 +367,16 @@ export class ServerMetrics {
 		}
 		const usage = message.usage;
 		if (usage) {
-			// A provider may report a negative count (a server's bad arithmetic): a counter cannot go down.
+			// A provider may report a negative or absurd count (a server's bad arithmetic): a counter
+			// takes only finite amounts and cannot go down.
 			const { provider, model } = labels;
-			if (usage.input > 0) this.tokens.inc({ provider, model, type: "input" }, usage.input);
-			if (usage.output > 0) this.tokens.inc({ provider, model, type: "output" }, usage.output);
-			if (usage.cacheRead > 0) this.tokens.inc({ provider, model, type: "cache_read" }, usage.cacheRead);
-			if (usage.cacheWrite > 0) this.tokens.inc({ provider, model, type: "cache_write" }, usage.cacheWrite);
+			if (countable(usage.input)) this.tokens.inc({ provider, model, type: "input" }, usage.input);
+			if (countable(usage.output)) this.tokens.inc({ provider, model, type: "output" }, usage.output);
+			if (countable(usage.cacheRead)) this.tokens.inc({ provider, model, type: "cache_read" }, usage.cacheRead);
+			if (countable(usage.cacheWrite)) this.tokens.inc({ provider, model, type: "cache_write" }, usage.cacheWrite);
 			const cost = usage.cost?.total;
 			// A call with usage makes the series exist, at 0 when it cost nothing (or nothing usable).
-			this.cost.inc(labels, typeof cost === "number" && cost > 0 ? cost : 0);
+			this.cost.inc(labels, countable(cost) ? cost : 0);
 		}
 		let retries = 0;
 		for (const diagnostic of message.diagnostics ?? []) {
