@@ -75,9 +75,19 @@ function buildListener(log: FastifyBaseLogger, config: ServerConfig): FastifyIns
 	return listener;
 }
 
-/** The operator credential must open nothing but `/metrics`: it may not also be an API key. */
+/**
+ * The operator credential: long enough not to be guessed, one bearer token (no whitespace), and
+ * opening nothing but `/metrics` (not also an API key). Messages never print it.
+ */
 function checkMetricsToken(config: ServerConfig): void {
-	if (config.metricsToken && config.apiKeys.includes(config.metricsToken)) {
+	const token = config.metricsToken;
+	if (token && (token.length < 16 || /\s/.test(token))) {
+		throw new ConfigError(
+			"WHEELHOUSE_METRICS_TOKEN",
+			`must be at least 16 characters without whitespace (got ${token.length} characters); e.g. \`openssl rand -hex 24\``,
+		);
+	}
+	if (token && config.apiKeys.includes(token)) {
 		throw new ConfigError(
 			"WHEELHOUSE_METRICS_TOKEN",
 			"is also one of WHEELHOUSE_API_KEYS: give the operator credential a value of its own (e.g. `openssl rand -hex 24`)",

@@ -265,7 +265,9 @@ describe("GET /metrics", () => {
 		await expect(start({ config: { apiKeys: [KEY], metricsToken: KEY } })).rejects.toThrow(
 			/WHEELHOUSE_METRICS_TOKEN: is also one of WHEELHOUSE_API_KEYS/,
 		);
-		await expect(start({ config: { metricsToken: "short" } })).rejects.toThrow(/metricsToken/);
+		await expect(start({ config: { metricsToken: "short" } })).rejects.toThrow(
+			/WHEELHOUSE_METRICS_TOKEN: must be at least 16 characters without whitespace \(got 5 characters\)/,
+		);
 	});
 
 	it("labels a client's tools as `client`: one key's declared tool names never reach another's scrape", async () => {
