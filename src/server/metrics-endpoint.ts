@@ -33,6 +33,11 @@ function routeOptions(config: ServerConfig): RouteShorthandOptions {
 /** Adds `GET /metrics` to `app`, or sets up the separate listener that serves it. */
 export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig): void {
 	checkMetricsToken(config);
+	if (config.metricsAuth === "token" && !config.metricsToken && config.apiKeys.length > 0) {
+		app.log.warn(
+			"metrics: /metrics refuses every request (API keys are set, WHEELHOUSE_METRICS_TOKEN is not): set it to scrape, with `Authorization: Bearer <token>`",
+		);
+	}
 	const handler = async function scrapeMetrics(
 		_request: unknown,
 		reply: { type(contentType: string): unknown },
