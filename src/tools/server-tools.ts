@@ -127,6 +127,11 @@ export class ServerTools {
 	 * every tool of the server asks for approval, and a warning names the entries.
 	 */
 	approvalPolicy(toolName: string, sessionRules?: ApprovalRules): ApprovalPolicy {
+		return this.policyOf(toolName, sessionRules, true);
+	}
+
+	/** {@link approvalPolicy}, warning of unmatched MCP entries only when `warn` (a call, not a listing). */
+	private policyOf(toolName: string, sessionRules: ApprovalRules | undefined, warn: boolean): ApprovalPolicy {
 		const policy = resolveApprovalPolicy(toolName, this.rules, sessionRules);
 		if (policy === "always") return policy;
 		const mcpTools = this.mcp.tools();
@@ -138,10 +143,11 @@ export class ServerTools {
 			Object.keys(rules).filter((entry) => entry.startsWith(prefix) && !entry.endsWith("*") && !listed.has(entry)),
 		);
 		if (unmatched.length === 0) return policy;
-		this.logger?.warn(
-			{ tool: toolName, mcpServer: server, entries: unmatched },
-			`approval rules name tools MCP server "${server}" does not list (${unmatched.join(", ")}): every tool of the server asks for approval until the rules are fixed`,
-		);
+		if (warn)
+			this.logger?.warn(
+				{ tool: toolName, mcpServer: server, entries: unmatched },
+				`approval rules name tools MCP server "${server}" does not list (${unmatched.join(", ")}): every tool of the server asks for approval until the rules are fixed`,
+			);
 		return "always";
 	}
 
@@ -154,7 +160,7 @@ export class ServerTools {
 			description: tool.description,
 			parameters: tool.parameters,
 			origin,
-			approval: this.approvalPolicy(tool.name),
+			approval: this.policyOf(tool.name, undefined, false),
 			available: origin.kind !== "mcp" || states.get(origin.server) === "connected",
 		});
 		const names = new Set(this.staticTools.map((t) => t.tool.name));
