@@ -13,6 +13,7 @@
  */
 import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
+import { redactUrl } from "./ai/redact-url.js";
 import { buildApp } from "./server/app.js";
 import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
 import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
@@ -20,7 +21,7 @@ import { listenAndAnnounce } from "./server/listen.js";
 import { markInterruptedRuns, resumeAfterRestart } from "./server/recovery.js";
 import { WebhookEvents } from "./server/webhooks/events.js";
 import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
-import { openStore, PostgresSessionStore, redactUrl } from "./store/index.js";
+import { openStore, PostgresSessionStore } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
 async function loadToolModules(paths: string[]): Promise<AgentTool<any>[]> {

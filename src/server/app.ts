@@ -258,7 +258,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		config.metrics === "on"
 			? new (await import("./metrics.js")).ServerMetrics({
 					liveSessions: () => sessions.liveSessions(),
-					onUpdateError: (err) => app.log.error({ err }, "metrics: an update was refused"),
+					isServerTool: (name) => sessions.tools.has(name),
 				})
 			: undefined;
 	// The tracing modules, and the SDK with them, are loaded only when tracing is on.
@@ -384,15 +384,22 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			methods: ["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
 		});
 	}
+	// Before the routes (it hooks each as it is added; those hooks run after auth's, keyed on the
+	// owner auth found), and before auth, which asks it about the requests it refuses.
+	const requestLimit =
+		config.rateLimitPerMinute > 0
+			? await installRequestLimit(app, {
+					perMinute: config.rateLimitPerMinute,
+					onRefused: () => metrics?.countLimited("requests"),
+				})
+			: undefined;
 	// After CORS: its hook answers preflights, which carry no credentials.
-	const streamTokens = installAuth(app, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
-	// After auth (it keys on the owner auth found), before the routes (it hooks each as it is added).
-	if (config.rateLimitPerMinute > 0) {
-		await installRequestLimit(app, {
-			perMinute: config.rateLimitPerMinute,
-			onRefused: () => metrics?.countLimited("requests"),
-		});
-	}
+	const streamTokens = installAuth(app, {
+		apiKeys: config.apiKeys,
+		streamTokenTtlMs: config.streamTokenTtlMs,
+		...(config.metricsToken ? { operatorToken: config.metricsToken } : {}),
+		...(requestLimit ? { limitRefused: requestLimit.limitRefused } : {}),
+	});
 	await app.register(openApiPlugin);
 	if (metrics) installMetrics(app, metrics, config, store);
 

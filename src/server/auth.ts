@@ -13,6 +13,14 @@
  * A route declared `config: { streamToken: true }` also accepts, instead of the header, a stream
  * token in `?token=` minted for the session in its `:id` (see stream-token.ts).
  *
+ * A route declared `config: { operator: true }` (`/metrics`) takes the operator credential
+ * (`WHEELHOUSE_METRICS_TOKEN`) instead of an API key, and refuses every API key: what it shows
+ * spans all keys. Without an operator credential it is refused to everyone while API keys are
+ * configured (fail closed), and open when they are not (the whole server is open then).
+ *
+ * A request refused for its credentials first passes `limitRefused` (the per-address limit of
+ * requests without a valid key), so a loop guessing keys gets 429 once past it.
+ *
  * Keys are compared in constant time: both sides are hashed with SHA-256 and compared with
  * `crypto.timingSafeEqual`, and every configured key is checked (no early exit), so neither the
  * key's length nor which key matched leaks through timing.
@@ -21,7 +29,7 @@
  * when auth is off. Sessions are owned by the `ownerId` that created them.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { apiError } from "./errors.js";
 import { STREAM_TOKEN_PARAM, StreamTokens } from "./stream-token.js";
 
@@ -35,6 +43,8 @@ declare module "fastify" {
 		public?: boolean;
 		/** Also accepts a stream token (`?token=`) minted for the session in the route's `:id`. */
 		streamToken?: boolean;
+		/** Takes the operator credential (`AuthOptions.operatorToken`) and no API key. */
+		operator?: boolean;
 	}
 }
 
@@ -51,6 +61,13 @@ export interface AuthOptions {
 	apiKeys: readonly string[];
 	/** Lifetime of minted stream tokens. */
 	streamTokenTtlMs: number;
+	/** The credential of `operator` routes (`WHEELHOUSE_METRICS_TOKEN`); none: see the file comment. */
+	operatorToken?: string;
+	/**
+	 * Runs before a request is refused for its credentials (`request.ownerId` is `null`): may throw
+	 * its own error instead (429 past the limit of unauthenticated requests). Default: none.
+	 */
+	limitRefused?: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 }
 
 /**
@@ -61,8 +78,9 @@ export interface AuthOptions {
 export function installAuth(app: FastifyInstance, options: AuthOptions): StreamTokens {
 	const keys = options.apiKeys.map((apiKey) => ({ apiKey, hash: sha256(apiKey), ownerId: ownerIdOf(apiKey) }));
 	const tokens = new StreamTokens(keys, options.streamTokenTtlMs);
+	const operator = options.operatorToken ? sha256(options.operatorToken) : undefined;
 	app.decorateRequest("ownerId", null);
-	if (keys.length === 0) return tokens;
+	if (keys.length === 0 && operator === undefined) return tokens;
 
 	function ownerOfKey(presentedKey: string): string | null {
 		const presented = sha256(presentedKey);
@@ -71,6 +89,49 @@ export function installAuth(app: FastifyInstance, options: AuthOptions): StreamT
 			if (timingSafeEqual(presented, key.hash)) ownerId = key.ownerId;
 		}
 		return ownerId;
+	}
+
+	/** The bearer credential of `header`, or undefined. */
+	function bearerOf(header: string | undefined): string | undefined {
+		const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+		return match?.[1];
+	}
+
+	/** Refuses the request with `error`, once the limit of refused requests had its say. */
+	async function refuse(request: FastifyRequest, reply: FastifyReply, error: Error): Promise<never> {
+		await options.limitRefused?.(request, reply);
+		throw error;
+	}
+
+	/** An `operator` route: the operator credential, never an API key. */
+	async function authenticateOperator(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+		if (operator === undefined) {
+			if (keys.length === 0) return;
+			return refuse(
+				request,
+				reply,
+				apiError(
+					"FORBIDDEN",
+					"/metrics needs the operator credential, and none is configured: set WHEELHOUSE_METRICS_TOKEN and send it as `Authorization: Bearer <token>` (an API key does not open /metrics).",
+				),
+			);
+		}
+		const presented = bearerOf(request.headers.authorization);
+		if (presented === undefined) {
+			return refuse(
+				request,
+				reply,
+				apiError("UNAUTHORIZED", "Missing credentials: send the header `Authorization: Bearer <metrics token>`."),
+			);
+		}
+		if (timingSafeEqual(sha256(presented), operator)) return;
+		if (ownerOfKey(presented) !== null) {
+			throw apiError(
+				"FORBIDDEN",
+				"An API key does not open /metrics: send the operator credential (WHEELHOUSE_METRICS_TOKEN).",
+			);
+		}
+		return refuse(request, reply, apiError("UNAUTHORIZED", "The metrics token is not valid for this server."));
 	}
 
 	function ownerOfStreamToken(request: FastifyRequest): string | null | undefined {
@@ -87,9 +148,11 @@ export function installAuth(app: FastifyInstance, options: AuthOptions): StreamT
 		return verified.ownerId;
 	}
 
-	app.addHook("onRequest", async function authenticate(request: FastifyRequest) {
+	app.addHook("onRequest", async function authenticate(request: FastifyRequest, reply: FastifyReply) {
 		const route = request.routeOptions.config;
 		if (route?.public === true) return;
+		if (route?.operator === true) return authenticateOperator(request, reply);
+		if (keys.length === 0) return;
 		const header = request.headers.authorization;
 		if (header === undefined && route?.streamToken === true) {
 			const ownerId = ownerOfStreamToken(request);
@@ -98,12 +161,17 @@ export function installAuth(app: FastifyInstance, options: AuthOptions): StreamT
 				return;
 			}
 		}
-		const match = typeof header === "string" ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-		if (!match) {
-			throw apiError("UNAUTHORIZED", "Missing credentials: send the header `Authorization: Bearer <api key>`.");
+		const presented = bearerOf(header);
+		if (presented === undefined) {
+			return refuse(
+				request,
+				reply,
+				apiError("UNAUTHORIZED", "Missing credentials: send the header `Authorization: Bearer <api key>`."),
+			);
 		}
-		const ownerId = ownerOfKey(match[1]);
-		if (ownerId === null) throw apiError("UNAUTHORIZED", "The API key is not valid for this server.");
+		const ownerId = ownerOfKey(presented);
+		if (ownerId === null)
+			return refuse(request, reply, apiError("UNAUTHORIZED", "The API key is not valid for this server."));
 		request.ownerId = ownerId;
 	});
 	return tokens;

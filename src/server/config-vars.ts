@@ -298,7 +298,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "int",
 		default: "0",
 		description:
-			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. 0 = no limit.",
+			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. Requests without a valid key count per client IP, apart from every key's own. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_MAX_RUNS_PER_KEY",
@@ -327,9 +327,17 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		env: "WHEELHOUSE_METRICS_AUTH",
 		key: "metricsAuth",
 		kind: "enum",
-		default: "keys",
+		default: "token",
 		description:
-			"`keys`: `/metrics` needs an API key like `/v1` when keys are set; `none`: open (e.g. on a separate port only the scraper reaches).",
+			"`token`: `/metrics` needs `Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>` (an API key is refused: metrics show every key's traffic); with API keys set and no metrics token, nobody can read it. `none`: open (e.g. on a separate port only the scraper reaches).",
+	},
+	{
+		env: "WHEELHOUSE_METRICS_TOKEN",
+		key: "metricsToken",
+		kind: "string",
+		default: "",
+		description:
+			"The operator credential that reads `/metrics` (at least 16 characters, none of the API keys). Unset: `/metrics` is open only while no API keys are set.",
 	},
 	{
 		env: "WHEELHOUSE_COMPACTION",
@@ -464,7 +472,9 @@ export const ServerConfigSchema = Type.Object(
 		maxRunsPerKey: Int(0),
 		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		metricsPort: Int(0, 65535),
-		metricsAuth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
+		metricsAuth: Type.Union([Type.Literal("token"), Type.Literal("none")]),
+		/** Checked where it is used (metrics-endpoint.ts), with a message that does not echo it. */
+		metricsToken: Type.String(),
 		compaction: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		compactionReserveTokens: Int(0, 100_000_000),
 		compactionKeepRecentTokens: Int(0, 100_000_000),

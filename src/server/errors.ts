@@ -52,6 +52,11 @@ export const ERRORS = {
 		description:
 			"API keys are configured and the request has no valid `Authorization: Bearer <key>` (on `/events`: nor a valid, unexpired stream token for this session).",
 	},
+	FORBIDDEN: {
+		status: 403,
+		description:
+			"`/metrics` was sent an API key, or no operator credential is configured while API keys are: it needs `Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`.",
+	},
 	NOT_FOUND: { status: 404, description: "No route matches the method and path." },
 	SESSION_NOT_FOUND: {
 		status: 404,
@@ -169,7 +174,7 @@ export const ERRORS = {
 	RATE_LIMITED: {
 		status: 429,
 		description:
-			"This API key (this client IP when auth is off) sent more requests in the last minute than the server allows (`WHEELHOUSE_RATE_LIMIT_RPM`); `retry-after` says in how many seconds to retry.",
+			"This API key (this client IP when auth is off, or for requests without a valid key) sent more requests in the last minute than the server allows (`WHEELHOUSE_RATE_LIMIT_RPM`); `retry-after` says in how many seconds to retry.",
 	},
 	TOO_MANY_RUNS: {
 		status: 429,

@@ -4,9 +4,14 @@
  * session ({@link StreamSlots}). All answer 429 with the envelope; the request limit also sends
  * `retry-after`. `@fastify/rate-limit` is loaded only when the request limit is on. The limits on
  * sessions held and bytes queued live with the sessions (session/manager.ts, session/queues.ts).
+ *
+ * Requests without a valid key are limited too, by address, at the same rate: auth refuses them
+ * before any route's own hooks run, so it asks the limit first ({@link RequestLimit.limitRefused});
+ * a loop guessing keys then gets 429 instead of a 401 per guess. They count apart from every key's
+ * requests, so a key's own limit is untouched by them.
  */
 import type { ServerResponse } from "node:http";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { apiError } from "./errors.js";
 
 /**
@@ -126,24 +131,43 @@ export interface RequestLimitOptions {
 	onRefused?: () => void;
 }
 
+/** The installed request limit. */
+export interface RequestLimit {
+	/** Counts a request auth is about to refuse against its address; throws `RATE_LIMITED` past the limit. */
+	limitRefused(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+}
+
+/** The limiter's key of a request: its API key's owner, else its address. */
+function limitKey(request: FastifyRequest): string {
+	return request.ownerId ? `key:${request.ownerId}` : `ip:${request.ip}`;
+}
+
 /**
  * Installs the requests-per-minute limit on every route registered after it, except the open
- * ones (health probes, the OpenAPI document): install it after auth (its hook reads
- * `request.ownerId`, which the auth hook sets) and before the routes. The store is in memory,
- * per app: with several processes behind a balancer the limit holds per process.
+ * ones (health probes, the OpenAPI document). Its per-route hooks run after the app's own
+ * `onRequest` hooks, so after auth (they read `request.ownerId`, which the auth hook sets); install
+ * it before the routes, and hand {@link RequestLimit.limitRefused} to auth. The store is in
+ * memory, per app: with several processes behind a balancer the limit holds per process.
  */
-export async function installRequestLimit(app: FastifyInstance, options: RequestLimitOptions): Promise<void> {
+export async function installRequestLimit(app: FastifyInstance, options: RequestLimitOptions): Promise<RequestLimit> {
 	const { default: rateLimit } = await import("@fastify/rate-limit");
 	await app.register(rateLimit, {
 		max: options.perMinute,
 		timeWindow: WINDOW_MS,
-		keyGenerator: (request: FastifyRequest) => (request.ownerId ? `key:${request.ownerId}` : `ip:${request.ip}`),
+		keyGenerator: limitKey,
 		allowList: (request: FastifyRequest) => request.routeOptions.config?.public === true,
 		onExceeded: () => options.onRefused?.(),
-		errorResponseBuilder: (_request, context) =>
+		errorResponseBuilder: (request, context) =>
 			apiError(
 				"RATE_LIMITED",
-				`Too many requests: this API key may send ${context.max} per minute; retry in ${Math.max(1, Math.ceil(context.ttl / 1000))} s (the retry-after header).`,
+				`Too many requests: ${request.ownerId ? "this API key" : "this address, without a valid API key,"} may send ${context.max} per minute; retry in ${Math.max(1, Math.ceil(context.ttl / 1000))} s (the retry-after header).`,
 			),
 	});
+	// The same limiter and store: one count per address, whichever hook counted the request.
+	const limiter = app.rateLimit();
+	return {
+		limitRefused: async (request, reply) => {
+			await limiter.call(app, request, reply);
+		},
+	};
 }

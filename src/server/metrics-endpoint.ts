@@ -1,12 +1,13 @@
 /**
  * Serves `GET /metrics` (the Prometheus text format) of one app: on the main port, or, with
  * `WHEELHOUSE_METRICS_PORT`, on a second listener of its own that starts when the app is ready and
- * closes with it (and `/metrics` is then not on the main port). Either way it needs an API key like
- * `/v1` when keys are configured, unless `WHEELHOUSE_METRICS_AUTH` is `none`.
+ * closes with it (and `/metrics` is then not on the main port). Either way it needs the operator
+ * credential `WHEELHOUSE_METRICS_TOKEN`, never an API key (what it shows spans every key), unless
+ * `WHEELHOUSE_METRICS_AUTH` is `none` (see auth.ts for when no credential is configured).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteShorthandOptions } from "fastify";
 import { installAuth } from "./auth.js";
-import type { ServerConfig } from "./config.js";
+import { ConfigError, type ServerConfig } from "./config.js";
 import { installErrorHandling } from "./error-handler.js";
 import { FASTIFY_LISTEN_TEXT } from "./listen.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -16,12 +17,12 @@ function routeOptions(config: ServerConfig): RouteShorthandOptions {
 	return {
 		// Scraped every few seconds: logged from `warn` only, like the health probes.
 		logLevel: "warn",
-		config: { public: config.metricsAuth === "none" },
+		config: config.metricsAuth === "none" ? { public: true } : { operator: true },
 		schema: {
 			tags: ["health"],
 			summary: "Prometheus metrics",
 			description:
-				"The server's metrics in the Prometheus text format (see the README's metrics table). Needs the API key unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.",
+				"The server's metrics in the Prometheus text format (see the README's metrics table). Needs the operator credential (`Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`; an API key gets 403) unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.",
 			produces: ["text/plain"],
 			response: {
 				200: { description: "Prometheus text exposition format (version 0.0.4).", type: "string" },
@@ -32,6 +33,12 @@ function routeOptions(config: ServerConfig): RouteShorthandOptions {
 
 /** Adds `GET /metrics` to `app`, or sets up the separate listener that serves it. */
 export function installMetricsEndpoint(app: FastifyInstance, metrics: ServerMetrics, config: ServerConfig): void {
+	checkMetricsToken(config);
+	if (config.metricsAuth === "token" && !config.metricsToken && config.apiKeys.length > 0) {
+		app.log.warn(
+			"metrics: /metrics refuses every request (API keys are set, WHEELHOUSE_METRICS_TOKEN is not): set it to scrape, with `Authorization: Bearer <token>`",
+		);
+	}
 	const handler = async function scrapeMetrics(
 		_request: unknown,
 		reply: { type(contentType: string): unknown },
@@ -70,6 +77,30 @@ function buildListener(log: FastifyBaseLogger, config: ServerConfig): FastifyIns
 	listener.addHook("onRequest", async function exposeRequestId(request, reply) {
 		reply.header("x-request-id", request.id);
 	});
-	installAuth(listener, { apiKeys: config.apiKeys, streamTokenTtlMs: config.streamTokenTtlMs });
+	installAuth(listener, {
+		apiKeys: config.apiKeys,
+		streamTokenTtlMs: config.streamTokenTtlMs,
+		operatorToken: config.metricsToken,
+	});
 	return listener;
+}
+
+/**
+ * The operator credential: long enough not to be guessed, one bearer token (no whitespace), and
+ * opening nothing but `/metrics` (not also an API key). Messages never print it.
+ */
+function checkMetricsToken(config: ServerConfig): void {
+	const token = config.metricsToken;
+	if (token && (token.length < 16 || /\s/.test(token))) {
+		throw new ConfigError(
+			"WHEELHOUSE_METRICS_TOKEN",
+			`must be at least 16 characters without whitespace (got ${token.length} characters); e.g. \`openssl rand -hex 24\``,
+		);
+	}
+	if (token && config.apiKeys.includes(token)) {
+		throw new ConfigError(
+			"WHEELHOUSE_METRICS_TOKEN",
+			"is also one of WHEELHOUSE_API_KEYS: give the operator credential a value of its own (e.g. `openssl rand -hex 24`)",
+		);
+	}
 }

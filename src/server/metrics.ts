@@ -6,6 +6,7 @@
  * - HTTP requests, from an `onResponse` hook (route pattern, never the URL);
  * - model calls, tokens, cost, retries and tool calls, from a {@link SessionExtension}'s `onEvent`
  *   (the AgentEvents every session already emits);
+ * - runs by outcome, from the extension's `onRunEnd`;
  * - sessions, runs and queued messages, read from the sessions held at scrape time;
  * - SSE connections, events, bytes and drops, from plain counters the SSE connections bump and
  *   the sockets' byte counts ({@link SseStats}), read at scrape time: the per-event cost is an
@@ -13,32 +14,25 @@
  * - store commit latency, from the store's optional commit observer;
  * - event-loop lag and the process metrics (prom-client's default collectors, on this registry).
  *
- * The updates made per request and per model call are tallied per label set (counts added up,
- * durations kept in order) and applied to the registry in batches — at each scrape, before it is
- * read, and whenever {@link MAX_PENDING_UPDATES} are waiting — because prom-client's path for one
- * labelled update, run between two streamed answers, starts from cold caches each time (the
- * reason tracing/deferred-tracer.ts gives), and a count tallied is one update per batch, not one
- * per request. A scrape reads the same values it would have read had each update been applied at
- * once. The tallies of a label set are kept from batch to batch: noting allocates nothing that
- * waits for the batch but the durations.
+ * Every update goes to prom-client as it happens.
  *
- * Every label has a bounded set of values: tool and model names come from requests (a client may
- * declare any tool name), so past {@link MAX_LABEL_VALUES} distinct values new ones are reported as
- * `other`.
+ * Every label has a bounded set of values, and none says what one API key did to the holders of
+ * others: a tool is labelled with its name only when the server configures it (built-in, library,
+ * HTTP or MCP tool), any other — a client's declared tool, a name a model made up — is
+ * {@link CLIENT_TOOL_LABEL}. Model names are bounded too: past {@link MAX_LABEL_VALUES} distinct
+ * values new ones are reported as `other`.
  */
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { AgentEvent } from "../agent/types.js";
 import type { AssistantMessage } from "../ai/types.js";
+import type { RunStatus } from "../store/types.js";
 import type { LiveSession, SessionExtension } from "./session/live-session.js";
 import { type SseStats, sseBytesWritten } from "./sse/connection.js";
 
 /** Distinct values one label may take before further ones are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;
-
-/** Noted updates that are applied at once, without waiting for a scrape. */
-export const MAX_PENDING_UPDATES = 1024;
 
 /** Latency buckets (seconds) of the HTTP, model and tool histograms: 5 ms to 2 min. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -65,59 +59,27 @@ interface CallState {
 	toolStartedAt: Map<string, number>;
 }
 
-/** What was noted for one label set since the last batch: how many, and each one's duration. */
-interface Tally {
-	count: number;
-	/** Durations in seconds, in the order noted (a count may come without one). */
-	seconds: number[];
+/** The `outcome` label of `wheelhouse_runs_total` for a run's end status. */
+const RUN_OUTCOMES = {
+	completed: "completed",
+	error: "failed",
+	aborted: "aborted",
+	interrupted: "interrupted",
+} as const satisfies Record<Exclude<RunStatus, "running">, string>;
+
+/** A positive finite amount, which a counter can take. */
+function countable(value: unknown): value is number {
+	return typeof value === "number" && Number.isFinite(value) && value > 0;
 }
 
-/** The value of `key` in `map`, made on first use. */
-function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
-	let found = map.get(key);
-	if (found === undefined) {
-		found = make();
-		map.set(key, found);
-	}
-	return found;
-}
-
-const newTally = (): Tally => ({ count: 0, seconds: [] });
-const newMap = <V>(): Map<string, V> => new Map();
-
-/** What was noted for one provider and model since the last batch. */
-interface ModelTally {
-	/** Calls and their durations by outcome. */
-	calls: Map<string, Tally>;
-	/** Times to first token, in seconds. */
-	firstToken: number[];
-	input: number;
-	output: number;
-	cacheRead: number;
-	cacheWrite: number;
-	cost: number;
-	/** A call with usage was noted: its cost counts, even when 0. */
-	costed: boolean;
-	retries: number;
-}
-
-const newModelTally = (): ModelTally => ({
-	calls: new Map(),
-	firstToken: [],
-	input: 0,
-	output: 0,
-	cacheRead: 0,
-	cacheWrite: 0,
-	cost: 0,
-	costed: false,
-	retries: 0,
-});
+/** The `tool` label of a tool the server does not configure (declared by a client, or made up by a model). */
+export const CLIENT_TOOL_LABEL = "client";
 
 export interface ServerMetricsOptions {
 	/** The sessions held in memory (read at scrape time). */
 	liveSessions(): Iterable<LiveSession>;
-	/** An update prom-client refused (a negative count); the others are applied. Default: ignored. */
-	onUpdateError?(err: unknown): void;
+	/** Whether the server configures a tool of this name (else its calls are counted as {@link CLIENT_TOOL_LABEL}). */
+	isServerTool(name: string): boolean;
 }
 
 /** The metrics of one app. Create with {@link createServerMetrics}. */
@@ -140,22 +102,14 @@ export class ServerMetrics {
 	private readonly commits: Histogram;
 	private readonly rateLimited: Counter<"limit">;
 	private readonly webhookAttempts: Counter<"event" | "outcome">;
+	private readonly runs: Counter<"outcome">;
 	private readonly calls = new WeakMap<LiveSession, CallState>();
 	private readonly models = new BoundedLabel();
 	private readonly tools = new BoundedLabel();
-	/** Requests noted since the last batch, by method, route and status code. */
-	private readonly requestTallies = new Map<string, Map<string, Map<string, Tally>>>();
-	/** Model calls noted since the last batch, by provider and model. */
-	private readonly modelTallies = new Map<string, Map<string, ModelTally>>();
-	/** Tool calls noted since the last batch, by tool and outcome. */
-	private readonly toolTallies = new Map<string, Map<string, Tally>>();
-	/** Updates noted and not yet applied. */
-	private pending = 0;
-
-	private readonly onUpdateError: ((err: unknown) => void) | undefined;
+	private readonly isServerTool: (name: string) => boolean;
 
 	constructor(options: ServerMetricsOptions) {
-		this.onUpdateError = options.onUpdateError;
+		this.isServerTool = options.isServerTool;
 		const registers = [this.registry];
 		const sessions = { liveSessions: () => options.liveSessions() };
 		const sse = this.sse;
@@ -182,6 +136,13 @@ export class ServerMetrics {
 				this.set(held);
 			},
 		});
+		this.runs = new Counter({
+			name: "wheelhouse_runs_total",
+			help: "Runs ended, by outcome: completed, failed (an error ended it), aborted (by a client), interrupted (a server stop or a lost replica cut it; counted when this process announces it).",
+			labelNames: ["outcome"],
+			registers,
+		});
+		for (const outcome of Object.values(RUN_OUTCOMES)) this.runs.inc({ outcome }, 0);
 		new Gauge({
 			name: "wheelhouse_runs_running",
 			help: "Runs in progress.",
@@ -284,7 +245,7 @@ export class ServerMetrics {
 		});
 		this.toolCalls = new Counter({
 			name: "wheelhouse_tool_calls_total",
-			help: "Tool calls executed, by tool and outcome (ok or error).",
+			help: 'Tool calls executed, by tool and outcome (ok or error); tools the server does not configure (a client\'s) are counted as tool="client".',
 			labelNames: ["tool", "outcome"],
 			registers,
 		});
@@ -319,108 +280,25 @@ export class ServerMetrics {
 			onEvent: (session, event) => this.onEvent(session, event),
 			events: ["turn_start", "message_end", "tool_execution_start", "tool_execution_end"],
 			onFirstUpdate: (session, event) => this.onFirstToken(session, event.message as AssistantMessage),
+			onRunEnd: (_session, _runId, status) => this.runs.inc({ outcome: RUN_OUTCOMES[status] }),
 		};
 	}
 
-	/** The registry's text, with every noted update applied (a scrape). */
-	async scrape(): Promise<string> {
-		this.applyPending();
+	/** The registry's text (a scrape). */
+	scrape(): Promise<string> {
 		return this.registry.metrics();
-	}
-
-	/** Applies the noted updates to the registry. */
-	applyPending(): void {
-		if (this.pending === 0) return;
-		this.pending = 0;
-		for (const [method, routes] of this.requestTallies) {
-			for (const [route, statuses] of routes) {
-				for (const [status_code, noted] of statuses) {
-					this.applyTally(noted, { method, route, status_code }, this.httpRequests, this.httpDuration);
-				}
-			}
-		}
-		for (const [provider, models] of this.modelTallies) {
-			for (const [model, noted] of models) this.applyModelTally(provider, model, noted);
-		}
-		for (const [tool, outcomes] of this.toolTallies) {
-			for (const [outcome, noted] of outcomes)
-				this.applyTally(noted, { tool, outcome }, this.toolCalls, this.toolDuration);
-		}
-	}
-
-	/** Counts `noted` and observes its durations under `labels`, then empties it. */
-	private applyTally<L extends string>(
-		noted: Tally,
-		labels: Partial<Record<L, string>>,
-		counter: Counter<L>,
-		histogram: Histogram<L>,
-	): void {
-		const { count, seconds } = noted;
-		if (count === 0) return;
-		noted.count = 0;
-		if (seconds.length > 0) noted.seconds = [];
-		this.inc(counter, labels, count);
-		this.observe(histogram, labels, seconds);
-	}
-
-	private applyModelTally(provider: string, model: string, noted: ModelTally): void {
-		const labels = { provider, model };
-		for (const [outcome, calls] of noted.calls) {
-			this.applyTally(calls, { provider, model, outcome }, this.modelCalls, this.modelDuration);
-		}
-		if (noted.firstToken.length > 0) {
-			const seconds = noted.firstToken;
-			noted.firstToken = [];
-			this.observe(this.firstToken, labels, seconds);
-		}
-		const { input, output, cacheRead, cacheWrite, cost, costed, retries } = noted;
-		noted.input = noted.output = noted.cacheRead = noted.cacheWrite = noted.cost = noted.retries = 0;
-		noted.costed = false;
-		if (input > 0) this.inc(this.tokens, { provider, model, type: "input" }, input);
-		if (output > 0) this.inc(this.tokens, { provider, model, type: "output" }, output);
-		if (cacheRead > 0) this.inc(this.tokens, { provider, model, type: "cache_read" }, cacheRead);
-		if (cacheWrite > 0) this.inc(this.tokens, { provider, model, type: "cache_write" }, cacheWrite);
-		if (costed) this.inc(this.cost, labels, cost);
-		if (retries > 0) this.inc(this.retries, labels, retries);
-	}
-
-	/** One update; one prom-client refuses is reported and stops no other. */
-	private inc<L extends string>(counter: Counter<L>, labels: Partial<Record<L, string>>, value: number): void {
-		try {
-			counter.inc(labels, value);
-		} catch (err) {
-			this.onUpdateError?.(err);
-		}
-	}
-
-	private observe<L extends string>(
-		histogram: Histogram<L>,
-		labels: Partial<Record<L, string>>,
-		seconds: number[],
-	): void {
-		for (const value of seconds) {
-			try {
-				histogram.observe(labels, value);
-			} catch (err) {
-				this.onUpdateError?.(err);
-			}
-		}
-	}
-
-	/** Counts one noted update towards the next batch. */
-	private noted(): void {
-		if (++this.pending >= MAX_PENDING_UPDATES) this.applyPending();
 	}
 
 	/** Counts an answered request (an `onResponse` hook). */
 	observeRequest(request: FastifyRequest, reply: FastifyReply): void {
 		// The pattern the router matched; unmatched requests share one value.
-		const route = request.routeOptions.url ?? "unmatched";
-		const routes = entry(this.requestTallies, request.method, newMap<Map<string, Tally>>);
-		const noted = entry(entry(routes, route, newMap<Tally>), String(reply.statusCode), newTally);
-		noted.count++;
-		noted.seconds.push(reply.elapsedTime / 1000);
-		this.noted();
+		const labels = {
+			method: request.method,
+			route: request.routeOptions.url ?? "unmatched",
+			status_code: String(reply.statusCode),
+		};
+		this.httpRequests.inc(labels);
+		this.httpDuration.observe(labels, reply.elapsedTime / 1000);
 	}
 
 	/** A store commit took `ms` milliseconds. */
@@ -456,11 +334,10 @@ export class ServerMetrics {
 				const state = this.calls.get(session);
 				const startedAt = state?.toolStartedAt.get(event.toolCallId);
 				state?.toolStartedAt.delete(event.toolCallId);
-				const outcomes = entry(this.toolTallies, this.tools.value(event.toolName), newMap<Tally>);
-				const noted = entry(outcomes, event.isError ? "error" : "ok", newTally);
-				noted.count++;
-				if (startedAt !== undefined) noted.seconds.push((performance.now() - startedAt) / 1000);
-				this.noted();
+				const tool = this.isServerTool(event.toolName) ? this.tools.value(event.toolName) : CLIENT_TOOL_LABEL;
+				const labels = { tool, outcome: event.isError ? "error" : "ok" };
+				this.toolCalls.inc(labels);
+				if (startedAt !== undefined) this.toolDuration.observe(labels, (performance.now() - startedAt) / 1000);
 				return;
 			}
 		}
@@ -471,44 +348,41 @@ export class ServerMetrics {
 		const state = this.calls.get(session);
 		if (!state?.awaitingFirstToken) return;
 		state.awaitingFirstToken = false;
-		this.modelTally(message).firstToken.push((performance.now() - state.turnStartedAt) / 1000);
-		this.noted();
+		this.firstToken.observe(this.modelLabels(message), (performance.now() - state.turnStartedAt) / 1000);
 	}
 
-	/** The tally of `message`'s provider and model. */
-	private modelTally(message: AssistantMessage): ModelTally {
-		const models = entry(this.modelTallies, message.provider, newMap<ModelTally>);
-		return entry(models, this.models.value(message.model), newModelTally);
+	/** The `provider` and `model` labels of `message`. */
+	private modelLabels(message: AssistantMessage): { provider: string; model: string } {
+		return { provider: message.provider, model: this.models.value(message.model) };
 	}
 
 	private onModelCallEnd(session: LiveSession, message: AssistantMessage): void {
 		const state = this.calls.get(session);
-		let seconds: number | undefined;
+		const labels = this.modelLabels(message);
+		const call = { ...labels, outcome: message.stopReason };
+		this.modelCalls.inc(call);
 		if (state) {
 			state.awaitingFirstToken = false;
-			seconds = (performance.now() - state.turnStartedAt) / 1000;
+			this.modelDuration.observe(call, (performance.now() - state.turnStartedAt) / 1000);
 		}
-		// What is counted is read now: the message (its content) is not kept until the batch.
-		const noted = this.modelTally(message);
-		const calls = entry(noted.calls, message.stopReason, newTally);
-		calls.count++;
-		if (seconds !== undefined) calls.seconds.push(seconds);
 		const usage = message.usage;
 		if (usage) {
-			// A provider may report a negative count (a server's bad arithmetic): a counter cannot go down.
-			if (usage.input > 0) noted.input += usage.input;
-			if (usage.output > 0) noted.output += usage.output;
-			if (usage.cacheRead > 0) noted.cacheRead += usage.cacheRead;
-			if (usage.cacheWrite > 0) noted.cacheWrite += usage.cacheWrite;
-			const cost = usage.cost?.total ?? 0;
-			if (cost > 0) noted.cost += cost;
-			noted.costed = true;
+			// A provider may report a negative or absurd count (a server's bad arithmetic): a counter
+			// takes only finite amounts and cannot go down.
+			const { provider, model } = labels;
+			if (countable(usage.input)) this.tokens.inc({ provider, model, type: "input" }, usage.input);
+			if (countable(usage.output)) this.tokens.inc({ provider, model, type: "output" }, usage.output);
+			if (countable(usage.cacheRead)) this.tokens.inc({ provider, model, type: "cache_read" }, usage.cacheRead);
+			if (countable(usage.cacheWrite)) this.tokens.inc({ provider, model, type: "cache_write" }, usage.cacheWrite);
+			const cost = usage.cost?.total;
+			// A call with usage makes the series exist, at 0 when it cost nothing (or nothing usable).
+			this.cost.inc(labels, countable(cost) ? cost : 0);
 		}
+		let retries = 0;
 		for (const diagnostic of message.diagnostics ?? []) {
-			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries))
-				noted.retries += diagnostic.retries.length;
+			if (diagnostic.type === "retries" && Array.isArray(diagnostic.retries)) retries += diagnostic.retries.length;
 		}
-		this.noted();
+		if (retries > 0) this.retries.inc(labels, retries);
 	}
 
 	private callState(session: LiveSession): CallState {

@@ -9,49 +9,21 @@
  *   `token`, `secret`, `password`, `authorization`, `credentials`, `cookie`... (by the last word
  *   of the camelCase or snake_case name, so `maxTokens` and `apiKeyEnv` — the name of a
  *   variable, not its value — stay visible);
- * - the password of a URL (`https://user:pass@host`) and URL query parameters with such names.
+ * - the password of a URL (`https://user:pass@host`) and URL query parameters with such names
+ *   (`redactUrl` of ai/redact-url.ts, the one judge of what in a URL is a secret).
  *
  * A secret is text: a number or a boolean under such a name is a setting about credentials
  * (`maxRunsPerKey: 2`), never one, and is kept. Field names, array lengths and every other value
  * are kept, so the log still shows what is configured.
  */
 
+import { isCredentialName, redactUrl } from "../ai/redact-url.js";
+
 /** What a secret is replaced with. */
 export const REDACTED = "[redacted]";
 
-/** Last words of a field name that mark its value as a credential. */
-const CREDENTIAL_WORDS = new Set([
-	"key",
-	"keys",
-	"apikey",
-	"apikeys",
-	"token",
-	"secret",
-	"secrets",
-	"password",
-	"passwd",
-	"passphrase",
-	"authorization",
-	"auth",
-	"credential",
-	"credentials",
-	"cookie",
-	"cookies",
-	"signature",
-]);
-
 /** Objects whose every value is a secret, whatever the names of their fields. */
 const SECRET_MAPS = new Set(["headers", "env"]);
-
-/** True when the field `name` holds a credential (judged by its last word). */
-export function isCredentialName(name: string): boolean {
-	const words = name
-		.replace(/([a-z0-9])([A-Z])/g, "$1 $2")
-		.split(/[\s_\-.]+/)
-		.filter(Boolean);
-	const last = words.at(-1)?.toLowerCase();
-	return last !== undefined && CREDENTIAL_WORDS.has(last);
-}
 
 /** A copy of `value` with every secret (see the file comment) replaced by {@link REDACTED}. */
 export function redactSecrets(value: unknown): unknown {
@@ -70,27 +42,4 @@ function redactValue(value: unknown, secret: boolean): unknown {
 	// An empty string holds nothing: shown, it says the secret is not set.
 	if (secret) return typeof value === "string" && value !== "" ? REDACTED : value;
 	return typeof value === "string" ? redactUrl(value) : value;
-}
-
-/** The password and the credential-named query parameters of a URL; other strings unchanged. */
-function redactUrl(text: string): string {
-	if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return text;
-	let url: URL;
-	try {
-		url = new URL(text);
-	} catch {
-		return text;
-	}
-	let changed = false;
-	if (url.password) {
-		url.password = "redacted";
-		changed = true;
-	}
-	for (const name of [...url.searchParams.keys()]) {
-		if (isCredentialName(name)) {
-			url.searchParams.set(name, "redacted");
-			changed = true;
-		}
-	}
-	return changed ? url.toString() : text;
 }

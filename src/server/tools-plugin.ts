@@ -3,7 +3,9 @@
  * from the config file's `tools` section (`ToolsConfig` of src/tools/config.ts), client-side tools and
  * approvals for sessions, their routes, and `GET /v1/tools/mcp-servers`.
  *
- * A bad entry stops startup with a {@link ConfigError} naming the field. MCP servers connect
+ * A bad entry stops startup with a {@link ConfigError} naming the field — an approval rule too
+ * that names no tool and matches none (MCP servers that are down may be named by their prefix
+ * `server__`: see `ServerTools.approvalPolicy` for how that fails closed). MCP servers connect
  * before the server listens; one that is down does not stop startup: it is retried in the
  * background, its state is in `GET /v1/tools/mcp-servers`, and its tools appear once it lists them.
  */
@@ -11,6 +13,7 @@ import { Type } from "@sinclair/typebox";
 import { Value, type ValueError } from "@sinclair/typebox/value";
 import type { FastifyInstance } from "fastify";
 import {
+	approvalRuleProblems,
 	McpHttpServerSchema,
 	McpStdioServerSchema,
 	MissingEnvError,
@@ -142,6 +145,21 @@ export async function registerTools(app: FastifyInstance, options: ToolsPluginOp
 	app.addHook("onClose", async function stopMcpServers() {
 		await serverTools.stop();
 	});
+	// Approval rules of the config and of its profiles: against the tools registered now.
+	const ruleSets: [string, Readonly<Record<string, unknown>> | undefined][] = [
+		["tools.approval", serverTools.config.approval],
+		...[...app.wheelhouse.profiles].map(([name, p]): [string, Readonly<Record<string, unknown>> | undefined] => [
+			`profiles.${name}.toolApprovals`,
+			p.toolApprovals,
+		]),
+	];
+	for (const [field, rules] of ruleSets) {
+		const problem = approvalRuleProblems(rules ?? {}, serverTools.approvalTargets(sessions.tools.keys()))[0];
+		if (problem) {
+			await serverTools.stop();
+			throw new ConfigError(`${field}.${problem.entry}`, problem.message);
+		}
+	}
 
 	const interactions = new ToolInteractions({
 		serverTools,

@@ -16,7 +16,6 @@ export {
 	PostgresSessionStore,
 	type PostgresStoreOptions,
 	parseDatabaseUrl,
-	redactUrl,
 } from "./postgres/index.js";
 export { isLeaseStore, isStoreUnavailable, StoreUnavailableError } from "./shared.js";
 export {

@@ -6,6 +6,10 @@
  * `PendingInteractions.resolve("approval", toolCallId, { approve, reason })`, the timeout, or the
  * run's abort. Denial, timeout and abort return `{ block: true, reason }`: the loop then emits an
  * error tool result with that reason, which is what the model sees.
+ *
+ * Rules fail closed: an entry that names no tool and matches none ({@link approvalRuleProblems})
+ * is refused where it is written — a startup error for the config, 400 for a session — because a
+ * misspelt `"calculte": "always"` would otherwise leave `calculate` running without asking.
  */
 import type { AgentLoopConfig, BeforeToolCallContext, BeforeToolCallResult } from "../agent/types.js";
 import type { ApprovalPolicy } from "./config.js";
@@ -38,6 +42,88 @@ export function resolveApprovalPolicy(toolName: string, ...ruleSets: (ApprovalRu
 		}
 	}
 	return policy;
+}
+
+/** What approval rules may name, for {@link approvalRuleProblems}. */
+export interface ApprovalTargets {
+	/** The tool names known now (server tools, MCP tools listed so far, the session's client tools). */
+	names: Iterable<string>;
+	/**
+	 * Prefixes of names not known yet: `server__` of each MCP server whose tools are not listed
+	 * (not connected). An entry under one is accepted now; if the server then lists no tool of that
+	 * name, its tools ask for approval (see `ServerTools.approvalPolicy`).
+	 */
+	unlistedPrefixes?: Iterable<string>;
+}
+
+/** One rule entry that names no tool and matches none, with the message that says so. */
+export interface ApprovalRuleProblem {
+	entry: string;
+	message: string;
+}
+
+/**
+ * The entries of `rules` that name no tool of `targets` and match none: an exact entry must be a
+ * known name (or lie under an unlisted prefix); a `prefix*` pattern must match a known name (or
+ * overlap an unlisted prefix). Each message names the entry and the tools it could have meant.
+ */
+export function approvalRuleProblems(
+	rules: Readonly<Record<string, unknown>>,
+	targets: ApprovalTargets,
+): ApprovalRuleProblem[] {
+	const names = [...new Set(targets.names)];
+	const unlisted = [...(targets.unlistedPrefixes ?? [])];
+	const problems: ApprovalRuleProblem[] = [];
+	for (const entry of Object.keys(rules)) {
+		if (entry.endsWith("*")) {
+			const prefix = entry.slice(0, -1);
+			if (names.some((name) => name.startsWith(prefix))) continue;
+			if (unlisted.some((p) => p.startsWith(prefix) || prefix.startsWith(p))) continue;
+		} else {
+			if (names.includes(entry)) continue;
+			if (unlisted.some((p) => entry.startsWith(p))) continue;
+		}
+		problems.push({ entry, message: unmatchedMessage(entry, names) });
+	}
+	return problems;
+}
+
+/** The names closest to `entry` (by edit distance, close enough to be a slip), nearest first. */
+export function closestNames(entry: string, names: readonly string[], max = 3): string[] {
+	const target = entry.endsWith("*") ? entry.slice(0, -1) : entry;
+	const limit = Math.max(2, Math.floor(target.length / 3));
+	return names
+		.map((name) => ({
+			name,
+			distance: editDistance(target, entry.endsWith("*") ? name.slice(0, target.length) : name),
+		}))
+		.filter((c) => c.distance <= limit)
+		.sort((a, b) => a.distance - b.distance || a.name.localeCompare(b.name))
+		.slice(0, max)
+		.map((c) => c.name);
+}
+
+function unmatchedMessage(entry: string, names: readonly string[]): string {
+	const what = entry.endsWith("*") ? "matches no tool" : "names no tool";
+	const close = closestNames(entry, names);
+	const meant = close.length > 0 ? `; did you mean ${close.map((n) => `"${n}"`).join(" or ")}?` : "";
+	const shown = names.slice(0, 30).join(", ");
+	const known = names.length === 0 ? "none" : names.length > 30 ? `${shown}, ...` : shown;
+	return `"${entry}" ${what}${meant} (the tools: ${known}). A rule that matches nothing would leave the tool it meant running without approval`;
+}
+
+/** Levenshtein distance of `a` and `b`. */
+function editDistance(a: string, b: string): number {
+	let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+	for (let i = 1; i <= a.length; i++) {
+		const current = [i];
+		for (let j = 1; j <= b.length; j++) {
+			const substitution = previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1);
+			current.push(Math.min(previous[j]! + 1, current[j - 1]! + 1, substitution));
+		}
+		previous = current;
+	}
+	return previous[b.length]!;
 }
 
 /** How an approval wait ended (for the `approval_resolved` event and logs). */

@@ -5,9 +5,13 @@
 export {
 	type ApprovalHookOptions,
 	type ApprovalOutcome,
+	type ApprovalRuleProblem,
 	type ApprovalRules,
+	type ApprovalTargets,
+	approvalRuleProblems,
 	type BeforeToolCallHook,
 	blockedReason,
+	closestNames,
 	createApprovalHook,
 	resolveApprovalPolicy,
 } from "./approvals.js";

@@ -3,7 +3,7 @@
  * from config, each with its origin (for `GET /v1/tools`) and approval policy.
  */
 import type { AgentTool } from "../agent/types.js";
-import { type ApprovalRules, resolveApprovalPolicy } from "./approvals.js";
+import { type ApprovalRules, type ApprovalTargets, resolveApprovalPolicy } from "./approvals.js";
 import { builtinTools } from "./builtin/index.js";
 import type { ClientToolOrigin } from "./client-tools.js";
 import type { ApprovalPolicy, ToolsConfig } from "./config.js";
@@ -40,6 +40,7 @@ export class ServerTools {
 	private readonly rules: ApprovalRules;
 	readonly approvalTimeoutMs: number;
 	readonly clientToolTimeoutMs: number;
+	private readonly logger: McpLogger | undefined;
 
 	/** Resolves config synchronously; throws naming the field on a bad entry (unset `${ENV}`, bad URL, duplicate name). */
 	constructor(
@@ -47,6 +48,7 @@ export class ServerTools {
 		options: ServerToolsOptions = {},
 	) {
 		const env = options.env ?? process.env;
+		this.logger = options.logger;
 		const library = options.libraryTools ?? [];
 		const libraryNames = new Set(library.map((t) => t.name));
 		if (options.builtins !== false) {
@@ -101,9 +103,52 @@ export class ServerTools {
 		return this.tools().some((t) => t.name === name);
 	}
 
-	/** The policy of a tool: config rules, then the session's rules (which win). */
+	/**
+	 * What approval rules may name besides the tools registered now (`names`): the prefix
+	 * `server__` of each configured MCP server whose tools are not listed (not connected).
+	 */
+	approvalTargets(names: Iterable<string>): ApprovalTargets {
+		const connected = new Set(
+			this.mcp
+				.status()
+				.filter((s) => s.state === "connected")
+				.map((s) => s.name),
+		);
+		const unlistedPrefixes = Object.keys(this.config.mcpServers ?? {})
+			.filter((server) => !connected.has(server))
+			.map((server) => `${server}__`);
+		return { names, unlistedPrefixes };
+	}
+
+	/**
+	 * The policy of a tool: config rules, then the session's rules (which win). Fails closed for an
+	 * MCP tool whose server's rules could not be checked when they were written (the server was not
+	 * connected): when a rule names a tool of that server that its list lacks (a misspelt name),
+	 * every tool of the server asks for approval, and a warning names the entries.
+	 */
 	approvalPolicy(toolName: string, sessionRules?: ApprovalRules): ApprovalPolicy {
-		return resolveApprovalPolicy(toolName, this.rules, sessionRules);
+		return this.policyOf(toolName, sessionRules, true);
+	}
+
+	/** {@link approvalPolicy}, warning of unmatched MCP entries only when `warn` (a call, not a listing). */
+	private policyOf(toolName: string, sessionRules: ApprovalRules | undefined, warn: boolean): ApprovalPolicy {
+		const policy = resolveApprovalPolicy(toolName, this.rules, sessionRules);
+		if (policy === "always") return policy;
+		const mcpTools = this.mcp.tools();
+		const server = mcpTools.find((t) => t.name === toolName)?.origin.server;
+		if (server === undefined) return policy;
+		const prefix = `${server}__`;
+		const listed = new Set(mcpTools.filter((t) => t.origin.server === server).map((t) => t.name));
+		const unmatched = [this.rules, sessionRules ?? {}].flatMap((rules) =>
+			Object.keys(rules).filter((entry) => entry.startsWith(prefix) && !entry.endsWith("*") && !listed.has(entry)),
+		);
+		if (unmatched.length === 0) return policy;
+		if (warn)
+			this.logger?.warn(
+				{ tool: toolName, mcpServer: server, entries: unmatched },
+				`approval rules name tools MCP server "${server}" does not list (${unmatched.join(", ")}): every tool of the server asks for approval until the rules are fixed`,
+			);
+		return "always";
 	}
 
 	/** `GET /v1/tools`. */
@@ -115,7 +160,7 @@ export class ServerTools {
 			description: tool.description,
 			parameters: tool.parameters,
 			origin,
-			approval: this.approvalPolicy(tool.name),
+			approval: this.policyOf(tool.name, undefined, false),
 			available: origin.kind !== "mcp" || states.get(origin.server) === "connected",
 		});
 		const names = new Set(this.staticTools.map((t) => t.tool.name));

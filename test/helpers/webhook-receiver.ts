@@ -1,7 +1,8 @@
 /**
  * A local webhook receiver (node:http) that verifies every request with the `standardwebhooks`
  * library, as a real receiver would, and records it. It can answer with a status of the test's
- * choosing, and stop and start listening on the same port (a receiver that is down).
+ * choosing, require an `Authorization` header (401 without it), and stop and start listening on
+ * the same port (a receiver that is down).
  */
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
@@ -39,7 +40,16 @@ export function newSecret(): string {
 	return `whsec_${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64")}`;
 }
 
-export async function startWebhookReceiver(secret: string, port = 0): Promise<WebhookReceiver> {
+export interface WebhookReceiverOptions {
+	/** The `Authorization` header a request must carry; one without it is answered 401. Default: none needed. */
+	authorization?: string;
+}
+
+export async function startWebhookReceiver(
+	secret: string,
+	port = 0,
+	options: WebhookReceiverOptions = {},
+): Promise<WebhookReceiver> {
 	const verifier = new Webhook(secret);
 	const received: ReceivedWebhook[] = [];
 	const waiters = new Set<() => void>();
@@ -59,7 +69,8 @@ export async function startWebhookReceiver(secret: string, port = 0): Promise<We
 				} catch {
 					verified = false;
 				}
-				const answer = verified ? status : 400;
+				const authorized = options.authorization === undefined || req.headers.authorization === options.authorization;
+				const answer = !verified ? 400 : !authorized ? 401 : status;
 				received.push({
 					id: String(req.headers["webhook-id"]),
 					verified,

@@ -180,7 +180,8 @@ describe("auth on every spelling of every route", () => {
 	it("with keys set, no spelling of any route reaches it without a key", async () => {
 		const reached: string[] = [];
 		server = await startServer({
-			config: { apiKeys: [KEY] },
+			// `/metrics` takes this operator credential instead of an API key: without any, 401 too.
+			config: { apiKeys: [KEY], metricsToken: "spellings-metrics-operator-0123" },
 			setup(app) {
 				// Runs only after auth passed, on a matched route: a probe recorded here got past auth.
 				app.addHook("preParsing", async function recordReached(request) {

@@ -1,6 +1,6 @@
 /**
  * Per-API-key limits: requests per minute and runs running at once. Past either, 429 with the
- * envelope; another key is not affected.
+ * envelope; another key is not affected. Requests without a valid key are limited by address.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../helpers/server.js";
@@ -8,6 +8,7 @@ import { promptSse, type SseReader } from "../helpers/sse.js";
 
 const KEY_A = "limits-key-aaaa";
 const KEY_B = "limits-key-bbbb";
+const METRICS_TOKEN = "limits-metrics-operator";
 let server: TestServer;
 const readers: SseReader[] = [];
 afterEach(async () => {
@@ -23,7 +24,9 @@ async function session(key: string): Promise<string> {
 
 describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 	it("answers 429 RATE_LIMITED with retry-after past the limit, per key; open routes are not counted", async () => {
-		server = await startServer({ config: { apiKeys: [KEY_A, KEY_B], rateLimitPerMinute: 3 } });
+		server = await startServer({
+			config: { apiKeys: [KEY_A, KEY_B], rateLimitPerMinute: 3, metricsToken: METRICS_TOKEN },
+		});
 		for (let i = 0; i < 3; i++) expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
 		const refused = await server.request("GET", "/v1/models", { key: KEY_A });
 		expect(refused.status).toBe(429);
@@ -38,8 +41,26 @@ describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 		expect((await server.request("GET", "/v1/models", { key: KEY_B })).status).toBe(200);
 		for (let i = 0; i < 5; i++) expect((await server.request("GET", "/healthz")).status).toBe(200);
 
-		const scrape = await server.request("GET", "/metrics", { key: KEY_B });
+		const scrape = await server.request("GET", "/metrics", { key: METRICS_TOKEN });
 		expect(scrape.body).toMatch(/wheelhouse_rate_limited_total\{limit="requests"\} 1/);
+	});
+
+	it("limits requests without a valid key by address (429 past the limit), apart from every key's own count", async () => {
+		server = await startServer({ config: { apiKeys: [KEY_A], rateLimitPerMinute: 3 } });
+		const guesses = ["guess-0000-aaaa", "guess-0000-bbbb", undefined];
+		for (const key of guesses) {
+			const res = await server.request("GET", "/v1/models", key ? { key } : {});
+			expect([res.status, res.body.error.code]).toEqual([401, "UNAUTHORIZED"]);
+		}
+		for (const key of ["guess-0000-cccc", undefined]) {
+			const slowed = await server.request("GET", "/v1/sessions", key ? { key } : {});
+			expect([slowed.status, slowed.body.error.code]).toEqual([429, "RATE_LIMITED"]);
+			expect(slowed.body.error.message).toMatch(/without a valid API key/);
+			expect(Number(slowed.headers.get("retry-after"))).toBeGreaterThan(0);
+		}
+		// The key from the same address keeps its whole limit.
+		for (let i = 0; i < 3; i++) expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
+		expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(429);
 	});
 
 	it("keys on the client address when auth is off", async () => {
@@ -55,7 +76,12 @@ describe("concurrent runs (WHEELHOUSE_MAX_RUNS_PER_KEY)", () => {
 	it("refuses a key's run past the limit with 429 TOO_MANY_RUNS until one ends; other keys unaffected", async () => {
 		// An approval holds the first run open until it is answered.
 		server = await startServer({
-			config: { apiKeys: [KEY_A, KEY_B], maxRunsPerKey: 1, tools: { approval: { calculate: "always" } } },
+			config: {
+				apiKeys: [KEY_A, KEY_B],
+				maxRunsPerKey: 1,
+				metricsToken: METRICS_TOKEN,
+				tools: { approval: { calculate: "always" } },
+			},
 		});
 		const [a1, a2, b1] = [await session(KEY_A), await session(KEY_A), await session(KEY_B)];
 		const held = await promptSse(server.url, a1, { message: '/tool calculate {"expression": "1 + 1"}' }, KEY_A);
@@ -88,7 +114,7 @@ describe("concurrent runs (WHEELHOUSE_MAX_RUNS_PER_KEY)", () => {
 		await again.waitForEnd();
 		expect(again.types().at(-1)).toBe("agent_end");
 
-		const scrape = await server.request("GET", "/metrics", { key: KEY_B });
+		const scrape = await server.request("GET", "/metrics", { key: METRICS_TOKEN });
 		expect(scrape.body).toMatch(/wheelhouse_rate_limited_total\{limit="runs"\} 1/);
 	});
 });

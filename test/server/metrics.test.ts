@@ -10,6 +10,7 @@ import { startServer, type TestServer } from "../helpers/server.js";
 import { openSse, promptSse } from "../helpers/sse.js";
 
 const KEY = "metrics-key-0001";
+const OPERATOR = "metrics-operator-token-0001";
 const servers: TestServer[] = [];
 afterEach(async () => {
 	for (const server of servers.splice(0)) await server.close();
@@ -237,16 +238,58 @@ describe("GET /metrics", () => {
 		store.close();
 	});
 
-	it("needs the API key when keys are set, unless WHEELHOUSE_METRICS_AUTH=none", async () => {
-		const guarded = await start({ config: { apiKeys: [KEY] } });
-		const refused = await scrape(guarded.url);
-		expect(refused.status).toBe(401);
-		expect(JSON.parse(refused.text).error.code).toBe("UNAUTHORIZED");
-		expect((await scrape(guarded.url, KEY)).status).toBe(200);
+	it("needs the operator credential: an API key is refused, and without a metrics token nobody reads it", async () => {
+		const guarded = await start({ config: { apiKeys: [KEY], metricsToken: OPERATOR } });
+		const missing = await scrape(guarded.url);
+		expect([missing.status, JSON.parse(missing.text).error.code]).toEqual([401, "UNAUTHORIZED"]);
+		const byKey = await scrape(guarded.url, KEY);
+		expect([byKey.status, JSON.parse(byKey.text).error.code]).toEqual([403, "FORBIDDEN"]);
+		expect(JSON.parse(byKey.text).error.message).toContain("WHEELHOUSE_METRICS_TOKEN");
+		expect((await scrape(guarded.url, "not-the-token-at-all")).status).toBe(401);
+		expect((await scrape(guarded.url, OPERATOR)).status).toBe(200);
+		// The operator credential opens nothing else.
+		expect((await guarded.request("GET", "/v1/sessions", { key: OPERATOR })).status).toBe(401);
+
+		// API keys and no operator credential: closed to everyone.
+		const closed = await start({ config: { apiKeys: [KEY] } });
+		const refused = await scrape(closed.url, KEY);
+		expect([refused.status, JSON.parse(refused.text).error.code]).toEqual([403, "FORBIDDEN"]);
+		expect((await scrape(closed.url)).status).toBe(403);
 
 		const open = await start({ config: { apiKeys: [KEY], metricsAuth: "none" } });
 		expect((await scrape(open.url)).status).toBe(200);
 		expect((await open.request("GET", "/v1/sessions")).status).toBe(401);
+	});
+
+	it("refuses a metrics token that is also an API key, or shorter than 16 characters", async () => {
+		await expect(start({ config: { apiKeys: [KEY], metricsToken: KEY } })).rejects.toThrow(
+			/WHEELHOUSE_METRICS_TOKEN: is also one of WHEELHOUSE_API_KEYS/,
+		);
+		await expect(start({ config: { metricsToken: "short" } })).rejects.toThrow(
+			/WHEELHOUSE_METRICS_TOKEN: must be at least 16 characters without whitespace \(got 5 characters\)/,
+		);
+	});
+
+	it("labels a client's tools as `client`: one key's declared tool names never reach another's scrape", async () => {
+		const server = await start({ config: { apiKeys: [KEY], metricsToken: OPERATOR } });
+		const secret = { name: "acme_secret_tool", description: "Secret", parameters: { type: "object" } };
+		const id = (await server.request("POST", "/v1/sessions", { body: { clientTools: [secret] }, key: KEY })).body.id;
+		const run = await promptSse(server.url, id, { message: "/tool acme_secret_tool {}" }, KEY);
+		const started = await run.waitFor((e) => e.event === "tool_execution_start");
+		const posted = await server.request("POST", `/v1/sessions/${id}/tool-results/${started.data.toolCallId}`, {
+			body: { content: "done" },
+			key: KEY,
+		});
+		expect(posted.status).toBe(200);
+		await run.waitForEnd();
+		// A server tool keeps its name.
+		await (await promptSse(server.url, id, { message: '/tool calculate {"expression": "1 + 1"}' }, KEY)).waitForEnd();
+
+		const { status, text } = await scrape(server.url, OPERATOR);
+		expect(status).toBe(200);
+		expect(text).not.toContain("acme_secret_tool");
+		expect(sample(text, "wheelhouse_tool_calls_total", { tool: "client", outcome: "ok" })).toBe(1);
+		expect(sample(text, "wheelhouse_tool_calls_total", { tool: "calculate", outcome: "ok" })).toBe(1);
 	});
 
 	it("is absent with WHEELHOUSE_METRICS=off", async () => {
@@ -257,11 +300,12 @@ describe("GET /metrics", () => {
 
 	it("on a separate port: served there (with auth), not on the main port, closed with the app", async () => {
 		const port = await freePort();
-		const server = await start({ config: { apiKeys: [KEY], metricsPort: port } });
+		const server = await start({ config: { apiKeys: [KEY], metricsPort: port, metricsToken: OPERATOR } });
 		const separate = `http://127.0.0.1:${port}`;
 		expect((await scrape(server.url, KEY)).status).toBe(404);
 		expect((await scrape(separate)).status).toBe(401);
-		const scraped = await scrape(separate, KEY);
+		expect((await scrape(separate, KEY)).status).toBe(403);
+		const scraped = await scrape(separate, OPERATOR);
 		expect(scraped.status).toBe(200);
 		expect(scraped.text).toContain("wheelhouse_http_requests_total");
 		// Only /metrics there.

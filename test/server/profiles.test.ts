@@ -57,7 +57,8 @@ describe("profiles in the config", () => {
 		const example = JSON.parse(/```json\n([\s\S]*?)```/.exec(section)?.[1] ?? "null");
 		const app = await buildApp({
 			env: { ANTHROPIC_API_KEY: "sk-test" },
-			config: { logLevel: "silent", profiles: example.profiles },
+			// Its approval rule names a tool of the example's MCP server (down here: named by its prefix).
+			config: { logLevel: "silent", tools: example.tools, profiles: example.profiles },
 		});
 		expect([...app.wheelhouse.profiles.keys()]).toEqual(["support"]);
 		await app.close();

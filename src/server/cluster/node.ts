@@ -7,6 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { AgentMessage } from "../../agent/types.js";
+import { redactUrl } from "../../ai/redact-url.js";
 import type { IdempotencyRecord, QueuedMessage, QueueKind, SessionRecord, SessionStore } from "../../store/types.js";
 import type { ApprovalDecision, ClientToolResult, ResolveOutcome } from "../../tools/index.js";
 import { ConfigError } from "../config.js";
@@ -202,14 +203,3 @@ const CLOSE_PUBLISH_WAIT_MS = 1_000;
 
 /** How much of a transcript's end is searched for the result of a call that no longer waits. */
 const RECENT_MESSAGES = 200;
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-	try {
-		const parsed = new URL(url);
-		if (parsed.password) parsed.password = "***";
-		return parsed.toString();
-	} catch {
-		return "(unparsable URL)";
-	}
-}

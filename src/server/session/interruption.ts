@@ -167,11 +167,13 @@ export async function resumeInterruptedSession(
 	if (policy === "continue") {
 		try {
 			const run = await session.continue({
-				attach: (started) =>
+				attach: (started) => {
 					session.publish(
 						"run_interrupted",
 						interrupted(true, `a new run (${started.id}) continues from the last stored message.`),
-					),
+					);
+					session.notifyRunEnd(runId, "interrupted");
+				},
 			});
 			await store.flush();
 			return { kind: "continued", sessionId, interruptedRunId: runId, runId: run.id };
@@ -181,6 +183,7 @@ export async function resumeInterruptedSession(
 		}
 	}
 	session.publish("run_interrupted", interrupted(false, why));
+	session.notifyRunEnd(runId, "interrupted");
 	await store.flush();
 	return { kind: "stopped", sessionId, interruptedRunId: runId, why };
 }

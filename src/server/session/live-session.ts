@@ -25,6 +25,7 @@ import type {
 	IdempotencyRecord,
 	QueuedMessage,
 	QueueKind,
+	RunStatus,
 	SessionConfig,
 	SessionRecord,
 	SessionStore,
@@ -103,6 +104,12 @@ export interface SessionExtension {
 	attach?(session: LiveSession): void;
 	/** Before a prompt, a continue or a run outside the loop claims the session; throw an ApiError to refuse it. */
 	beforeRun?(session: LiveSession, kind: RunKind): void;
+	/**
+	 * A run of the session ended, once per run: when its end was stored (`completed`, `error`,
+	 * `aborted`), or, for a run a stopped process or a lost replica left behind, when this process
+	 * announced it `interrupted` on the session's stream.
+	 */
+	onRunEnd?(session: LiveSession, runId: string | null, status: Exclude<RunStatus, "running">): void;
 }
 
 /** How a prompt or a continue starts its run. All optional. */
@@ -229,6 +236,7 @@ export class LiveSession {
 			// As the store records it (`SessionWriter.endRun`), without reading it back: the end is
 			// committed with other sessions' at the next barrier, and a read would commit it at once.
 			runEnded: (runId, end) => {
+				this.notifyRunEnd(runId, end.status);
 				const usage = structuredClone(this.record.usage);
 				addUsage(usage, end.usage);
 				const current = this.record.currentRunId === runId;
@@ -411,6 +419,17 @@ export class LiveSession {
 	 */
 	publish(type: ServerEvent["type"], payload: Record<string, unknown>): number | undefined {
 		return this.events.append(type, JSON.stringify({ ...payload, type }), this.currentRunSeq);
+	}
+
+	/** Tells the extensions that run `runId` ended with `status` (see {@link SessionExtension.onRunEnd}). */
+	notifyRunEnd(runId: string | null, status: Exclude<RunStatus, "running">): void {
+		for (const ext of this.deps.extensions()) {
+			try {
+				ext.onRunEnd?.(this, runId, status);
+			} catch (err) {
+				this.extensionFailed(err, ext, "onRunEnd");
+			}
+		}
 	}
 
 	/** Adds a subscriber; it receives every event appended from now on. Returns the unsubscribe function. */

@@ -24,6 +24,7 @@ import {
 	type ApprovalDecision,
 	ApprovalPolicyEnum,
 	type ApprovalRules,
+	approvalRuleProblems,
 	type BeforeToolCallHook,
 	type ClientAgentTool,
 	type ClientToolResult,
@@ -131,18 +132,30 @@ export class ToolInteractions implements SessionExtension {
 
 	constructor(private readonly options: ToolInteractionsOptions) {}
 
-	/** Throws 400 `VALIDATION_FAILED` (naming the field) for bad declarations. */
-	validate(input: ToolDeclarations): void {
+	/**
+	 * Throws 400 `VALIDATION_FAILED` (naming the field) for bad declarations: a bad client tool, or
+	 * an approval rule that names no tool and matches none — checked against the server's tools,
+	 * the session's client tools (`clientTools`: those it will have), and the prefixes of MCP
+	 * servers not connected now (whose tools are not known yet).
+	 */
+	validate(input: ToolDeclarations, clientTools: ClientToolSpec[] = input.clientTools ?? []): void {
 		const problems = validateClientToolSpecs(input.clientTools ?? [], this.options.serverToolNames());
 		if (problems.length > 0) throw apiError("VALIDATION_FAILED", `body.${problems[0]}`, { problems });
+		if (!input.toolApprovals) return;
+		const names = [...this.options.serverToolNames(), ...clientTools.map((spec) => spec.name)];
+		const unmatched = approvalRuleProblems(input.toolApprovals, this.options.serverTools.approvalTargets(names));
+		if (unmatched.length > 0) {
+			const fields = unmatched.map((p) => `body.toolApprovals.${p.entry}: ${p.message}`);
+			throw apiError("VALIDATION_FAILED", fields[0]!, { problems: fields });
+		}
 	}
 
 	beforeCreate(input: ToolDeclarations): void {
 		this.validate(input);
 	}
 
-	beforeUpdate(_session: LiveSession, patch: ToolDeclarations): void {
-		this.validate(patch);
+	beforeUpdate(session: LiveSession, patch: ToolDeclarations): void {
+		this.validate(patch, patch.clientTools ?? session.config.clientTools);
 	}
 
 	/** Delivers a client tool's result. */

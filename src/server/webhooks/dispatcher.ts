@@ -11,6 +11,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { undici } from "../../ai/http.js";
+import { redactUrl } from "../../ai/redact-url.js";
 import type { SessionStore, WebhookDelivery } from "../../store/types.js";
 import type { ServerMetrics } from "../metrics.js";
 import type { WebhookEndpoint, WebhookSettings } from "./settings.js";
@@ -136,7 +137,13 @@ export class WebhookDispatcher {
 				metrics?.countWebhook(delivery.eventType, "delivered");
 				return;
 			}
-			const fields = { webhookId: delivery.id, endpoint: delivery.endpoint, event: delivery.eventType, attempts };
+			// Bare: an endpoint URL may carry credentials (userinfo, a token in the query).
+			const fields = {
+				webhookId: delivery.id,
+				endpoint: endpoint?.logged ?? redactUrl(delivery.endpoint, { bare: true }),
+				event: delivery.eventType,
+				attempts,
+			};
 			if (outcome.status === "gone" || attempts >= settings.maxAttempts) {
 				await store.settleWebhook(delivery.id, { status: "failed", attempts, at: now, error: outcome.error });
 				metrics?.countWebhook(delivery.eventType, "failed");
@@ -163,11 +170,12 @@ export class WebhookDispatcher {
 		const timer = setTimeout(() => cut.abort(new DOMException("webhook attempt timed out", "TimeoutError")), timeoutMs);
 		try {
 			// undici is loaded by the first delivery, not with the server (see ai/http.ts).
-			const response = await undici().request(endpoint.url, {
+			const response = await undici().request(endpoint.target, {
 				method: "POST",
 				headers: {
 					"content-type": "application/json",
 					"user-agent": "Wheelhouse-Webhooks",
+					...(endpoint.authorization ? { authorization: endpoint.authorization } : {}),
 					...signatureHeaders(endpoint.key, delivery.id, delivery.payload, this.now()),
 				},
 				body: delivery.payload,

@@ -3,7 +3,13 @@
  * settings) plus the one endpoint the `WHEELHOUSE_WEBHOOK_*` variables may add, validated and
  * resolved at startup — `${NAME}` references in secrets come from the environment, as in model
  * headers — so a bad entry is a {@link ConfigError} naming the field before the server listens.
+ *
+ * Credentials in an endpoint URL's userinfo (`https://user:pass@host/hook`) are sent as HTTP Basic
+ * auth (`Authorization: Basic base64(user:pass)`) on every attempt, to the URL without them (fetch
+ * and undici would otherwise drop them silently). Logs show an endpoint bare: no userinfo, no
+ * query (`redactUrl(url, { bare: true })`).
  */
+import { redactUrl } from "../../ai/redact-url.js";
 import { MissingEnvError, substituteEnv } from "../../tools/env.js";
 import { ConfigError, type ServerConfig } from "../config.js";
 
@@ -20,7 +26,14 @@ export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** One configured endpoint, its secret resolved and decoded. */
 export interface WebhookEndpoint {
+	/** The URL as configured: the endpoint's identity in the outbox (deliveries name it). */
 	url: string;
+	/** Where attempts are sent: {@link url} without its userinfo. */
+	target: string;
+	/** `Basic ...` from the URL's userinfo; absent when it has none. */
+	authorization?: string;
+	/** The URL as logs show it: no userinfo, no query. */
+	logged: string;
 	/** The HMAC key: the base64-decoded part of the `whsec_...` secret. */
 	key: Buffer;
 	events: ReadonlySet<WebhookEventType>;
@@ -90,7 +103,7 @@ export function resolveWebhookSettings(
 				throw new ConfigError(`${where}.${key}`, "unknown field; known fields: url, secret, events");
 		}
 		endpoints.push({
-			url: checkUrl(e.url, `${where}.url`),
+			...endpointUrl(e.url, `${where}.url`),
 			key: decodeSecret(resolveSecret(e.secret, `${where}.secret`, env), `${where}.secret`),
 			events: checkEvents(e.events, `${where}.events`),
 		});
@@ -102,7 +115,7 @@ export function resolveWebhookSettings(
 				"must be set with WHEELHOUSE_WEBHOOK_URL (a whsec_... secret)",
 			);
 		endpoints.push({
-			url: checkUrl(config.webhookUrl, "WHEELHOUSE_WEBHOOK_URL"),
+			...endpointUrl(config.webhookUrl, "WHEELHOUSE_WEBHOOK_URL"),
 			key: decodeSecret(config.webhookSecret, "WHEELHOUSE_WEBHOOK_SECRET"),
 			events: checkEvents(
 				config.webhookEvents.length > 0 ? config.webhookEvents : undefined,
@@ -115,7 +128,7 @@ export function resolveWebhookSettings(
 	const seen = new Set<string>();
 	for (const [index, endpoint] of endpoints.entries()) {
 		if (seen.has(endpoint.url))
-			throw new ConfigError(`webhooks.endpoints[${index}].url`, `${endpoint.url} is configured twice`);
+			throw new ConfigError(`webhooks.endpoints[${index}].url`, `${endpoint.logged} is configured twice`);
 		seen.add(endpoint.url);
 	}
 	const int = (key: keyof typeof DEFAULTS, min: number, max: number): number => {
@@ -140,17 +153,36 @@ export function resolveWebhookSettings(
 	return endpoints.length > 0 ? settings : undefined;
 }
 
-function checkUrl(value: unknown, field: string): string {
+/** The URL fields of an endpoint (see {@link WebhookEndpoint}); messages never print its secrets. */
+function endpointUrl(
+	value: unknown,
+	field: string,
+): Pick<WebhookEndpoint, "url" | "target" | "authorization" | "logged"> {
 	if (typeof value !== "string" || value.length === 0) throw new ConfigError(field, "must be an http(s) URL");
 	let url: URL;
 	try {
 		url = new URL(value);
 	} catch {
-		throw new ConfigError(field, `"${value}" is not a URL; write e.g. "https://hooks.example.com/wheelhouse"`);
+		throw new ConfigError(field, `is not a URL; write e.g. "https://hooks.example.com/wheelhouse"`);
 	}
 	if (url.protocol !== "http:" && url.protocol !== "https:")
 		throw new ConfigError(field, `must be an http(s) URL (got ${url.protocol})`);
-	return value;
+	const logged = redactUrl(value, { bare: true });
+	if (url.username === "" && url.password === "") return { url: value, target: value, logged };
+	let credentials: string;
+	try {
+		credentials = `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}`;
+	} catch {
+		throw new ConfigError(field, `the user or password of ${logged} is not valid percent-encoding`);
+	}
+	url.username = "";
+	url.password = "";
+	return {
+		url: value,
+		target: url.toString(),
+		authorization: `Basic ${Buffer.from(credentials, "utf8").toString("base64")}`,
+		logged,
+	};
 }
 
 function resolveSecret(value: unknown, field: string, env: Record<string, string | undefined>): string {

@@ -2,28 +2,18 @@
  * The PostgreSQL store's connection URL: parsed and checked before anything connects, and shown
  * in messages without its password.
  */
+import { redactUrl } from "../../ai/redact-url.js";
 
 /** What the store connects with, from a `postgres://` or `postgresql://` URL. */
 export interface DatabaseUrl {
 	/** The URL as given (it may hold a password: never print it; print `redacted`). */
 	url: string;
-	/** The URL with the password replaced by `***`, for messages and logs. */
+	/** The URL with its secrets replaced (`redactUrl`), for messages and logs. */
 	redacted: string;
 	host: string;
 	port: number;
 	database: string;
 	user: string;
-}
-
-/** A URL with its password (if any) replaced by `***`; anything unparsable becomes `<unparsable URL>`. */
-export function redactUrl(url: string): string {
-	try {
-		const u = new URL(url);
-		if (u.password !== "") u.password = "***";
-		return u.toString();
-	} catch {
-		return "<unparsable URL>";
-	}
 }
 
 /**
