@@ -37,7 +37,7 @@ export class ClusterNode {
 	) {
 		this.redis = new RedisLink(settings.redisUrl, logger);
 		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger);
-		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger);
+		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger, { retryMaxMs: recheckMs });
 	}
 
 	get replicaId(): string {
