@@ -12,9 +12,11 @@ import { ConfigError } from "../config.js";
 import type { LiveSession } from "../session/live-session.js";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
+import type { WritePasses } from "../sse/write-passes.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
 import { EventSubscriptions } from "./event-subscriptions.js";
+import { LeaseGuard } from "./lease-guard.js";
 import { LeaseKeeper, leasesOf } from "./leases.js";
 import { RedisLink } from "./redis.js";
 import type { ClusterStreamDeps } from "./remote-stream.js";
@@ -26,6 +28,9 @@ export class ClusterNode {
 	readonly subscriptions: EventSubscriptions;
 	private control: ControlBus | undefined;
 	private keeper: LeaseKeeper | undefined;
+	/** What this replica does only while it knows it holds a session's lease (a store with leases). */
+	private readonly guard: LeaseGuard | undefined;
+	private removeGuardBarrier: (() => void) | undefined;
 	private interactions: ToolInteractions | undefined;
 
 	constructor(
@@ -36,7 +41,9 @@ export class ClusterNode {
 		readonly recheckMs: number,
 	) {
 		this.redis = new RedisLink(settings.redisUrl, logger);
-		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger);
+		const leases = leasesOf(store);
+		this.guard = leases && new LeaseGuard(leases, logger);
+		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger, this.guard);
 		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger, { retryMaxMs: recheckMs });
 	}
 
@@ -61,11 +68,14 @@ export class ClusterNode {
 
 	/**
 	 * Connects to Redis, listens for control messages, and starts sweeping for runs whose replica
-	 * died. Throws a ConfigError naming the URL when Redis is unreachable.
+	 * died. With a store that has leases, guards `passes` (no SSE frame leaves while this replica
+	 * may have lost a lease unknowingly) and every session's model and tool calls (see
+	 * `lease-guard.ts`). Throws a ConfigError naming the URL when Redis is unreachable.
 	 */
 	async start(
 		sessions: SessionManager,
 		resume: (sessionId: string, at: number) => Promise<{ kind: string }>,
+		passes?: WritePasses,
 	): Promise<void> {
 		try {
 			await this.redis.connect();
@@ -99,6 +109,12 @@ export class ClusterNode {
 				resume,
 			});
 			this.keeper.start();
+		}
+		if (this.guard) {
+			// Added last: its checks wrap every other extension's wrappers of the model call.
+			sessions.addExtension(this.guard.extension);
+			this.removeGuardBarrier = passes?.addBarrier(this.guard);
+			await this.guard.start(sessions);
 		} else {
 			this.logger.warn("the store has no session leases: runs of a dead replica are not taken over");
 		}
@@ -122,6 +138,8 @@ export class ClusterNode {
 
 	async close(): Promise<void> {
 		this.keeper?.stop();
+		this.guard?.stop();
+		this.removeGuardBarrier?.();
 		// What the last runs appended is published if the store takes it within a moment.
 		let timer: NodeJS.Timeout | undefined;
 		await Promise.race([
