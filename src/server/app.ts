@@ -429,7 +429,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			// A dead replica's run: settled on its stream, continued per its onInterrupt, here.
 			await cluster.start(
 				sessions,
-				(sessionId, at) => resumeInterruptedSession(app.wheelhouse, sessionId, "replica_lost", at),
+				(sessionId, at, stopBecause) =>
+					resumeInterruptedSession(app.wheelhouse, sessionId, "replica_lost", at, stopBecause),
 				passes,
 			);
 		} catch (err) {

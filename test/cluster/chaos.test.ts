@@ -198,7 +198,9 @@ describe.skipIf(!enabled)("chaos: what replicas must keep under failures", () =>
 
 			// The client got nothing of the answer after the stall, and no event of the refused message.
 			const got = run.events;
-			const afterStall = got.filter((e) => e.event === "message_update" && /^b/.test(e.data.assistantMessageEvent?.delta ?? ""));
+			const afterStall = got.filter(
+				(e) => e.event === "message_update" && /^b/.test(e.data.assistantMessageEvent?.delta ?? ""),
+			);
 			expect(afterStall).toEqual([]);
 			for (const type of ["message_end", "turn_end", "agent_end", "tool_execution_start", "tool_execution_end"]) {
 				expect(got.filter((e) => e.event === type && e.data.message?.role !== "user").map((e) => e.event)).toEqual([]);
@@ -222,6 +224,66 @@ describe.skipIf(!enabled)("chaos: what replicas must keep under failures", () =>
 		},
 		T,
 	);
+	it(
+		"an abort posted on a replica that does not run the session while Redis is down: the answer says it was not delivered, and the run stops anyway",
+		async () => {
+			const redis = await privateRedis();
+			const [A, B] = await replicas(
+				2,
+				{ fauxDelayMs: 20, heartbeatMs: HEARTBEAT_MS, leaseTtlMs: 3000 },
+				{ WHEELHOUSE_REDIS_URL: redis.url },
+			);
+			const id = (await json(`${A!.url}/v1/sessions`, "POST", {})).body.id as string;
+			// 400 words, one every 20 ms: 8 s unless aborted.
+			const run = await promptSse(A!.url, id, { message: words(400) });
+			cleanups.push(() => run.close());
+			await run.waitForType("message_update", T);
+			await redis.kill();
+			await ready(B!, 503);
+			const answer = await json(`${B!.url}/v1/sessions/${id}/abort`, "POST");
+			const end = await run.waitForType("agent_end", T);
+			const stop = end.data.messages.at(-1).stopReason;
+			if (answer.status === 200) {
+				expect(answer.body.aborted).toBe(true);
+				expect(stop).toBe("aborted");
+			} else {
+				expect(answer.status).toBe(503);
+				expect(answer.body.error.code).toBe("ABORT_NOT_DELIVERED");
+			}
+			// Stored before the answer, the abort is found by the replica running the run: it stops long before its end.
+			expect(stop).toBe("aborted");
+			expect(deltas(run.events).length).toBeLessThan(300);
+		},
+		T,
+	);
+
+	it(
+		"an abort posted while the replica running the session has just died: the replica taking the run over does not continue it",
+		async () => {
+			const [A, B] = await replicas(2, { fauxDelayMs: 20, heartbeatMs: 500, leaseTtlMs: 1500 });
+			const id = (await json(`${A!.url}/v1/sessions`, "POST", {})).body.id as string;
+			const onB = await watch(`${B!.url}/v1/sessions/${id}/events`);
+			await onB.waitForType("session_snapshot", T);
+			expect((await json(`${A!.url}/v1/sessions/${id}/prompt`, "POST", { message: words(300) })).status).toBe(202);
+			await onB.waitForType("message_update", T);
+			A!.child.kill("SIGKILL");
+			await A!.exited;
+			const answer = await json(`${B!.url}/v1/sessions/${id}/abort`, "POST");
+			expect([200, 503]).toContain(answer.status);
+			const interrupted = await onB.waitForType("run_interrupted", T);
+			// Aborted, whatever the answer: the run does not go on (onInterrupt is "continue", the default).
+			expect(interrupted.data.willContinue).toBe(false);
+			expect(interrupted.data.message).toMatch(/abort/);
+			await new Promise((resolve) => setTimeout(resolve, 1500));
+			expect(onB.events.filter((e) => e.id! > interrupted.id! && e.event === "agent_start")).toEqual([]);
+			const state = await json(`${B!.url}/v1/sessions/${id}`);
+			expect(state.body.status).toBe("interrupted");
+			const messages = (await json(`${B!.url}/v1/sessions/${id}/messages`)).body.messages;
+			expect(messages.filter((m: { role: string }) => m.role === "assistant")).toEqual([]);
+		},
+		T,
+	);
+
 	it(
 		"a reader that subscribes while Redis is down gets live deltas again within one heartbeat of Redis coming back",
 		async () => {

@@ -112,7 +112,6 @@ export class LeaseGuard implements WriteBarrier {
 		return this.confirming;
 	}
 
-
 	/**
 	 * Whether `session` still runs here under a lease this replica holds, confirmed now: the store
 	 * holds its lease and it is the session object in memory (a lost session is dropped from it).

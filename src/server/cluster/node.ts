@@ -13,6 +13,7 @@ import type { LiveSession } from "../session/live-session.js";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
 import type { WritePasses } from "../sse/write-passes.js";
+import { abortRecorded, recordAbort } from "./aborts.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
 import { EventSubscriptions } from "./event-subscriptions.js";
@@ -72,11 +73,7 @@ export class ClusterNode {
 	 * may have lost a lease unknowingly) and every session's model and tool calls (see
 	 * `lease-guard.ts`). Throws a ConfigError naming the URL when Redis is unreachable.
 	 */
-	async start(
-		sessions: SessionManager,
-		resume: (sessionId: string, at: number) => Promise<{ kind: string }>,
-		passes?: WritePasses,
-	): Promise<void> {
+	async start(sessions: SessionManager, resume: ResumeTakenOver, passes?: WritePasses): Promise<void> {
 		try {
 			await this.redis.connect();
 		} catch (err) {
@@ -93,6 +90,7 @@ export class ClusterNode {
 			subscriptions: this.subscriptions,
 			logger: this.logger,
 			interactions: () => this.interactions,
+			recheckMs: this.recheckMs,
 		});
 		await this.control.start();
 		const leases = leasesOf(this.store);
@@ -106,7 +104,7 @@ export class ClusterNode {
 				redis: this.redis,
 				prefix: this.settings.prefix,
 				logger: this.logger,
-				resume,
+				resume: (sessionId, at) => this.resumeTakenOver(sessions, resume, sessionId, at),
 			});
 			this.keeper.start();
 		}
@@ -119,6 +117,29 @@ export class ClusterNode {
 			this.logger.warn("the store has no session leases: runs of a dead replica are not taken over");
 		}
 		this.logger.info({ replica: this.replicaId, prefix: this.settings.prefix }, "cluster mode: this is one replica");
+	}
+
+	/**
+	 * Settles the run of a session this replica took over, and continues it per its policy unless
+	 * an abort of it was stored (posted while its replica was dying): then it stops there, and a
+	 * continued run is aborted if the abort is found only once it started (posted meanwhile; a
+	 * control message that came before the continued run was registered here found nothing to abort).
+	 */
+	private async resumeTakenOver(
+		sessions: SessionManager,
+		resume: ResumeTakenOver,
+		sessionId: string,
+		at: number,
+	): Promise<{ kind: string }> {
+		const runId = (await this.store.getSession(sessionId))?.currentRunId ?? null;
+		const aborted = async () => runId !== null && (await abortRecorded(this.store, sessionId, runId));
+		const outcome = await resume(
+			sessionId,
+			at,
+			(await aborted()) ? "an abort of it was posted (POST /abort) before it was interrupted." : undefined,
+		);
+		if (outcome.kind === "continued" && (await aborted())) sessions.inMemory(sessionId)?.abort();
+		return outcome;
 	}
 
 	/** Ends every cluster stream (shutdown). */
@@ -138,6 +159,7 @@ export class ClusterNode {
 
 	async close(): Promise<void> {
 		this.keeper?.stop();
+		this.control?.stop();
 		this.guard?.stop();
 		this.removeGuardBarrier?.();
 		// What the last runs appended is published if the store takes it within a moment.
@@ -197,6 +219,17 @@ export class ClusterNode {
 		return { entry, queueLength, idle };
 	}
 
+	/**
+	 * Aborts run `runId` of a session running on another replica: the abort is stored (durably,
+	 * see `aborts.ts`), then the replica running it is told. `gone`: the session no longer exists;
+	 * `not_delivered`: Redis did not take the control message (the run may go on until its replica
+	 * finds the stored abort, or is taken over).
+	 */
+	async abortElsewhere(session: LiveSession, runId: string): Promise<"delivered" | "not_delivered" | "gone"> {
+		if (!(await recordAbort(this.store, session.id, runId, Date.now()))) return "gone";
+		return (await this.send({ t: "abort", s: session.id, run: runId })) ? "delivered" : "not_delivered";
+	}
+
 	/** Whether the transcript's end has a result for `toolCallId` (the call ended: 409, not 404). */
 	private async answeredInTranscript(sessionId: string, toolCallId: string): Promise<boolean> {
 		const total = (await this.store.countMessages(sessionId)) ?? 0;
@@ -230,6 +263,13 @@ export class ClusterNode {
 		return "resolved";
 	}
 }
+
+/**
+ * Settles and continues (per its `onInterrupt`) the interrupted run of a session this replica
+ * took over; with `stopBecause`, it is not continued whatever the policy, and `run_interrupted`
+ * says why.
+ */
+export type ResumeTakenOver = (sessionId: string, at: number, stopBecause?: string) => Promise<{ kind: string }>;
 
 /** At close, how long the events still queued may take to be published. */
 const CLOSE_PUBLISH_WAIT_MS = 1_000;

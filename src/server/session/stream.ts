@@ -15,8 +15,8 @@
  */
 import type { FastifyReply } from "fastify";
 import type { StoredEvent } from "../../store/types.js";
-import type { SseConnection } from "../sse/connection.js";
 import type { SseEventName } from "../../wire/events.js";
+import type { SseConnection } from "../sse/connection.js";
 import { formatComment, formatEventFrame, formatFrame } from "../sse/frames.js";
 import { openSse, type StreamSettings } from "../sse/open.js";
 import type { LiveSession } from "./live-session.js";
