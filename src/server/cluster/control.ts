@@ -58,7 +58,8 @@ export class ControlBus {
 		subscriber.on("message", (from: string, message: string) => {
 			if (from === channel) this.receive(message);
 		});
-		let connectedBefore = false;
+		// Made once the replica connected: its first "ready" may be a reconnect.
+		let connectedBefore = subscriber.status === "ready";
 		subscriber.on("ready", () => {
 			// Messages sent while the channel was away were lost to it.
 			if (connectedBefore) void this.checkStoredAborts();
