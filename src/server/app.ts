@@ -479,8 +479,11 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	if (cluster) {
 		try {
 			// A dead replica's run: settled on its stream, continued per its onInterrupt, here.
-			await cluster.start(sessions, (sessionId, at) =>
-				resumeInterruptedSession(app.wheelhouse, sessionId, "replica_lost", at),
+			await cluster.start(
+				sessions,
+				(sessionId, at, stopBecause) =>
+					resumeInterruptedSession(app.wheelhouse, sessionId, "replica_lost", at, stopBecause),
+				passes,
 			);
 		} catch (err) {
 			await app.close();

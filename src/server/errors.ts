@@ -200,6 +200,11 @@ export const ERRORS = {
 		description: "An unexpected server failure; the message is masked, the log has details.",
 	},
 	SHUTTING_DOWN: { status: 503, description: "The server is shutting down and accepts no new runs." },
+	ABORT_NOT_DELIVERED: {
+		status: 503,
+		description:
+			"Cluster mode: `POST .../abort` on a replica that does not run the session could not tell the replica running it (Redis unreachable from here), so the run may go on. The abort is stored: the run stops if that replica finds it (it looks while it cannot reach Redis either) or if another replica takes the run over. Retry the abort.",
+	},
 	STORE_UNAVAILABLE: {
 		status: 503,
 		description:

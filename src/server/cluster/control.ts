@@ -5,7 +5,9 @@
  * it in now. Every replica hears every message and acts on the sessions it runs.
  *
  * - `queue`: steering / follow-up messages were queued or cleared: re-read the stored queue.
- * - `abort`: abort the run.
+ * - `abort`: abort the run (stored first as well, see `aborts.ts`: a replica whose control channel
+ *   was away looks for stored aborts of its runs, every `recheckMs` while it is away and once
+ *   when it is back, since pub/sub keeps nothing for a subscriber that is not there).
  * - `pending`: an approval or a client tool result was stored: deliver it to the waiting call.
  * - `config`: the session's config changed: apply the stored one to the running Agent.
  * - `delete`: the session was deleted: abort its run here, end its streams, forget it.
@@ -13,11 +15,14 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
+import { abortRecorded } from "./aborts.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
 import { controlChannel, type RedisLink } from "./redis.js";
 
 export type ControlMessage =
-	| { t: "queue" | "abort" | "config" | "delete"; s: string }
+	| { t: "queue" | "config" | "delete"; s: string }
+	/** `run`: the run the abort was posted for (it is stored under it). */
+	| { t: "abort"; s: string; run?: string }
 	| { t: "pending"; s: string; kind: "approval" | "client_tool"; call: string };
 
 interface Envelope {
@@ -35,14 +40,52 @@ export interface ControlBusOptions {
 	logger: FastifyBaseLogger;
 	/** The tool interactions extension (set once the tools plugin made it). */
 	interactions(): ToolInteractions | undefined;
+	/** While the control channel is away, how often the runs here look for stored aborts. */
+	recheckMs: number;
 }
 
 export class ControlBus {
+	private readonly timer: NodeJS.Timeout;
+
 	constructor(private readonly options: ControlBusOptions) {
 		const channel = controlChannel(options.prefix);
-		options.redis.subscriber.on("message", (from: string, message: string) => {
+		const subscriber = options.redis.subscriber;
+		subscriber.on("message", (from: string, message: string) => {
 			if (from === channel) this.receive(message);
 		});
+		// Made once the replica connected: its first "ready" may be a reconnect.
+		let connectedBefore = subscriber.status === "ready";
+		subscriber.on("ready", () => {
+			// Messages sent while the channel was away were lost to it.
+			if (connectedBefore) void this.checkStoredAborts();
+			connectedBefore = true;
+		});
+		this.timer = setInterval(() => {
+			if (subscriber.status !== "ready") void this.checkStoredAborts();
+		}, options.recheckMs);
+		this.timer.unref();
+	}
+
+	/** Stops looking for stored aborts. */
+	stop(): void {
+		clearInterval(this.timer);
+	}
+
+	/** Aborts every run here whose abort is stored (it was posted elsewhere while the control channel was away). */
+	private async checkStoredAborts(): Promise<void> {
+		const { sessions, logger } = this.options;
+		for (const session of [...sessions.liveSessions()]) {
+			const runId = session.runId;
+			if (!session.isBusy || runId === undefined) continue;
+			try {
+				if ((await abortRecorded(sessions.store, session.id, runId)) && session.runId === runId) {
+					logger.info({ sessionId: session.id, runId }, "aborting a run whose abort was posted on another replica");
+					session.abort();
+				}
+			} catch (err) {
+				logger.warn({ err, sessionId: session.id }, "could not look for a stored abort; trying again later");
+			}
+		}
 	}
 
 	/** Subscribes to the control channel; rejects when Redis cannot be reached. */

@@ -6,11 +6,14 @@
  *
  * An event of a session whose lease this replica lost (taken over while it stalled: the store
  * refused the write) is never published: its id may be the new holder's, and readers skip ids
- * they have seen. The store reports the loss when the flush finds it, before the flush resolves.
+ * they have seen. The store reports the loss when the flush finds it, before the flush resolves;
+ * a loss no write of the batch ran into (a delta is not written) is found by the lease guard,
+ * which a batch waits for when the replica may have stalled past the TTL (see `lease-guard.ts`).
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { SessionStore } from "../../store/types.js";
+import type { LeaseGuard } from "./lease-guard.js";
 import { eventChannel, type RedisLink } from "./redis.js";
 
 /** One published event: `id`, `type` and `data` on three lines (data is one-line JSON). */
@@ -53,6 +56,8 @@ export class EventPublisher {
 		private readonly redis: RedisLink,
 		private readonly prefix: string,
 		private readonly logger: FastifyBaseLogger,
+		/** The lease guard (a store with leases): a batch is published only while it is fresh. */
+		private readonly guard?: Pick<LeaseGuard, "whenFresh">,
 	) {}
 
 	/** The session log's tap: queues the event for the next batch. */
@@ -73,6 +78,8 @@ export class EventPublisher {
 				this.queue = [];
 				this.lostInFlight = new Set();
 				await this.flushStore();
+				// After a stall: the renewal first, so the sessions lost meanwhile are known (and dropped).
+				await this.guard?.whenFresh();
 				const lost = this.lostInFlight;
 				const pipeline = this.redis.publisher.pipeline();
 				let count = 0;

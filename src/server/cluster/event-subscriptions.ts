@@ -3,6 +3,13 @@
  * replica, shared by them (subscribed with the first reader, dropped with the last). Readers get
  * every message of their session's channel; after the subscriber connection reconnects they are
  * told to re-read the store (messages published while it was away are lost to pub/sub).
+ *
+ * A subscribe that fails (Redis unreachable) is retried while the session has readers here: at
+ * once when the subscriber connection is ready again, and with backoff meanwhile (never longer
+ * apart than `retryMaxMs`, a heartbeat interval), so its readers get live events again within
+ * one heartbeat of Redis coming back. Until then they live on their periodic re-reads of the
+ * store. Once the subscription is in place its readers re-read the log (what was published
+ * before it is only there).
  */
 import type { FastifyBaseLogger } from "fastify";
 import { decodeEventMessage } from "./event-publisher.js";
@@ -18,20 +25,47 @@ export interface LiveEventReader {
 	close(reason: string): void;
 }
 
+/** The readers of one session here, and the state of their subscription. */
+interface Channel {
+	readers: Set<LiveEventReader>;
+	/** Set once Redis confirmed the subscribe; false while it is being sent or waits for a retry. */
+	subscribed: boolean;
+	/** The subscribe in flight, if any (a reader added meanwhile waits for it). */
+	subscribing: Promise<void> | undefined;
+	/** The next retry of a failed subscribe. */
+	retry: NodeJS.Timeout | undefined;
+	/** Failed subscribes in a row (the backoff). */
+	failures: number;
+}
+
+/** The first retry of a failed subscribe; doubled per failure up to the options' `retryMaxMs`. */
+const RETRY_FIRST_MS = 50;
+
+export interface EventSubscriptionsOptions {
+	/** The longest wait between two tries of a failed subscribe (a heartbeat interval). */
+	retryMaxMs: number;
+}
+
 export class EventSubscriptions {
-	private readonly readers = new Map<string, Set<LiveEventReader>>();
-	/** Subscriptions being set up, by channel: a reader added meanwhile waits for the same one. */
-	private readonly subscribing = new Map<string, Promise<void>>();
+	private readonly channels = new Map<string, Channel>();
+	private closed = false;
 
 	constructor(
 		private readonly redis: RedisLink,
 		private readonly prefix: string,
 		private readonly logger: FastifyBaseLogger,
+		private readonly options: EventSubscriptionsOptions = { retryMaxMs: 1000 },
 	) {
 		redis.subscriber.on("message", (channel: string, message: string) => this.dispatch(channel, message));
 		let connectedBefore = false;
 		redis.subscriber.on("ready", () => {
-			if (connectedBefore) for (const set of this.readers.values()) for (const reader of set) reader.resync();
+			if (connectedBefore) {
+				for (const [sessionId, channel] of this.channels) {
+					// ioredis subscribed again to what it had; what failed is tried now.
+					if (!channel.subscribed) this.subscribe(sessionId, channel);
+					for (const reader of channel.readers) reader.resync();
+				}
+			}
 			connectedBefore = true;
 		});
 	}
@@ -43,15 +77,15 @@ export class EventSubscriptions {
 
 	private dispatch(channel: string, message: string): void {
 		const sessionId = this.sessionOf(channel);
-		const set = sessionId === undefined ? undefined : this.readers.get(sessionId);
-		if (!set) return;
+		const readers = sessionId === undefined ? undefined : this.channels.get(sessionId)?.readers;
+		if (!readers) return;
 		if (message === RESYNC_MESSAGE) {
-			for (const reader of set) reader.resync();
+			for (const reader of readers) reader.resync();
 			return;
 		}
 		const event = decodeEventMessage(message);
 		if (!event) return;
-		for (const reader of set) {
+		for (const reader of readers) {
 			try {
 				reader.event(event.id, event.type, event.data);
 			} catch (err) {
@@ -60,54 +94,86 @@ export class EventSubscriptions {
 		}
 	}
 
+	/** Sends the subscribe of `sessionId`'s channel (unless one is in flight); a failure schedules a retry. */
+	private subscribe(sessionId: string, channel: Channel): Promise<void> {
+		if (channel.subscribing) return channel.subscribing;
+		clearTimeout(channel.retry);
+		channel.retry = undefined;
+		const attempt = this.redis.subscriber
+			.subscribe(eventChannel(this.prefix, sessionId))
+			.then(
+				() => {
+					if (this.channels.get(sessionId) !== channel) return;
+					const late = channel.failures > 0;
+					channel.subscribed = true;
+					channel.failures = 0;
+					// Subscribed after failing: what was published before is in the store only.
+					if (late) for (const reader of channel.readers) reader.resync();
+				},
+				(err: unknown) => {
+					if (this.channels.get(sessionId) !== channel || this.closed) return;
+					if (channel.failures === 0) {
+						this.logger.warn(
+							{ err, sessionId },
+							"could not subscribe to live events; reading the store and retrying until Redis is back",
+						);
+					}
+					channel.failures++;
+					const wait = Math.min(RETRY_FIRST_MS * 2 ** (channel.failures - 1), this.options.retryMaxMs);
+					channel.retry = setTimeout(() => {
+						channel.retry = undefined;
+						if (this.channels.get(sessionId) === channel) void this.subscribe(sessionId, channel);
+					}, wait);
+					channel.retry.unref();
+				},
+			)
+			.finally(() => {
+				channel.subscribing = undefined;
+			});
+		channel.subscribing = attempt;
+		return attempt;
+	}
+
 	/**
 	 * Adds a reader of the session's channel; resolves once the subscription is in place (what is
 	 * published from then on reaches the reader), to the function that removes it. When Redis
-	 * is unreachable it resolves anyway: the reader then lives on the store alone until the
-	 * subscriber reconnects (ioredis subscribes again then, and the reader is told to resync).
+	 * is unreachable it resolves after the first try anyway: the reader then lives on the store
+	 * alone until a retry subscribes (and tells it to resync).
 	 */
 	async add(sessionId: string, reader: LiveEventReader): Promise<() => void> {
-		const channel = eventChannel(this.prefix, sessionId);
-		let set = this.readers.get(sessionId);
-		if (!set) {
-			set = new Set();
-			this.readers.set(sessionId, set);
-			const subscribing = this.redis.subscriber
-				.subscribe(channel)
-				.then(() => undefined)
-				.catch((err: unknown) => {
-					this.logger.warn(
-						{ err, sessionId },
-						"could not subscribe to live events; reading the store until Redis is back",
-					);
-				})
-				.finally(() => this.subscribing.delete(channel));
-			this.subscribing.set(channel, subscribing);
+		let channel = this.channels.get(sessionId);
+		if (!channel) {
+			channel = { readers: new Set(), subscribed: false, subscribing: undefined, retry: undefined, failures: 0 };
+			this.channels.set(sessionId, channel);
+			void this.subscribe(sessionId, channel);
 		}
-		set.add(reader);
-		await this.subscribing.get(channel);
+		channel.readers.add(reader);
+		await channel.subscribing;
 		return () => this.remove(sessionId, reader);
 	}
 
 	private remove(sessionId: string, reader: LiveEventReader): void {
-		const set = this.readers.get(sessionId);
-		if (!set?.delete(reader) || set.size > 0) return;
-		this.readers.delete(sessionId);
+		const channel = this.channels.get(sessionId);
+		if (!channel?.readers.delete(reader) || channel.readers.size > 0) return;
+		this.channels.delete(sessionId);
+		clearTimeout(channel.retry);
 		this.redis.subscriber.unsubscribe(eventChannel(this.prefix, sessionId)).catch(() => undefined);
 	}
 
 	/** Ends every reader of the session on this replica (it was deleted). */
 	closeSession(sessionId: string, reason: string): void {
-		for (const reader of [...(this.readers.get(sessionId) ?? [])]) reader.close(reason);
+		for (const reader of [...(this.channels.get(sessionId)?.readers ?? [])]) reader.close(reason);
 	}
 
 	/** Ends every reader (shutdown). */
 	closeAll(reason: string): void {
-		for (const sessionId of [...this.readers.keys()]) this.closeSession(sessionId, reason);
+		this.closed = true;
+		for (const sessionId of [...this.channels.keys()]) this.closeSession(sessionId, reason);
+		for (const channel of this.channels.values()) clearTimeout(channel.retry);
 	}
 
 	/** Sessions with readers here. */
 	get sessionCount(): number {
-		return this.readers.size;
+		return this.channels.size;
 	}
 }

@@ -14,9 +14,12 @@ import { ConfigError } from "../config.js";
 import type { LiveSession } from "../session/live-session.js";
 import type { SessionManager } from "../session/manager.js";
 import type { ToolInteractions } from "../session/tool-interactions.js";
+import type { WritePasses } from "../sse/write-passes.js";
+import { abortRecorded, recordAbort } from "./aborts.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
 import { EventSubscriptions } from "./event-subscriptions.js";
+import { LeaseGuard } from "./lease-guard.js";
 import { LeaseKeeper, leasesOf } from "./leases.js";
 import { RedisLink } from "./redis.js";
 import type { ClusterStreamDeps } from "./remote-stream.js";
@@ -28,6 +31,9 @@ export class ClusterNode {
 	readonly subscriptions: EventSubscriptions;
 	private control: ControlBus | undefined;
 	private keeper: LeaseKeeper | undefined;
+	/** What this replica does only while it knows it holds a session's lease (a store with leases). */
+	private readonly guard: LeaseGuard | undefined;
+	private removeGuardBarrier: (() => void) | undefined;
 	private interactions: ToolInteractions | undefined;
 
 	constructor(
@@ -38,8 +44,10 @@ export class ClusterNode {
 		readonly recheckMs: number,
 	) {
 		this.redis = new RedisLink(settings.redisUrl, logger);
-		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger);
-		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger);
+		const leases = leasesOf(store);
+		this.guard = leases && new LeaseGuard(leases, logger);
+		this.publisher = new EventPublisher(store, this.redis, settings.prefix, logger, this.guard);
+		this.subscriptions = new EventSubscriptions(this.redis, settings.prefix, logger, { retryMaxMs: recheckMs });
 	}
 
 	get replicaId(): string {
@@ -63,12 +71,11 @@ export class ClusterNode {
 
 	/**
 	 * Connects to Redis, listens for control messages, and starts sweeping for runs whose replica
-	 * died. Throws a ConfigError naming the URL when Redis is unreachable.
+	 * died. With a store that has leases, guards `passes` (no SSE frame leaves while this replica
+	 * may have lost a lease unknowingly) and every session's model and tool calls (see
+	 * `lease-guard.ts`). Throws a ConfigError naming the URL when Redis is unreachable.
 	 */
-	async start(
-		sessions: SessionManager,
-		resume: (sessionId: string, at: number) => Promise<{ kind: string }>,
-	): Promise<void> {
+	async start(sessions: SessionManager, resume: ResumeTakenOver, passes?: WritePasses): Promise<void> {
 		try {
 			await this.redis.connect();
 		} catch (err) {
@@ -85,6 +92,7 @@ export class ClusterNode {
 			subscriptions: this.subscriptions,
 			logger: this.logger,
 			interactions: () => this.interactions,
+			recheckMs: this.recheckMs,
 		});
 		await this.control.start();
 		const leases = leasesOf(this.store);
@@ -98,13 +106,42 @@ export class ClusterNode {
 				redis: this.redis,
 				prefix: this.settings.prefix,
 				logger: this.logger,
-				resume,
+				resume: (sessionId, at) => this.resumeTakenOver(sessions, resume, sessionId, at),
 			});
 			this.keeper.start();
+		}
+		if (this.guard) {
+			// Added last: its checks wrap every other extension's wrappers of the model call.
+			sessions.addExtension(this.guard.extension);
+			this.removeGuardBarrier = passes?.addBarrier(this.guard);
+			await this.guard.start(sessions);
 		} else {
 			this.logger.warn("the store has no session leases: runs of a dead replica are not taken over");
 		}
 		this.logger.info({ replica: this.replicaId, prefix: this.settings.prefix }, "cluster mode: this is one replica");
+	}
+
+	/**
+	 * Settles the run of a session this replica took over, and continues it per its policy unless
+	 * an abort of it was stored (posted while its replica was dying): then it stops there, and a
+	 * continued run is aborted if the abort is found only once it started (posted meanwhile; a
+	 * control message that came before the continued run was registered here found nothing to abort).
+	 */
+	private async resumeTakenOver(
+		sessions: SessionManager,
+		resume: ResumeTakenOver,
+		sessionId: string,
+		at: number,
+	): Promise<{ kind: string }> {
+		const runId = (await this.store.getSession(sessionId))?.currentRunId ?? null;
+		const aborted = async () => runId !== null && (await abortRecorded(this.store, sessionId, runId));
+		const outcome = await resume(
+			sessionId,
+			at,
+			(await aborted()) ? "an abort of it was posted (POST /abort) before it was interrupted." : undefined,
+		);
+		if (outcome.kind === "continued" && (await aborted())) sessions.inMemory(sessionId)?.abort();
+		return outcome;
 	}
 
 	/** Ends every cluster stream (shutdown). */
@@ -119,6 +156,9 @@ export class ClusterNode {
 
 	async close(): Promise<void> {
 		this.keeper?.stop();
+		this.control?.stop();
+		this.guard?.stop();
+		this.removeGuardBarrier?.();
 		// What the last runs appended is published if the store takes it within a moment.
 		await Promise.race([this.publisher.idle(), sleep(CLOSE_PUBLISH_WAIT_MS, undefined, { ref: false })]);
 		this.publisher.close();
@@ -164,6 +204,17 @@ export class ClusterNode {
 		return { entry, queueLength, idle };
 	}
 
+	/**
+	 * Aborts run `runId` of a session running on another replica: the abort is stored (durably,
+	 * see `aborts.ts`), then the replica running it is told. `gone`: the session no longer exists;
+	 * `not_delivered`: Redis did not take the control message (the run may go on until its replica
+	 * finds the stored abort, or is taken over).
+	 */
+	async abortElsewhere(session: LiveSession, runId: string): Promise<"delivered" | "not_delivered" | "gone"> {
+		if (!(await recordAbort(this.store, session.id, runId, Date.now()))) return "gone";
+		return (await this.send({ t: "abort", s: session.id, run: runId })) ? "delivered" : "not_delivered";
+	}
+
 	/** Whether the transcript's end has a result for `toolCallId` (the call ended: 409, not 404). */
 	private async answeredInTranscript(sessionId: string, toolCallId: string): Promise<boolean> {
 		const total = (await this.store.countMessages(sessionId)) ?? 0;
@@ -197,6 +248,13 @@ export class ClusterNode {
 		return "resolved";
 	}
 }
+
+/**
+ * Settles and continues (per its `onInterrupt`) the interrupted run of a session this replica
+ * took over; with `stopBecause`, it is not continued whatever the policy, and `run_interrupted`
+ * says why.
+ */
+export type ResumeTakenOver = (sessionId: string, at: number, stopBecause?: string) => Promise<{ kind: string }>;
 
 /** At close, how long the events still queued may take to be published. */
 const CLOSE_PUBLISH_WAIT_MS = 1_000;

@@ -129,8 +129,10 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 	 */
 	async function interruptElsewhere(session: LiveSession): Promise<void> {
 		const { cluster } = app.wheelhouse;
-		if (!cluster || !(await cluster.runningElsewhere(session))) return;
-		await cluster.send({ t: "abort", s: session.id });
+		const elsewhere = cluster && (await cluster.runningElsewhere(session));
+		if (!cluster || !elsewhere) return;
+		if (elsewhere.currentRunId) await cluster.abortElsewhere(session, elsewhere.currentRunId);
+		else await cluster.send({ t: "abort", s: session.id });
 		const deadline = Date.now() + 10_000;
 		while (Date.now() < deadline && (await cluster.runningElsewhere(session))) {
 			await sleep(25);
@@ -310,10 +312,24 @@ export const messageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 		},
 		async function abortRun(request) {
 			const session = await app.wheelhouse.sessions.load(request.params.id, request.ownerId);
-			const elsewhere = await app.wheelhouse.cluster?.runningElsewhere(session);
-			if (elsewhere && app.wheelhouse.cluster) {
-				await app.wheelhouse.cluster.send({ t: "abort", s: session.id });
-				return { aborted: true, runId: elsewhere.currentRunId };
+			const { cluster } = app.wheelhouse;
+			const elsewhere = await cluster?.runningElsewhere(session);
+			if (elsewhere && cluster) {
+				// Stored before the answer: the replica running it, or the one taking it over, honours it.
+				const runId = elsewhere.currentRunId;
+				const outcome = runId
+					? await cluster.abortElsewhere(session, runId)
+					: (await cluster.send({ t: "abort", s: session.id }))
+						? "delivered"
+						: "not_delivered";
+				if (outcome === "gone") throw apiError("SESSION_NOT_FOUND", `Session ${session.id} no longer exists.`);
+				if (outcome === "not_delivered") {
+					throw apiError(
+						"ABORT_NOT_DELIVERED",
+						`The abort of run ${runId} of session ${session.id} is stored, but the replica running it could not be told (Redis is unreachable from this replica): the run may go on until that replica finds the stored abort or the run is taken over. Retry the abort.`,
+					);
+				}
+				return { aborted: true, runId };
 			}
 			const runId = session.runId ?? null;
 			return { aborted: session.abort(), runId };

@@ -20,6 +20,11 @@ export interface SessionSubscriber {
 	deliver(id: number, type: string, frame: string, runSeq: number): void;
 	/** The session is going away (deleted, evicted, shutdown): end the stream. */
 	close(reason: string): void;
+	/**
+	 * The session's lease was lost to another replica (cluster mode): end the stream without
+	 * sending what is not sent yet (the store refused it). Absent: `close`.
+	 */
+	leaseLost?(): void;
 }
 
 /**
@@ -86,6 +91,22 @@ export class SessionEventLog {
 		for (const subscriber of [...this.subscribers]) {
 			try {
 				subscriber.close(reason);
+			} catch {
+				// closing is best effort
+			}
+		}
+		this.subscribers.clear();
+	}
+
+	/**
+	 * The session's lease was lost to another replica: every subscriber ends its stream without
+	 * what it has not sent (see `SessionSubscriber.leaseLost`), and is forgotten.
+	 */
+	leaseLost(): void {
+		for (const subscriber of [...this.subscribers]) {
+			try {
+				if (subscriber.leaseLost) subscriber.leaseLost();
+				else subscriber.close("session lease lost");
 			} catch {
 				// closing is best effort
 			}

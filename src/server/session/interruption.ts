@@ -70,6 +70,9 @@ export const RERUN_TIMEOUT_MS = 120_000;
  *   with its `run.interrupted` webhook). The session must not be in this process's memory with
  *   a transcript older than the store's.
  *
+ * With `stopBecause` the run is not continued and no tool is run again, whatever the policy (an
+ * abort of it was posted while its replica was dying); `run_interrupted` says why.
+ *
  * A second call for the same interruption does nothing (`skipped`). Durable when it resolves (the
  * store is flushed): the events, the results, the continued run's start. The continued run goes
  * on in the background. A tool run again delays it (at most {@link RERUN_TIMEOUT_MS}). Never rejects for the session's state (a
@@ -80,6 +83,7 @@ export async function resumeInterruptedSession(
 	sessionId: string,
 	reason: InterruptionReason,
 	at: number = Date.now(),
+	stopBecause?: string,
 ): Promise<ResumeOutcome> {
 	const { sessions } = ctx;
 	const store = sessions.store;
@@ -96,7 +100,7 @@ export async function resumeInterruptedSession(
 	if (record.status !== "interrupted") return { kind: "skipped", sessionId, why: `the session is ${record.status}` };
 	const interruptedAt = record.interruptedAt ?? at;
 	const runId = record.currentRunId;
-	const policy = record.onInterrupt ?? "continue";
+	const policy = stopBecause === undefined ? (record.onInterrupt ?? "continue") : "stop";
 
 	// The stored interactions are settled before the session is loaded: the tools extension reads
 	// them when it loads the session, and must find none waiting.
@@ -163,7 +167,7 @@ export async function resumeInterruptedSession(
 		willContinue,
 		message: `${reason === "server_restart" ? "The server stopped" : "The server replica running this session was lost"} during this run; ${why}`,
 	});
-	let why = "its onInterrupt policy is stop. POST /v1/sessions/:id/continue resumes the session.";
+	let why = `${stopBecause ?? "its onInterrupt policy is stop."} POST /v1/sessions/:id/continue resumes the session.`;
 	if (policy === "continue") {
 		try {
 			const run = await session.continue({

@@ -132,7 +132,8 @@ export class SessionManager {
 				options.logger.warn({ sessionId, err: error }, "session lease lost: closing its streams");
 				this.live.delete(sessionId);
 				session.abort();
-				session.closeSubscribers("session lease lost");
+				// Its streams end without what they have not sent: the store refused it.
+				session.events.leaseLost();
 			});
 		}
 		const deleteAfter = options.sessionDeleteAfterMs ?? 0;

@@ -15,8 +15,9 @@
  */
 import type { FastifyReply } from "fastify";
 import type { StoredEvent } from "../../store/types.js";
+import type { SseEventName } from "../../wire/events.js";
 import type { SseConnection } from "../sse/connection.js";
-import { formatComment, formatEventFrame } from "../sse/frames.js";
+import { formatComment, formatEventFrame, formatFrame } from "../sse/frames.js";
 import { openSse, type StreamSettings } from "../sse/open.js";
 import type { LiveSession } from "./live-session.js";
 import type { RunHandle } from "./runs.js";
@@ -82,6 +83,25 @@ async function replayLog(
 /** A replay the store failed (e.g. closed by a shutdown) ends its stream instead of failing the process. */
 function endOnFailure(sse: SseConnection, replay: Promise<void>): void {
 	replay.catch(() => sse.end(formatComment("closing: the event log could not be read")));
+}
+
+/**
+ * The last frame of a run's stream on a replica that lost the session's lease (cluster mode: it
+ * stalled, another replica took the run over): `stream_dropped` with reason `lease_lost`, naming
+ * the session's event stream and the last id this stream sent, after which the client resumes
+ * there (where it sees `run_interrupted` and what follows). `wheelhouse/client`'s `streamPrompt`
+ * does so by itself.
+ */
+export function leaseLostFrame(sessionId: string, lastEventId: number | undefined): string {
+	const notice = JSON.stringify({
+		type: "stream_dropped",
+		reason: "lease_lost",
+		message:
+			`This replica lost session ${sessionId} to another one (it stalled past its lease): nothing more comes here. ` +
+			`Resume on GET /v1/sessions/${sessionId}/events with Last-Event-ID: ${lastEventId ?? 0}.`,
+		lastEventId: lastEventId ?? null,
+	});
+	return formatFrame({ event: "stream_dropped" satisfies SseEventName, data: notice });
 }
 
 const sendStored = (sse: SseConnection, event: StoredEvent) =>
@@ -179,6 +199,9 @@ export function runStreamAttacher(
 			close(reason) {
 				sse.end(formatComment(`closing: ${reason}`));
 			},
+			leaseLost() {
+				sse.abandon(leaseLostFrame(session.id, sse.lastSentId));
+			},
 		});
 		// A run that ends without agent_end (it failed to start) must not leave the stream open.
 		void run.done.then(() => {
@@ -232,6 +255,9 @@ export function resumeRunStream(
 		},
 		close(reason) {
 			sse.end(formatComment(`closing: ${reason}`));
+		},
+		leaseLost() {
+			sse.abandon(leaseLostFrame(session.id, sse.lastSentId));
 		},
 	});
 	if (sse.isClosed) {

@@ -318,6 +318,19 @@ export class SseConnection implements PassWriter {
 		this.queueForPass(); // the pass ends it
 	}
 
+	/**
+	 * Ends the response now with `finalChunk`, discarding every frame not yet handed to the socket,
+	 * even after `end()`: the stream's session was lost to another replica, and those frames may
+	 * be of events the store refused. Not after the write barriers: `finalChunk` is no event of
+	 * the log. Idempotent.
+	 */
+	abandon(finalChunk: string): void {
+		if (this.closed || this.ending) return;
+		this.pending = "";
+		this.cutAt = undefined;
+		this.finish(finalChunk, "ended");
+	}
+
 	/** Queues this connection for the next write pass, once. */
 	private queueForPass(): void {
 		if (this.scheduled) return;
