@@ -437,6 +437,8 @@ export interface LeaseStore {
 	readonly holderId: string;
 	/** How long a lease lasts without renewal (ms). */
 	readonly leaseTtlMs: number;
+	/** The token of this store's lease on a session in its working set; undefined otherwise. */
+	leaseToken(sessionId: string): number | undefined;
 	/**
 	 * Renews every lease this store holds now (the store's timer does this on its own); resolves to
 	 * the sessions found lost (taken over or deleted), which left the working set. Rejects with a

@@ -221,6 +221,10 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		return this.leases.onSessionLost(listener);
 	}
 
+	leaseToken(sessionId: string): number | undefined {
+		return this.sessions.get(sessionId)?.token;
+	}
+
 	async renewLeases(): Promise<string[]> {
 		if (this.closed || this.sessions.size === 0) return [];
 		await this.begin();
