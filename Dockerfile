@@ -37,11 +37,7 @@ RUN npm run build && find dist \( -name '*.map' -o -name '*.d.ts' \) -delete
 # 2. Production dependencies only.
 FROM toolchain AS prod-deps
 COPY package.json package-lock.json ./
-# @opentelemetry/sdk-trace-node is a dependency the server never imports (tracing uses
-# sdk-trace-base; test/server/docker-entry.test.ts checks that src/ imports neither it nor the
-# context manager that only it needs).
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
-	&& rm -rf node_modules/@opentelemetry/sdk-trace-node node_modules/@opentelemetry/context-async-hooks
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # 3. Runtime: no compiler, no dev dependencies, non-root; tini as PID 1 reaps the processes MCP
 # stdio servers leave behind (node, as PID 1, would leave them as zombies) and passes signals on.

@@ -33,6 +33,9 @@ function sample(text: string, name: string, labels: Record<string, string>): num
 	return undefined;
 }
 
+/** The operator credential `/metrics` asks for (an API key is refused there). */
+const OPERATOR = "operator-token-0123456789";
+
 async function scrape(s: TestServer, key: string): Promise<string> {
 	const res = await fetch(`${s.url}/metrics`, { headers: { authorization: `Bearer ${key}` } });
 	expect(res.status).toBe(200);
@@ -111,12 +114,12 @@ describe("POST /api/stream and the key's budget and usage", () => {
 
 describe("model calls outside a run's turns in the wheelhouse_model_* metrics", () => {
 	it("counts a proxy call and a compaction's summary call", async () => {
-		server = await startServer({ models: [model.faux.getModel()], config: { apiKeys: [KEY_A] } });
+		server = await startServer({ models: [model.faux.getModel()], config: { apiKeys: [KEY_A], metricsToken: OPERATOR } });
 		const labels = { provider: "scripted", model: "small" };
 		model.script({ content: "proxied", usage: usage(100) });
 		const proxied = await postProxy(server.url, call("hi"), KEY_A);
 		expect(proxied.events.at(-1)).toMatchObject({ type: "done" });
-		let text = await scrape(server, KEY_A);
+		let text = await scrape(server, OPERATOR);
 		expect(sample(text, "wheelhouse_model_calls_total", { ...labels, outcome: "stop" })).toBe(1);
 		expect(sample(text, "wheelhouse_model_call_duration_seconds_count", { ...labels, outcome: "stop" })).toBe(1);
 		expect(sample(text, "wheelhouse_model_time_to_first_token_seconds_count", labels)).toBe(1);
@@ -140,7 +143,7 @@ describe("model calls outside a run's turns in the wheelhouse_model_* metrics", 
 			body: { keepRecentTokens: 100 },
 		});
 		expect(compacted).toMatchObject({ status: 200, body: { compacted: true } });
-		text = await scrape(server, KEY_A);
+		text = await scrape(server, OPERATOR);
 		expect(sample(text, "wheelhouse_model_calls_total", { ...labels, outcome: "stop" })).toBe(4);
 		expect(sample(text, "wheelhouse_model_call_duration_seconds_count", { ...labels, outcome: "stop" })).toBe(4);
 		expect(sample(text, "wheelhouse_model_tokens_total", { ...labels, type: "input" })).toBe(90 + 290 + 490 + 110);
