@@ -304,7 +304,9 @@ describe("Dockerfile", () => {
 		expect(dockerfile.copies).not.toContain("openapi.yaml");
 		// The tracing SDK the server uses is sdk-trace-base; the Node flavour (and the context manager only
 		// it needs) is not a dependency at all, so the image never installs it.
-		const deps = (JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as { dependencies: Record<string, string> }).dependencies;
+		const deps = (
+			JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as { dependencies: Record<string, string> }
+		).dependencies;
 		expect(Object.keys(deps)).not.toContain("@opentelemetry/sdk-trace-node");
 		expect(Object.keys(deps)).toContain("@opentelemetry/sdk-trace-base");
 		// Removing them is safe only while nothing the image runs imports them.

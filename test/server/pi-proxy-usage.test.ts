@@ -114,7 +114,10 @@ describe("POST /api/stream and the key's budget and usage", () => {
 
 describe("model calls outside a run's turns in the wheelhouse_model_* metrics", () => {
 	it("counts a proxy call and a compaction's summary call", async () => {
-		server = await startServer({ models: [model.faux.getModel()], config: { apiKeys: [KEY_A], metricsToken: OPERATOR } });
+		server = await startServer({
+			models: [model.faux.getModel()],
+			config: { apiKeys: [KEY_A], metricsToken: OPERATOR },
+		});
 		const labels = { provider: "scripted", model: "small" };
 		model.script({ content: "proxied", usage: usage(100) });
 		const proxied = await postProxy(server.url, call("hi"), KEY_A);
