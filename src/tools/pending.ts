@@ -106,8 +106,9 @@ interface Waiter {
 /** `450 ms`, `30 s`, `5 min`: for messages the model and the user read. */
 export function formatDuration(ms: number): string {
 	if (ms < 1000) return `${ms} ms`;
-	if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
-	return `${Math.round(ms / 60_000)} min`;
+	// Exact, never rounded: a 1,500 ms timeout is "1.5 s", not "2 s".
+	if (ms >= 120_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+	return `${ms / 1000} s`;
 }
 
 const keyOf = (kind: PendingKind, toolCallId: string) => `${kind}:${toolCallId}`;

@@ -7,20 +7,26 @@
  * Each request drives a Wheelhouse session (run-segment.ts), none is a second agent:
  * - Chat Completions is stateless: a request's `messages` become a new session (system messages
  *   its system prompt, the earlier turns its transcript) and the trailing user message its prompt.
- *   A request that carries the results of the client tools an earlier answer returned as
- *   `tool_calls` resumes that answer's run, which waits for them; when that run is gone (the wait
- *   timed out, the server restarted) the conversation starts a new session that continues from
- *   the results.
  * - A response belongs to a session, named in its id: `previous_response_id` continues that session
- *   (durable like the session itself); `function_call_output` items answer the previous
- *   response's function calls, whose run waits for them. Cancelling a response aborts its run,
- *   also the run that waits for the outputs of its function calls.
+ *   (durable like the session itself). Without it, `input` is the whole conversation and starts a
+ *   new session, as Chat Completions does. Cancelling a response aborts its run, also the run that
+ *   waits for the outputs of its function calls.
+ * - A request that ends with the results of the client tools an earlier answer returned (`tool`
+ *   messages, `function_call_output` items) resumes the run that waits for them, found by the tool
+ *   call ids whether or not `previous_response_id` is sent (the AI SDK, LangChain and the Agents
+ *   SDK send the whole conversation again without it): no second session, no run left waiting.
+ *   When that run is gone (the wait timed out, the server restarted) the conversation starts a new
+ *   session that continues from the results.
+ * - What a later request must find again — the session of each client tool call an answer
+ *   returned, the response objects and their output items (`item_reference` input items name
+ *   them) — is stored with the session (records.ts), so a restarted server finds it too.
  * - `model` is a model (`provider/id`) or an agent profile (profiles.ts): a session made with a
  *   profile gets its settings, with the request's system text after the profile's system prompt.
  * The session of every answer is in the `x-wheelhouse-session-id` header, for the native API
  * (`/v1/sessions/:id/...`: events, transcript, steering).
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
@@ -35,7 +41,10 @@ import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
 import { deliverToolResults } from "../client-tool-results.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
+import { resolveItemReferences } from "./item-references.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
+import { quote } from "./quote.js";
+import { OpenAIRecords } from "./records.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
 import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
 import {
@@ -54,10 +63,9 @@ export interface OpenAIFacadeOptions {
 	interactions: ToolInteractions;
 }
 
-/** Responses kept for `GET /responses/:id` and cancel, per server (the oldest are forgotten first). */
-const MAX_KEPT_RESPONSES = 1000;
-/** Client tool calls of Chat Completions answers kept for their results' request (the oldest are forgotten first). */
-const MAX_WAITING_CALLS = 10_000;
+/** How long a cancel waits for the run of a response in progress to end (its stretch stores the response). */
+const CANCEL_WAIT_MS = 10_000;
+const CANCEL_POLL_MS = 20;
 
 const SESSION_HEADER = "x-wheelhouse-session-id";
 /** `owned_by` of the agent profiles in `GET /models`. */
@@ -81,7 +89,7 @@ function sessionOfResponse(responseId: string): string | undefined {
 
 /** Why `GET /responses/:id` or its cancel finds no response, when the session it names exists. */
 function notKept(id: string): string {
-	return `No response "${id}" is kept by this server: responses are kept in memory, the latest ${MAX_KEPT_RESPONSES} of this process, so one from before a restart is gone. previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
+	return `No response "${id}" is stored for its session (a session keeps its latest 1000 responses). previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
 }
 
 function errorType(status: number): string {
@@ -91,27 +99,22 @@ function errorType(status: number): string {
 	return "invalid_request_error";
 }
 
-/** Remembers at most `max` entries, forgetting the oldest. */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-	map.delete(key);
-	map.set(key, value);
-	if (map.size > max) map.delete(map.keys().next().value as K);
-}
+/**
+ * Errors the facade answers as OpenAI does rather than as `/v1` does: an unknown model is a 404
+ * `model_not_found` of type `invalid_request_error` (the SDKs raise `NotFoundError`, LangChain sets
+ * its `MODEL_NOT_FOUND` code on a 404).
+ */
+const OPENAI_ERRORS: Record<string, { status: number; type: string; code: string }> = {
+	UNKNOWN_MODEL: { status: 404, type: "invalid_request_error", code: "model_not_found" },
+};
+
+/** Methods a route of the facade may have (for the 405 of a known path). */
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
 
 /** What a request's `model` names: a model, or an agent profile (and its model). */
 interface Target {
 	model: Model<any>;
 	profile?: { name: string; profile: AgentProfile };
-}
-
-/** A response kept for `GET /responses/:id` and cancel. */
-interface KeptResponse {
-	response: ResponseObject;
-	/**
-	 * Aborts the response's run while the response is in progress, or while the run waits for the
-	 * outputs of the response's function calls; resolves with the response as it then is.
-	 */
-	cancel(): Promise<ResponseObject>;
 }
 
 /** The settings a session gets for `target` with the request's system text, in config-patch form. */
@@ -131,16 +134,44 @@ interface Start {
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
 	const { sessions, catalog, profiles } = app.wheelhouse;
 	const tags = ["openai"];
-	/** Client tool call id → the session whose run waits for its result (Chat Completions). */
-	const waitingCalls = new Map<string, string>();
-	/** Responses by id: the last state of each, and how to cancel it while it runs. */
-	const kept = new Map<string, KeptResponse>();
+	const records = new OpenAIRecords(sessions.store);
 
 	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
 	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
 		const error = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
 		if (reply.statusCode < 400 || !error || typeof error.code !== "string") return payload;
+		const openai = OPENAI_ERRORS[error.code];
+		if (openai) {
+			reply.code(openai.status);
+			return { error: { message: error.message, type: openai.type, param: null, code: openai.code } };
+		}
 		return { error: { message: error.message, type: errorType(reply.statusCode), param: null, code: error.code } };
+	});
+
+	// An unknown path under the prefix answers in OpenAI's shape too (an SDK reads `error.message`).
+	app.setNotFoundHandler(function openaiNotFound(request, reply) {
+		const path = request.url.split("?")[0] ?? "";
+		const allowed = METHODS.filter((method) => {
+			try {
+				return app.findRoute({ method, url: path }) !== null;
+			} catch {
+				return false;
+			}
+		});
+		const status = allowed.length > 0 ? 405 : 404;
+		if (status === 405) reply.header("allow", allowed.join(", "));
+		const message =
+			status === 405
+				? `Invalid method ${request.method} for ${quote(path)}: it has ${allowed.join(", ")}.`
+				: `Invalid URL (${request.method} ${quote(path)}): the OpenAI-compatible API has GET /models, POST /chat/completions, POST /responses, GET /responses/{id} and POST /responses/{id}/cancel.`;
+		return reply.code(status).send({
+			error: {
+				message,
+				type: "invalid_request_error",
+				param: null,
+				code: status === 405 ? "METHOD_NOT_ALLOWED" : "NOT_FOUND",
+			},
+		});
 	});
 
 	function resolveModel(spec: string): Model<any> {
@@ -156,15 +187,16 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		if (!profile) {
 			throw apiError(
 				"UNKNOWN_MODEL",
-				`model: "${spec}" is neither a model ("provider/id") nor an agent profile; GET /openai/v1/models lists both.`,
+				`The model ${quote(spec)} does not exist: it is neither a model ("provider/id") nor an agent profile; GET /openai/v1/models lists both.`,
 			);
 		}
 		return { model: resolveModel(profile.model), profile: { name: spec, profile } };
 	}
 
 	/**
-	 * The session whose active run waits for these tool results (`known`, or the one an earlier
-	 * answer returned the calls from), or undefined when none waits for them. Throws
+	 * The session whose active run waits for these tool results: `known`, or one of the key's
+	 * sessions whose answers returned these calls (the store's records, so the latest answer wins
+	 * when a model reused a call id); undefined when none waits for them. Throws
 	 * `VALIDATION_FAILED` when the run waits for more results than these.
 	 */
 	async function waitingSession(
@@ -172,30 +204,31 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		ownerId: string | null,
 		known?: LiveSession,
 	): Promise<LiveSession | undefined> {
-		let session: LiveSession;
-		if (known) session = known;
-		else {
-			const ids = new Set(results.map((result) => waitingCalls.get(result.toolCallId)));
-			const sessionId = ids.size === 1 ? [...ids][0] : undefined;
-			if (!sessionId) return undefined;
+		const first = results[0];
+		if (!first) return undefined;
+		const candidates = known ? [known.id] : await records.sessionsOfCall(first.toolCallId, ownerId);
+		for (const sessionId of candidates) {
+			let session: LiveSession;
 			try {
-				session = await sessions.load(sessionId, ownerId);
+				session = known ?? (await sessions.load(sessionId, ownerId));
 			} catch {
-				return undefined;
+				continue; // deleted since
 			}
+			// A wait a previous process left (orphaned) can no longer be answered.
+			const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
+			if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) continue;
+			// The run goes on only once every call of its batch has its result: a partial answer would hang.
+			const answered = new Set(results.map((result) => result.toolCallId));
+			const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
+			if (missing.length > 0) {
+				throw apiError(
+					"VALIDATION_FAILED",
+					`The run waits for the results of every tool call it made: add ${missing.map((id) => quote(id)).join(", ")}.`,
+				);
+			}
+			return session;
 		}
-		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool");
-		const answered = new Set(results.map((result) => result.toolCallId));
-		if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) return undefined;
-		// The run goes on only once every call of its batch has its result: a partial answer would hang.
-		const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
-		if (missing.length > 0) {
-			throw apiError(
-				"VALIDATION_FAILED",
-				`The run waits for the results of every tool call it made: add ${missing.map((id) => `"${id}"`).join(", ")}.`,
-			);
-		}
-		return session;
+		return undefined;
 	}
 
 	/** Delivers tool results to the run that waits for them; the stretch goes on in that run. */
@@ -204,10 +237,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			session,
 			async start() {
 				const runId = session.runId;
-				deliverToolResults(interactions, session, results, {
-					instead: "send the conversation again without it",
-					forget: (toolCallId) => waitingCalls.delete(toolCallId),
-				});
+				deliverToolResults(interactions, session, results, { instead: "send the conversation again without it" });
 				return runId ? session.activeRunHandle(runId) : undefined;
 			},
 		};
@@ -227,7 +257,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 
 	/**
 	 * Runs a stretch for `reply`: as SSE (the sink `sinkFor` builds writes frames) or collected. The SSE
-	 * response opens once the stretch started, so a refused start is an ordinary error answer.
+	 * response opens once the stretch started (and `started` resolved), so a refused start is an
+	 * ordinary error answer.
 	 */
 	async function drive(
 		reply: FastifyReply,
@@ -236,6 +267,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		stream: boolean,
 		sinkFor: (write: (frame: string) => void) => SegmentSink,
 		abort = new AbortController(),
+		started?: () => Promise<void>,
 	): Promise<{ result: SegmentResult; sse?: SseConnection }> {
 		let sse: SseConnection | undefined;
 		const early: string[] = [];
@@ -254,6 +286,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
 				async () => {
 					const run = await begun.start(reply.request.traceContext);
+					await started?.();
 					if (stream) {
 						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
 						for (const frame of early.splice(0)) sse.send(frame);
@@ -339,9 +372,11 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					...(visible ? { serverTool: (call) => write(encoder.serverTool(call)) } : {}),
 				};
 			});
-			for (const call of result.end.kind === "tool_calls" ? result.end.calls : []) {
-				remember(waitingCalls, call.id, begun.session.id, MAX_WAITING_CALLS);
-			}
+			// Stored before the answer leaves: the request with their results finds the run by them.
+			await records.putAnswer(
+				begun.session.id,
+				result.end.kind === "tool_calls" ? result.end.calls.map((call) => call.id) : [],
+			);
 			if (sse) {
 				if (result.end.kind === "error") sse.end(encoder.error("MODEL_ERROR", result.end.message));
 				else sse.end(encoder.finish(result.end, body.stream_options?.include_usage ? result.usage : undefined));
@@ -416,18 +451,14 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const target = resolveTarget(body.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
 			const previous = body.previous_response_id ?? null;
+			const input = await resolveItemReferences(body.input, (id) => records.item(id, request.ownerId));
 			let begun: Start;
 			if (previous) {
 				const session = await sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
-				const conversation = mapResponsesInput(
-					body.input,
-					body.instructions ?? undefined,
-					target.model,
-					callsOf(session),
-				);
+				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model, callsOf(session));
 				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
 					if (!(await waitingSession(conversation.toolResults, request.ownerId, session))) {
-						const cancelled = kept.get(previous)?.response.status === "cancelled";
+						const cancelled = (await records.response(session.id, previous))?.status === "cancelled";
 						throw apiError(
 							"TOOL_CALL_FINISHED",
 							cancelled
@@ -456,15 +487,21 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					});
 				}
 			} else {
-				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, target.model);
-				begun = runOf(
-					await sessions.create(request.ownerId, {
-						...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
-						messages: conversation.history,
-						clientTools: clientToolSpecs,
-					}),
-					conversation,
-				);
+				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model);
+				const waiting =
+					conversation.toolResults.length > 0
+						? await waitingSession(conversation.toolResults, request.ownerId)
+						: undefined;
+				begun = waiting
+					? resumeWith(waiting, conversation.toolResults)
+					: runOf(
+							await sessions.create(request.ownerId, {
+								...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
+								messages: conversation.history,
+								clientTools: clientToolSpecs,
+							}),
+							conversation,
+						);
 			}
 			const session = begun.session;
 			const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
@@ -477,73 +514,85 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				tools: body.tools ?? [],
 				metadata: body.metadata ?? {},
 			};
-			const abort = new AbortController();
 			let builder!: ResponseBuilder;
-			let settle!: (response: ResponseObject) => void;
-			const done = new Promise<ResponseObject>((resolve) => {
-				settle = resolve;
-			});
-			const entry: KeptResponse = {
-				response: responseObject(head, "in_progress", []),
-				async cancel() {
-					abort.abort(); // a response in progress ends (nothing once it ended)
-					await done;
-					if (waitsForOutputs(session, entry.response)) {
-						session.abort();
-						await session.waitForIdle();
-						entry.response = { ...entry.response, status: "cancelled" };
-					}
-					return entry.response;
+			const { result, sse } = await drive(
+				reply,
+				begun,
+				clientTools,
+				body.stream === true,
+				(write) => {
+					builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
+					builder.begin();
+					return {
+						textDelta: (delta) => builder.textDelta(delta),
+						messageEnd: () => builder.messageEnd(),
+						...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
+					};
 				},
-			};
-			remember(kept, head.id, entry, MAX_KEPT_RESPONSES);
-			try {
-				const { result, sse } = await drive(
-					reply,
-					begun,
-					clientTools,
-					body.stream === true,
-					(write) => {
-						builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
-						builder.begin();
-						return {
-							textDelta: (delta) => builder.textDelta(delta),
-							messageEnd: () => builder.messageEnd(),
-							...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
-						};
-					},
-					abort,
-				);
-				const response = builder.finish(result.end, result.usage);
-				entry.response = response;
-				if (sse) {
-					sse.end();
-					return reply;
-				}
-				if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
-				return response;
-			} finally {
-				settle(entry.response);
+				new AbortController(),
+				// In progress from its start, for GET and cancel from any process.
+				() => records.putAnswer(session.id, [], responseObject(head, "in_progress", [])),
+			);
+			const response = builder.finish(result.end, result.usage);
+			// Stored before the answer ends: its function calls' outputs, GET and cancel find it.
+			await records.putAnswer(
+				session.id,
+				result.end.kind === "tool_calls" ? result.end.calls.map((call) => call.id) : [],
+				response,
+			);
+			builder.announce(response);
+			if (sse) {
+				sse.end();
+				return reply;
 			}
+			if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
+			return response;
 		},
 	);
+
+	/** The response `id` as stored, or 404. */
+	async function storedResponse(session: LiveSession, id: string): Promise<ResponseObject> {
+		const response = await records.response(session.id, id);
+		if (!response) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
+		return response;
+	}
+
+	/**
+	 * Cancels a response: aborts its run while the response is in progress (its stretch then stores
+	 * it as cancelled), or while the run waits for the outputs of its function calls. A finished
+	 * response is returned as it is.
+	 */
+	async function cancel(session: LiveSession, id: string): Promise<ResponseObject> {
+		let response = await storedResponse(session, id);
+		if (response.status === "in_progress" && session.isBusy) {
+			session.abort();
+			await session.waitForIdle();
+			for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline; await sleep(CANCEL_POLL_MS)) {
+				response = await storedResponse(session, id);
+				if (response.status !== "in_progress") break;
+			}
+		} else if (waitsForOutputs(session, response)) {
+			session.abort();
+			await session.waitForIdle();
+			response = { ...response, status: "cancelled" };
+			await records.putAnswer(session.id, [], response);
+		}
+		return response;
+	}
 
 	app.get(
 		"/responses/:id",
 		{
 			schema: {
 				tags,
-				summary: "A response this server answered (kept in memory: the latest ones)",
+				summary: "A response this server answered (stored with its session: the latest 1000 of each)",
 				params: ResponseParams,
 				response: openaiResponses({ 200: ResponseObjectSchema }),
 			},
 		},
 		async function getResponse(request) {
 			const { id } = request.params as { id: string };
-			await sessionOfKnownResponse(id, request.ownerId, "id");
-			const entry = kept.get(id);
-			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
-			return entry.response;
+			return storedResponse(await sessionOfKnownResponse(id, request.ownerId, "id"), id);
 		},
 	);
 
@@ -560,10 +609,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		},
 		async function cancelResponse(request) {
 			const { id } = request.params as { id: string };
-			await sessionOfKnownResponse(id, request.ownerId, "id");
-			const entry = kept.get(id);
-			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
-			return entry.cancel();
+			return cancel(await sessionOfKnownResponse(id, request.ownerId, "id"), id);
 		},
 	);
 };
