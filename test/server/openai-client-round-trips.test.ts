@@ -10,9 +10,9 @@
  * `Tool results: ...`.
  */
 import { createOpenAI } from "@ai-sdk/openai";
-import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
+import { type AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { ChatOpenAI } from "@langchain/openai";
-import { Agent, OpenAIResponsesModel, run, setTracingDisabled, tool as agentTool } from "@openai/agents";
+import { Agent, tool as agentTool, OpenAIResponsesModel, run, setTracingDisabled } from "@openai/agents";
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import OpenAI from "openai";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -154,7 +154,8 @@ describe("tool round trips of real client libraries reach the waiting run", () =
 		const ai = await model.invoke(history);
 		expect(ai.tool_calls?.map((call) => call.name)).toEqual(["pick_color"]);
 		history.push(ai);
-		for (const call of ai.tool_calls ?? []) history.push(new ToolMessage({ content: "teal", tool_call_id: call.id ?? "" }));
+		for (const call of ai.tool_calls ?? [])
+			history.push(new ToolMessage({ content: "teal", tool_call_id: call.id ?? "" }));
 		const final = await model.invoke(history);
 		expect(final.text).toContain("teal");
 		await expectOneIdleSession(2);

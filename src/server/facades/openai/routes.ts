@@ -138,8 +138,9 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 
 	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
 	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
-		const error = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-		if (reply.statusCode < 400 || !error || typeof error.code !== "string") return payload;
+		const error = (payload as { error?: { code?: unknown; message?: unknown; type?: unknown } } | null)?.error;
+		// Already in OpenAI's shape (it has a `type`), or no error.
+		if (reply.statusCode < 400 || !error || typeof error.code !== "string" || error.type !== undefined) return payload;
 		const openai = OPENAI_ERRORS[error.code];
 		if (openai) {
 			reply.code(openai.status);
