@@ -139,9 +139,11 @@ export class PendingInteractions {
 	/**
 	 * Takes in what the store holds for the session (`listPending` with `includeResolved`): a
 	 * previous process's unresolved waits become orphans, and the waits startup recovery ended
-	 * answer `interrupted`. Waits of this process are left as they are.
+	 * answer `interrupted`. Waits of this process are left as they are. Taken in again, it replaces
+	 * the orphans (a wait of another replica that ended since is no longer shown).
 	 */
 	adopt(stored: readonly StoredPending[]): void {
+		this.orphans.clear();
 		for (const record of stored) {
 			const key = keyOf(record.kind, record.toolCallId);
 			if (this.waiters.has(key)) continue;

@@ -31,6 +31,7 @@ import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
+import type { ClusterNode } from "../../cluster/node.js";
 import { ApiError, apiError } from "../../errors.js";
 import { type AgentProfile, profileSettings } from "../../profiles.js";
 import type { LiveSession } from "../../session/live-session.js";
@@ -45,6 +46,7 @@ import { resolveItemReferences } from "./item-references.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
 import { quote } from "./quote.js";
 import { OpenAIRecords } from "./records.js";
+import { remoteStretch, waitsElsewhere } from "./remote-stretch.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
 import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
 import {
@@ -129,6 +131,11 @@ interface Start {
 	session: LiveSession;
 	/** Starts (or resumes) the run; `trace`: the request's trace context, the parent of a new run's spans. */
 	start(trace?: TraceContext): Promise<RunHandle | undefined>;
+	/**
+	 * Instead of `start` and the local stretch: a stretch of a run on another replica (cluster
+	 * mode), which calls `started` once it has begun.
+	 */
+	segment?(sink: SegmentSink, signal: AbortSignal, started: () => Promise<void>): Promise<SegmentResult>;
 }
 
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
@@ -195,16 +202,16 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	}
 
 	/**
-	 * The session whose active run waits for these tool results: `known`, or one of the key's
+	 * Resumes the active run that waits for these tool results: of `known`, or of one of the key's
 	 * sessions whose answers returned these calls (the store's records, so the latest answer wins
-	 * when a model reused a call id); undefined when none waits for them. Throws
-	 * `VALIDATION_FAILED` when the run waits for more results than these.
+	 * when a model reused a call id), here or (cluster mode) on another replica; undefined when
+	 * none waits for them. Throws `VALIDATION_FAILED` when the run waits for more results than these.
 	 */
-	async function waitingSession(
+	async function resumeWaiting(
 		results: ToolResultMessage[],
 		ownerId: string | null,
 		known?: LiveSession,
-	): Promise<LiveSession | undefined> {
+	): Promise<Start | undefined> {
 		const first = results[0];
 		if (!first) return undefined;
 		const candidates = known ? [known.id] : await records.sessionsOfCall(first.toolCallId, ownerId);
@@ -214,6 +221,10 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				session = known ?? (await sessions.load(sessionId, ownerId));
 			} catch {
 				continue; // deleted since
+			}
+			const { cluster } = app.wheelhouse;
+			if (cluster && (await waitsElsewhere({ store: sessions.store, cluster, session, results }))) {
+				return resumeElsewhere(session, results, cluster);
 			}
 			// A wait a previous process left (orphaned) can no longer be answered.
 			const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
@@ -227,9 +238,20 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					`The run waits for the results of every tool call it made: add ${missing.map((id) => quote(id)).join(", ")}.`,
 				);
 			}
-			return session;
+			return resumeWith(session, results);
 		}
 		return undefined;
+	}
+
+	/** Delivers tool results to the run that waits for them on another replica, and reads its stretch back. */
+	function resumeElsewhere(session: LiveSession, results: ToolResultMessage[], cluster: ClusterNode): Start {
+		const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
+		return {
+			session,
+			start: async () => undefined,
+			segment: (sink, signal, started) =>
+				remoteStretch({ store: sessions.store, cluster, session, results, clientTools }, sink, signal, started),
+		};
 	}
 
 	/** Delivers tool results to the run that waits for them; the stretch goes on in that run. */
@@ -282,19 +304,24 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			if (!reply.raw.writableFinished) abort.abort();
 		};
 		reply.raw.on("close", onClose);
+		const opened = async () => {
+			await started?.();
+			if (stream) {
+				sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
+				for (const frame of early.splice(0)) sse.send(frame);
+			}
+		};
 		try {
-			const result = await runSegment(
-				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
-				async () => {
-					const run = await begun.start(reply.request.traceContext);
-					await started?.();
-					if (stream) {
-						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
-						for (const frame of early.splice(0)) sse.send(frame);
-					}
-					return run;
-				},
-			);
+			const result = begun.segment
+				? await begun.segment(sinkFor(write), abort.signal, opened)
+				: await runSegment(
+						{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
+						async () => {
+							const run = await begun.start(reply.request.traceContext);
+							await opened();
+							return run;
+						},
+					);
 			return { result, sse };
 		} finally {
 			reply.raw.off("close", onClose);
@@ -345,20 +372,20 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const target = resolveTarget(body.model);
 			const conversation = mapChatMessages(body.messages, target.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
-			const waiting =
+			const resumed =
 				conversation.toolResults.length > 0
-					? await waitingSession(conversation.toolResults, request.ownerId)
+					? await resumeWaiting(conversation.toolResults, request.ownerId)
 					: undefined;
-			const begun = waiting
-				? resumeWith(waiting, conversation.toolResults)
-				: runOf(
-						await sessions.create(request.ownerId, {
-							...settingsFor(target, body.model, conversation.systemPrompt, "openai.chat.completions"),
-							messages: conversation.history,
-							clientTools: clientToolSpecs,
-						}),
-						conversation,
-					);
+			const begun =
+				resumed ??
+				runOf(
+					await sessions.create(request.ownerId, {
+						...settingsFor(target, body.model, conversation.systemPrompt, "openai.chat.completions"),
+						messages: conversation.history,
+						clientTools: clientToolSpecs,
+					}),
+					conversation,
+				);
 			// The session's declarations: a run resumed by tool results keeps the tools it started with.
 			const clientTools = new Set(begun.session.config.clientTools.map((tool) => tool.name));
 			const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
@@ -458,7 +485,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				const session = await sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
 				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model, callsOf(session));
 				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
-					if (!(await waitingSession(conversation.toolResults, request.ownerId, session))) {
+					const resumed = await resumeWaiting(conversation.toolResults, request.ownerId, session);
+					if (!resumed) {
 						const cancelled = (await records.response(session.id, previous))?.status === "cancelled";
 						throw apiError(
 							"TOOL_CALL_FINISHED",
@@ -467,7 +495,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 								: `body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
 						);
 					}
-					begun = resumeWith(session, conversation.toolResults);
+					begun = resumed;
 				} else {
 					// A new turn of the same session: what the request changes applies from it.
 					if (!session.isBusy) {
@@ -489,20 +517,20 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				}
 			} else {
 				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model);
-				const waiting =
+				const resumed =
 					conversation.toolResults.length > 0
-						? await waitingSession(conversation.toolResults, request.ownerId)
+						? await resumeWaiting(conversation.toolResults, request.ownerId)
 						: undefined;
-				begun = waiting
-					? resumeWith(waiting, conversation.toolResults)
-					: runOf(
-							await sessions.create(request.ownerId, {
-								...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
-								messages: conversation.history,
-								clientTools: clientToolSpecs,
-							}),
-							conversation,
-						);
+				begun =
+					resumed ??
+					runOf(
+						await sessions.create(request.ownerId, {
+							...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
+							messages: conversation.history,
+							clientTools: clientToolSpecs,
+						}),
+						conversation,
+					);
 			}
 			const session = begun.session;
 			const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
