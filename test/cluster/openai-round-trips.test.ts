@@ -113,6 +113,39 @@ describe.skipIf(!ok)("cluster: OpenAI facade tool round trips across replicas", 
 		},
 		T,
 	);
+
+	it(
+		"Responses with previous_response_id: the output sent to B reaches the run on A; B and A both serve GET /responses/:id",
+		async () => {
+			const answeredBy: string[] = [];
+			const client = new OpenAI({
+				apiKey: "none",
+				baseURL: `${A.url}/openai/v1`,
+				maxRetries: 0,
+				fetch: alternating(answeredBy),
+			});
+			const tools = [{ type: "function" as const, name: "pick_color", parameters: { type: "object" }, strict: false }];
+			const first = await client.responses.create({ model: "faux/echo", input: PROMPT, tools });
+			const call = first.output.find((item) => item.type === "function_call");
+			if (call?.type !== "function_call") throw new Error("expected a function call");
+			const second = await client.responses.create({
+				model: "faux/echo",
+				previous_response_id: first.id,
+				input: [{ type: "function_call_output", call_id: call.call_id, output: "teal" }],
+				tools,
+			});
+			expect(second.output_text).toContain("teal");
+			expect(answeredBy[1]).toBe(answeredBy[0]);
+			await expectIdleOnBoth(answeredBy[0] as string);
+			// Stored responses: the first (answered by A) and the second (answered by B), read on both.
+			for (const replica of [A, B]) {
+				expect((await json(`${replica.url}/openai/v1/responses/${first.id}`)).body.output).toEqual(first.output);
+				const got = await json(`${replica.url}/openai/v1/responses/${second.id}`);
+				expect(JSON.stringify(got.body.output)).toContain("teal");
+			}
+		},
+		T,
+	);
 });
 
 describe.skipIf(ok)("cluster: OpenAI facade tool round trips across replicas", () => {
