@@ -146,6 +146,35 @@ describe.skipIf(!ok)("cluster: OpenAI facade tool round trips across replicas", 
 		},
 		T,
 	);
+
+	it(
+		"cancel on B of a response whose run waits on A for its function call outputs aborts that run",
+		async () => {
+			const tools = [{ type: "function" as const, name: "pick_color", parameters: { type: "object" }, strict: false }];
+			const onA = new OpenAI({ apiKey: "none", baseURL: `${A.url}/openai/v1`, maxRetries: 0 });
+			const onB = new OpenAI({ apiKey: "none", baseURL: `${B.url}/openai/v1`, maxRetries: 0 });
+			const first = await onA.responses.create({ model: "faux/echo", input: PROMPT, tools });
+			const call = first.output.find((item) => item.type === "function_call");
+			if (call?.type !== "function_call") throw new Error("expected a function call");
+			const sessionId = `ses_${first.id.split("_")[1]}`;
+			expect((await json(`${B.url}/v1/sessions/${sessionId}`)).body.status).toBe("running");
+
+			const cancelled = await onB.responses.cancel(first.id);
+			expect(cancelled.status).toBe("cancelled");
+			expect((await json(`${A.url}/v1/sessions/${sessionId}`)).body.status).toBe("idle");
+			expect((await onA.responses.retrieve(first.id)).status).toBe("cancelled");
+			const late = await onA.responses
+				.create({
+					model: "faux/echo",
+					previous_response_id: first.id,
+					input: [{ type: "function_call_output", call_id: call.call_id, output: "teal" }],
+				})
+				.catch((e: unknown) => e);
+			expect(late).toBeInstanceOf(OpenAI.ConflictError);
+			expect((late as Error).message).toContain("was cancelled");
+		},
+		T,
+	);
 });
 
 describe.skipIf(ok)("cluster: OpenAI facade tool round trips across replicas", () => {

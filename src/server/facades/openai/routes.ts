@@ -438,10 +438,16 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
 	}
 
-	/** True while the session's run waits for the outputs of `response`'s function calls. */
-	function waitsForOutputs(session: LiveSession, response: ResponseObject): boolean {
+	/**
+	 * True while the session's run waits for the outputs of `response`'s function calls: here, or
+	 * (`elsewhere`) on another replica, by the store.
+	 */
+	async function waitsForOutputs(session: LiveSession, response: ResponseObject, elsewhere: boolean): Promise<boolean> {
 		const calls = new Set(response.output.map((item) => (item.type === "function_call" ? item.call_id : undefined)));
-		return interactions.pending(session).some((p) => p.kind === "client_tool" && calls.has(p.toolCallId));
+		const waiting = elsewhere
+			? await sessions.store.listPending(session.id)
+			: interactions.pending(session).filter((p) => !p.orphaned);
+		return waiting.some((p) => p.kind === "client_tool" && calls.has(p.toolCallId));
 	}
 
 	/** Tool call ids of a session's transcript, with their tool names (what `function_call_output` may answer). */
@@ -589,24 +595,41 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	/**
 	 * Cancels a response: aborts its run while the response is in progress (its stretch then stores
 	 * it as cancelled), or while the run waits for the outputs of its function calls. A finished
-	 * response is returned as it is.
+	 * response is returned as it is. In a cluster the run may be on another replica: the abort goes
+	 * there as `/v1`'s abort sends it, and the store says when it took effect.
 	 */
 	async function cancel(session: LiveSession, id: string): Promise<ResponseObject> {
 		let response = await storedResponse(session, id);
-		if (response.status === "in_progress" && session.isBusy) {
-			session.abort();
-			await session.waitForIdle();
-			for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline; await sleep(CANCEL_POLL_MS)) {
-				response = await storedResponse(session, id);
-				if (response.status !== "in_progress") break;
+		const { cluster } = app.wheelhouse;
+		const elsewhere = cluster && !session.isBusy ? await cluster.runningElsewhere(session) : undefined;
+		const abortRun = async () => {
+			if (cluster && elsewhere) {
+				await cluster.send({ t: "abort", s: session.id });
+				await until(async () => (await sessions.store.getSession(session.id))?.status !== "running");
+			} else {
+				session.abort();
+				await session.waitForIdle();
 			}
-		} else if (waitsForOutputs(session, response)) {
-			session.abort();
-			await session.waitForIdle();
+		};
+		if (response.status === "in_progress" && (session.isBusy || elsewhere)) {
+			await abortRun();
+			await until(async () => {
+				response = await storedResponse(session, id);
+				return response.status !== "in_progress";
+			});
+		} else if (await waitsForOutputs(session, response, elsewhere !== undefined)) {
+			await abortRun();
 			response = { ...response, status: "cancelled" };
 			await records.putAnswer(session.id, [], response);
 		}
 		return response;
+	}
+
+	/** Polls `done` until it is true, at most {@link CANCEL_WAIT_MS}. */
+	async function until(done: () => Promise<boolean>): Promise<void> {
+		for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline; await sleep(CANCEL_POLL_MS)) {
+			if (await done()) return;
+		}
 	}
 
 	app.get(
