@@ -23,7 +23,8 @@
  * - `model` is a model (`provider/id`) or an agent profile (profiles.ts): a session made with a
  *   profile gets its settings, with the request's system text after the profile's system prompt.
  * The session of every answer is in the `x-wheelhouse-session-id` header, for the native API
- * (`/v1/sessions/:id/...`: events, transcript, steering).
+ * (`/v1/sessions/:id/...`: events, transcript, steering). In a cluster any replica serves any of
+ * these requests: tool results and cancels reach a run on another replica (remote-stretch.ts).
  */
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -42,6 +43,7 @@ import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
 import { deliverToolResults } from "../client-tool-results.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
+import { installOpenAIErrors } from "./errors.js";
 import { resolveItemReferences } from "./item-references.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
 import { quote } from "./quote.js";
@@ -94,25 +96,6 @@ function notKept(id: string): string {
 	return `No response "${id}" is stored for its session (a session keeps its latest 1000 responses). previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
 }
 
-function errorType(status: number): string {
-	if (status === 401) return "authentication_error";
-	if (status === 404) return "not_found_error";
-	if (status >= 500) return "server_error";
-	return "invalid_request_error";
-}
-
-/**
- * Errors the facade answers as OpenAI does rather than as `/v1` does: an unknown model is a 404
- * `model_not_found` of type `invalid_request_error` (the SDKs raise `NotFoundError`, LangChain sets
- * its `MODEL_NOT_FOUND` code on a 404).
- */
-const OPENAI_ERRORS: Record<string, { status: number; type: string; code: string }> = {
-	UNKNOWN_MODEL: { status: 404, type: "invalid_request_error", code: "model_not_found" },
-};
-
-/** Methods a route of the facade may have (for the 405 of a known path). */
-const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
-
 /** What a request's `model` names: a model, or an agent profile (and its model). */
 interface Target {
 	model: Model<any>;
@@ -142,45 +125,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 	const { sessions, catalog, profiles } = app.wheelhouse;
 	const tags = ["openai"];
 	const records = new OpenAIRecords(sessions.store);
-
-	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
-	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
-		const error = (payload as { error?: { code?: unknown; message?: unknown; type?: unknown } } | null)?.error;
-		// Already in OpenAI's shape (it has a `type`), or no error.
-		if (reply.statusCode < 400 || !error || typeof error.code !== "string" || error.type !== undefined) return payload;
-		const openai = OPENAI_ERRORS[error.code];
-		if (openai) {
-			reply.code(openai.status);
-			return { error: { message: error.message, type: openai.type, param: null, code: openai.code } };
-		}
-		return { error: { message: error.message, type: errorType(reply.statusCode), param: null, code: error.code } };
-	});
-
-	// An unknown path under the prefix answers in OpenAI's shape too (an SDK reads `error.message`).
-	app.setNotFoundHandler(function openaiNotFound(request, reply) {
-		const path = request.url.split("?")[0] ?? "";
-		const allowed = METHODS.filter((method) => {
-			try {
-				return app.findRoute({ method, url: path }) !== null;
-			} catch {
-				return false;
-			}
-		});
-		const status = allowed.length > 0 ? 405 : 404;
-		if (status === 405) reply.header("allow", allowed.join(", "));
-		const message =
-			status === 405
-				? `Invalid method ${request.method} for ${quote(path)}: it has ${allowed.join(", ")}.`
-				: `Invalid URL (${request.method} ${quote(path)}): the OpenAI-compatible API has GET /models, POST /chat/completions, POST /responses, GET /responses/{id} and POST /responses/{id}/cancel.`;
-		return reply.code(status).send({
-			error: {
-				message,
-				type: "invalid_request_error",
-				param: null,
-				code: status === 405 ? "METHOD_NOT_ALLOWED" : "NOT_FOUND",
-			},
-		});
-	});
+	installOpenAIErrors(app);
 
 	function resolveModel(spec: string): Model<any> {
 		const problem = catalog.problem(spec);
