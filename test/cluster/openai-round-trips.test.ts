@@ -177,6 +177,6 @@ describe.skipIf(!ok)("cluster: OpenAI facade tool round trips across replicas", 
 	);
 });
 
-describe.skipIf(ok)("cluster: OpenAI facade tool round trips across replicas", () => {
+describe.skipIf(ok)("cluster: OpenAI facade tool round trips across replicas (no services)", () => {
 	it(NO_CLUSTER_SERVICES, () => undefined);
 });

@@ -101,7 +101,7 @@ export async function remoteStretch(
 		}
 		// The run's state first, then its messages: a run seen ended has all of its messages in the read.
 		const record = await store.getSession(session.id);
-		const ended = !record || record.status !== "running" || record.currentRunId !== runId;
+		const ended = record?.status !== "running" || record.currentRunId !== runId;
 		const messages = (await store.listMessages(session.id, { offset: before + seen, limit: 1000 }))?.messages ?? [];
 		for (const message of messages) {
 			seen++;
