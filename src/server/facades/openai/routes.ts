@@ -513,13 +513,14 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				// In progress from its start, for GET and cancel from any process.
 				() => records.putAnswer(session.id, [], responseObject(head, "in_progress", [])),
 			);
-			const response = builder.finish(result.end, result.usage);
-			// Stored before the answer ends: its function calls' outputs, GET and cancel find it.
+			// The calls are stored before their items go out (a client may act on an item before the
+			// response ends), the response before its end: their outputs, GET and cancel find them.
 			await records.putAnswer(
 				session.id,
 				result.end.kind === "tool_calls" ? result.end.calls.map((call) => call.id) : [],
-				response,
 			);
+			const response = builder.finish(result.end, result.usage);
+			await records.putAnswer(session.id, [], response);
 			builder.announce(response);
 			if (sse) {
 				sse.end();
