@@ -129,6 +129,12 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 
 	function resolveModel(spec: string): Model<any> {
 		const problem = catalog.problem(spec);
+		if (problem?.code === "UNKNOWN_MODEL") {
+			throw apiError(
+				"UNKNOWN_MODEL",
+				`The model ${quote(spec)} does not exist: use "provider/id" of a model, or the name of an agent profile; GET /openai/v1/models lists both.`,
+			);
+		}
 		if (problem) throw apiError(problem.code, `model: ${problem.message}`);
 		return catalog.resolve(spec) as Model<any>;
 	}
