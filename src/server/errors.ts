@@ -34,7 +34,7 @@ export const ERRORS = {
 	UNKNOWN_MODEL: {
 		status: 400,
 		description:
-			'The `model` is not `"provider/id"` of a model in `GET /v1/models` (nor, in the OpenAI-compatible API, the name of an agent profile).',
+			'The `model` is not `"provider/id"` of a model in `GET /v1/models` (nor, in the OpenAI-compatible API, the name of an agent profile). The OpenAI-compatible API answers it as OpenAI does: 404, `code: "model_not_found"`.',
 	},
 	MODEL_UNAVAILABLE: {
 		status: 400,
@@ -70,7 +70,7 @@ export const ERRORS = {
 	RESPONSE_NOT_FOUND: {
 		status: 404,
 		description:
-			"No response with this id is known for this API key (`/openai/v1/responses/:id`: the server keeps the latest responses in memory; `previous_response_id` works as long as the session exists).",
+			"No response with this id is known for this API key (`/openai/v1/responses/:id`: responses are stored with their session, the latest 1000 of each; `previous_response_id` works as long as the session exists).",
 	},
 	ENDPOINT_OFF: {
 		status: 404,

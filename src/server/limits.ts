@@ -35,7 +35,7 @@ export class RunSlots {
 			this.onRefused();
 			throw apiError(
 				"TOO_MANY_RUNS",
-				`This API key already has ${count} runs running (limit ${this.max}); wait for one to end, or queue the message with ifBusy "steer" or "followUp" on a running session.`,
+				`This API key already has ${count} ${count === 1 ? "run" : "runs"} running (limit ${this.max}); wait for one to end, or queue the message with ifBusy "steer" or "followUp" on a running session.`,
 			);
 		}
 		this.running.set(ownerId, count + 1);

@@ -7,6 +7,7 @@
  * session is in the working set (this store created it: there is no other process to share with).
  */
 import type { AgentMessage } from "../agent/types.js";
+import { MemoryFacadeRecords } from "./memory-facade-records.js";
 import { MemoryWebhookOutbox } from "./memory-outbox.js";
 import {
 	addUsage,
@@ -23,6 +24,7 @@ import {
 	zeroUsage,
 } from "./shared.js";
 import type {
+	FacadeRecord,
 	IdempotencyRecord,
 	NewSession,
 	NewWebhookDelivery,
@@ -89,6 +91,7 @@ export class MemorySessionStore implements SessionStore {
 	private readonly usage = new Map<string, UsageRow>();
 	private closed = false;
 	private readonly outbox = new MemoryWebhookOutbox(() => this.closed);
+	private readonly facade = new MemoryFacadeRecords();
 
 	constructor(options: StoreOptions = {}) {
 		this.maxEventsPerSession = checkLimit(
@@ -217,6 +220,7 @@ export class MemorySessionStore implements SessionStore {
 		const s = this.sessions.get(sessionId);
 		if (!s) return false;
 		for (const runId of s.runs.keys()) this.runIds.delete(runId);
+		this.facade.drop(sessionId);
 		return this.sessions.delete(sessionId);
 	}
 
@@ -518,6 +522,28 @@ export class MemorySessionStore implements SessionStore {
 			.filter((p) => options.includeResolved || p.resolvedAt === null)
 			.sort((a, b) => a.createdAt - b.createdAt)
 			.map((p) => ({ ...p }));
+	}
+
+	// --- facade records -------------------------------------------------------------------------
+
+	async putFacadeRecords(
+		sessionId: string,
+		records: readonly { kind: string; key: string; data: string }[],
+		at: number,
+	): Promise<boolean> {
+		if (!this.get(sessionId)) return false;
+		this.facade.put(sessionId, records, at);
+		return true;
+	}
+
+	async getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined> {
+		this.open();
+		return this.facade.get(sessionId, kind, key);
+	}
+
+	async findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]> {
+		this.open();
+		return this.facade.find(kind, key, (id) => this.sessions.get(id)?.record.ownerId === ownerId, limit);
 	}
 
 	// --- idempotency keys -----------------------------------------------------------------------

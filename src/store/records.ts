@@ -1,7 +1,8 @@
 /**
  * The records the store keeps and returns — sessions and their config, events, queued messages,
- * runs, pending interactions, idempotency records, pages, usage rows — as plain data. What a store
- * does with them, and when they are durable, is the contract in types.ts, which re-exports them.
+ * runs, pending interactions, idempotency records, facade records, pages, usage rows — as plain
+ * data. What a store does with them, and when they are durable, is the contract in types.ts, which
+ * re-exports them.
  */
 
 import type { QueueMode } from "../agent/queue.js";
@@ -186,6 +187,23 @@ export interface IdempotencyRecord {
 	fingerprint: string;
 	/** Serialised JSON of the outcome (the server's business); stored and returned verbatim. */
 	outcome: string;
+	createdAt: number;
+}
+
+/**
+ * What a protocol facade (the OpenAI-compatible API, AG-UI) must find again on a later request —
+ * which session a tool call or a response belongs to, a response object — kept with the session
+ * it belongs to, so any process sharing the store (a restarted one, another replica) finds it.
+ */
+export interface FacadeRecord {
+	sessionId: string;
+	/** What the record is, named by the facade that keeps it (e.g. `"openai.response"`). */
+	kind: string;
+	/** Its id within the kind (a response id, a tool call id). */
+	key: string;
+	/** The facade's data; stored and returned verbatim. */
+	data: string;
+	/** When it was last put. */
 	createdAt: number;
 }
 

@@ -11,6 +11,14 @@ export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
 export const DEFAULT_MAX_IDEMPOTENCY_KEYS_PER_SESSION = 1000;
 
+/** How many facade records of one kind a session keeps (`FacadeRecordStore`). */
+export const MAX_FACADE_RECORDS_PER_KIND = 1000;
+
+/** `limit` of `findFacadeRecords`, checked. */
+export function findFacadeLimit(limit: number | undefined): number {
+	return checkLimit("limit", limit, 10, 1, 100);
+}
+
 /** `maxIdempotencyKeysPerSession` of the store options, checked. */
 export function maxIdempotencyKeys(value: number | undefined): number {
 	return checkLimit("maxIdempotencyKeysPerSession", value, DEFAULT_MAX_IDEMPOTENCY_KEYS_PER_SESSION, 1, 1_000_000);

@@ -31,7 +31,7 @@
  * - Durable when the promise resolves: `createSession`, `updateSession`, `deleteSession`,
  *   `deleteSessions`, `enqueue`, `drainQueued`, `clearQueue`, `putPending`,
  *   `resolvePending`, `deletePending`, `putIdempotencyKey`, `deleteIdempotencyKeys`,
- *   `recoverInterrupted`, `flush`.
+ *   `putFacadeRecords`, `recoverInterrupted`, `flush`.
  * - Durable at the next barrier: `startRun` (its claim is decided when its promise resolves),
  *   `appendMessages` and `endRun`. They are committed by the next `sync()`, by any durable write of
  *   their session, by a read of their session, and at the latest after a few milliseconds (SQLite:
@@ -74,6 +74,7 @@
 
 import type { AgentMessage } from "../agent/types.js";
 import type {
+	FacadeRecord,
 	IdempotencyRecord,
 	MessagePage,
 	NewSession,
@@ -133,7 +134,7 @@ export interface SessionCatalog {
 
 	/**
 	 * Deletes the session and everything of it: transcript, events (also buffered ones), queue,
-	 * runs, pending interactions, idempotency records; it leaves the working set. Resolves to false
+	 * runs, pending interactions, idempotency records, facade records; it leaves the working set. Resolves to false
 	 * if unknown. Durable on resolve.
 	 */
 	deleteSession(sessionId: string): Promise<boolean>;
@@ -382,6 +383,36 @@ export interface IdempotencyStore {
 }
 
 /**
+ * What the protocol facades must find again on a later request, whichever process serves it: a
+ * record per `(sessionId, kind, key)` (see {@link FacadeRecord}), deleted with its session. A
+ * session keeps at most 1,000 records of each kind (`MAX_FACADE_RECORDS_PER_KIND`); putting one
+ * more removes the least recently put.
+ */
+export interface FacadeRecordStore {
+	/**
+	 * Stores (or replaces) records of one session, in one transaction, each as the most recently
+	 * put of its kind, then trims the session's records of those kinds. Resolves to false for an
+	 * unknown session (nothing is written). Durable on resolve.
+	 */
+	putFacadeRecords(
+		sessionId: string,
+		records: readonly { kind: string; key: string; data: string }[],
+		at: number,
+	): Promise<boolean>;
+
+	/** The record of `(sessionId, kind, key)`, or undefined (also for an unknown session). */
+	getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined>;
+
+	/**
+	 * The records of `kind` and `key` in the sessions of `ownerId` (`null`: sessions created
+	 * without auth; another owner's records are never returned), most recently put first, at most
+	 * `limit` (1..100, default 10). This is how a facade finds the session a key (a tool call id)
+	 * belongs to when the request does not name it.
+	 */
+	findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]>;
+}
+
+/**
  * Usage accounting by owner, UTC day and model. The rows are written by the transcript writes
  * themselves — `appendMessages`, `startRun` and `drainQueued` add the usage of each message they
  * append (an assistant message: its usage and one turn; a compaction message: the usage of its
@@ -462,6 +493,7 @@ export interface SessionStore
 		QueueStore,
 		PendingInteractionStore,
 		IdempotencyStore,
+		FacadeRecordStore,
 		UsageStore,
 		WebhookOutbox,
 		StoreLifecycle {}

@@ -106,8 +106,9 @@ interface Waiter {
 /** `450 ms`, `30 s`, `5 min`: for messages the model and the user read. */
 export function formatDuration(ms: number): string {
 	if (ms < 1000) return `${ms} ms`;
-	if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
-	return `${Math.round(ms / 60_000)} min`;
+	// Exact, never rounded: a 1,500 ms timeout is "1.5 s", not "2 s".
+	if (ms >= 120_000 && ms % 60_000 === 0) return `${ms / 60_000} min`;
+	return `${ms / 1000} s`;
 }
 
 const keyOf = (kind: PendingKind, toolCallId: string) => `${kind}:${toolCallId}`;
@@ -138,9 +139,11 @@ export class PendingInteractions {
 	/**
 	 * Takes in what the store holds for the session (`listPending` with `includeResolved`): a
 	 * previous process's unresolved waits become orphans, and the waits startup recovery ended
-	 * answer `interrupted`. Waits of this process are left as they are.
+	 * answer `interrupted`. Waits of this process are left as they are. Taken in again, it replaces
+	 * the orphans (a wait of another replica that ended since is no longer shown).
 	 */
 	adopt(stored: readonly StoredPending[]): void {
+		this.orphans.clear();
 		for (const record of stored) {
 			const key = keyOf(record.kind, record.toolCallId);
 			if (this.waiters.has(key)) continue;

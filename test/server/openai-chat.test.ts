@@ -161,10 +161,12 @@ describe("OpenAI Chat Completions with the openai SDK", () => {
 		const badModel = await client.chat.completions
 			.create({ model: "nope/none", messages: [{ role: "user", content: "hi" }] })
 			.catch((err: unknown) => err);
-		expect(badModel).toBeInstanceOf(OpenAI.BadRequestError);
-		expect((badModel as InstanceType<typeof OpenAI.BadRequestError>).message).toContain("nope/none");
-		expect((badModel as InstanceType<typeof OpenAI.BadRequestError>).type).toBe("invalid_request_error");
-		expect((badModel as InstanceType<typeof OpenAI.BadRequestError>).code).toBe("UNKNOWN_MODEL");
+		// As OpenAI answers an unknown model: 404 model_not_found, of type invalid_request_error.
+		expect(badModel).toBeInstanceOf(OpenAI.NotFoundError);
+		expect((badModel as InstanceType<typeof OpenAI.NotFoundError>).status).toBe(404);
+		expect((badModel as InstanceType<typeof OpenAI.NotFoundError>).message).toContain("nope/none");
+		expect((badModel as InstanceType<typeof OpenAI.NotFoundError>).type).toBe("invalid_request_error");
+		expect((badModel as InstanceType<typeof OpenAI.NotFoundError>).code).toBe("model_not_found");
 
 		const noKey = new OpenAI({ apiKey: "wrong", baseURL: `${server.url}/openai/v1`, maxRetries: 0 });
 		await expect(noKey.models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);

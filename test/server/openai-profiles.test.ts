@@ -139,15 +139,17 @@ describe("agent profiles in the OpenAI-compatible API", () => {
 		});
 	});
 
-	it("a name that is neither a model nor a profile is a BadRequestError (UNKNOWN_MODEL) naming both", async () => {
+	it("a name that is neither a model nor a profile is a NotFoundError (model_not_found) naming both", async () => {
 		const client = await start();
 		const err = await client.chat.completions
 			.create({ model: "nope", messages: [{ role: "user", content: "hi" }] })
 			.catch((e: unknown) => e);
-		expect(err).toBeInstanceOf(OpenAI.BadRequestError);
-		expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).toBe("UNKNOWN_MODEL");
-		expect((err as Error).message).toContain('"nope" is neither a model ("provider/id") nor an agent profile');
+		expect(err).toBeInstanceOf(OpenAI.NotFoundError);
+		expect((err as InstanceType<typeof OpenAI.NotFoundError>).code).toBe("model_not_found");
+		expect((err as Error).message).toContain(
+			'"nope" does not exist: it is neither a model ("provider/id") nor an agent profile',
+		);
 		const viaResponses = await client.responses.create({ model: "nope", input: "hi" }).catch((e: unknown) => e);
-		expect(viaResponses).toBeInstanceOf(OpenAI.BadRequestError);
+		expect(viaResponses).toBeInstanceOf(OpenAI.NotFoundError);
 	});
 });

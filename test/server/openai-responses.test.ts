@@ -142,14 +142,15 @@ describe("OpenAI Responses with the openai SDK", () => {
 		expect((await client.responses.retrieve(id!)).status).toBe("cancelled");
 	});
 
-	it("errors: an unknown previous response is NotFoundError, a bad model BadRequestError", async () => {
+	it("errors: an unknown previous response is NotFoundError, a bad model NotFoundError model_not_found", async () => {
 		const client = await start();
 		await expect(
 			client.responses.create({ model: "faux/echo", input: "hi", previous_response_id: "resp_nope" }),
 		).rejects.toBeInstanceOf(OpenAI.NotFoundError);
 		await expect(client.responses.retrieve("resp_nope")).rejects.toBeInstanceOf(OpenAI.NotFoundError);
 		const bad = await client.responses.create({ model: "nope/none", input: "hi" }).catch((err: unknown) => err);
-		expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+		expect(bad).toBeInstanceOf(OpenAI.NotFoundError);
+		expect((bad as InstanceType<typeof OpenAI.NotFoundError>).code).toBe("model_not_found");
 		expect((bad as Error).message).toContain("nope/none");
 	});
 });

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/types.js";
 import type { AssistantMessage, UserMessage } from "../../src/ai/types.js";
 import type { NewSession, SessionStore, StoreOptions, UsageTotals } from "../../src/store/types.js";
+import { facadeRecordsContract } from "./facade-records-contract.js";
 import { usageContract } from "./usage-contract.js";
 
 export type StoreFactory = (options?: StoreOptions) => SessionStore;
@@ -740,6 +741,8 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 		});
 
 		usageContract(() => open());
+
+		facadeRecordsContract(() => open());
 
 		describe("delete, retention and unknown sessions", () => {
 			it("deletes everything of a session; a new session with the same id starts empty", async () => {

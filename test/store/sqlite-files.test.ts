@@ -346,6 +346,38 @@ describe("SQLite store files", () => {
 		await store.close();
 	});
 
+	it("opens a version-10 database (immutable fixture): facade records are there, found by owner", async () => {
+		const path = join(dir, "v10.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v10.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		expect(
+			JSON.parse((await store.getFacadeRecord("v10-responses", "openai.response", "resp_v10"))?.data ?? "{}"),
+		).toMatchObject({
+			id: "resp_v10",
+			status: "completed",
+		});
+		expect(
+			(await store.findFacadeRecords("openai.tool_call", "call_v10", "owner-v10")).map((r) => r.sessionId),
+		).toEqual(["v10-responses"]);
+		expect(
+			(await store.findFacadeRecords("openai.tool_call", "call_v10", "owner-other")).map((r) => r.sessionId),
+		).toEqual(["v10-other"]);
+		expect(await store.getFacadeRecord("v10-responses", "openai.item", "fc_v10")).toMatchObject({
+			createdAt: 1_769_000_010_100,
+		});
+		await store.putFacadeRecords(
+			"v10-responses",
+			[{ kind: "openai.tool_call", key: "call_v10b", data: "" }],
+			1_769_000_010_300,
+		);
+		expect(await store.deleteSession("v10-responses")).toBe(true);
+		expect(await store.findFacadeRecords("openai.tool_call", "call_v10", "owner-v10")).toEqual([]);
+		await store.close();
+	});
+
 	it("opens a version-6 database (immutable fixture): idempotency records are there", async () => {
 		const path = join(dir, "v6.db");
 		const db = new Database(path);

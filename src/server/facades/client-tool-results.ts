@@ -11,11 +11,6 @@ import type { ToolInteractions } from "../session/tool-interactions.js";
 export interface DeliveryOptions {
 	/** What the client should send instead when a call no longer waits (ends the error message). */
 	instead: string;
-	/**
-	 * Called with each call's id just before its result is delivered, whether or not the call
-	 * still waits: a facade that remembers which session made a call forgets it here.
-	 */
-	forget?(toolCallId: string): void;
 }
 
 /**
@@ -29,7 +24,6 @@ export function deliverToolResults(
 	options: DeliveryOptions,
 ): void {
 	for (const result of results) {
-		options.forget?.(result.toolCallId);
 		const outcome = interactions.resolveToolResult(session, result.toolCallId, {
 			content: result.content,
 			isError: result.isError,

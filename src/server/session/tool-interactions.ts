@@ -112,8 +112,8 @@ interface SessionEntry {
 	builtFrom: ClientToolSpec[] | undefined;
 	clientTools: ClientAgentTool[];
 	hook: BeforeToolCallHook;
-	/** What the store holds for the session (a previous process's waits) was taken in. */
-	adopted: boolean;
+	/** The live object for which what the store holds (a previous process's waits) was taken in. */
+	adopted: LiveSession | undefined;
 }
 
 const publicRequest = (r: PendingRequest) => ({
@@ -193,11 +193,15 @@ export class ToolInteractions implements SessionExtension {
 		return entry.clientTools;
 	}
 
-	/** A session loaded into memory: the waits a previous process left in the store are taken in, once. */
+	/**
+	 * A session loaded into memory: the waits a previous process left in the store are taken in,
+	 * once per load (in a cluster a session without a run here is loaded again per request, and the
+	 * waits of the replica running it change meanwhile).
+	 */
 	async load(session: LiveSession): Promise<void> {
 		const entry = this.entry(session);
-		if (entry.adopted) return;
-		entry.adopted = true;
+		if (entry.adopted === session) return;
+		entry.adopted = session;
 		entry.pending.adopt(await this.options.store.listPending(session.id, { includeResolved: true }));
 	}
 
@@ -248,7 +252,7 @@ export class ToolInteractions implements SessionExtension {
 			pending,
 			builtFrom: undefined,
 			clientTools: [],
-			adopted: false,
+			adopted: undefined,
 			hook: createApprovalHook({
 				pending,
 				timeoutMs: this.options.approvalTimeoutMs,

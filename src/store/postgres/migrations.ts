@@ -137,6 +137,26 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
 		`,
 	},
+	{
+		version: 2,
+		description:
+			"facade records: what the OpenAI-compatible API (and other facades) must find again on a later request " +
+			"(which session a tool call or a response belongs to, the response objects), kept with their session so " +
+			"any replica finds them",
+		// Rows are replaced (not updated) when a record is put again, so id order is put order.
+		sql: `
+			CREATE TABLE facade_records (
+				id BIGSERIAL PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				key TEXT NOT NULL,
+				data TEXT NOT NULL,
+				created_at BIGINT NOT NULL,
+				UNIQUE (session_id, kind, key)
+			);
+			CREATE INDEX facade_records_by_key ON facade_records (kind, key);
+		`,
+	},
 ];
 
 export const LATEST_PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

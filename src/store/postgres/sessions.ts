@@ -129,7 +129,15 @@ export async function listSessionPage(
 
 /** Deletes the sessions and everything of theirs but their usage rows, in the caller's transaction; how many. */
 export async function deleteSessionRows(tx: Queryable, sessionIds: string[]): Promise<number> {
-	for (const table of ["messages", "event_batches", "queue", "runs", "pending_interactions", "idempotency_keys"]) {
+	for (const table of [
+		"messages",
+		"event_batches",
+		"queue",
+		"runs",
+		"pending_interactions",
+		"idempotency_keys",
+		"facade_records",
+	]) {
 		await tx.query(`DELETE FROM ${table} WHERE session_id = ANY($1::text[])`, [sessionIds]);
 	}
 	return (await tx.query("DELETE FROM sessions WHERE id = ANY($1::text[])", [sessionIds])).rowCount ?? 0;

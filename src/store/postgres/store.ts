@@ -25,6 +25,7 @@ import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, closedError, duplicateRunError, EventPage } from "../shared.js";
 import { type RunRow, toRunRecord, toSessionRecord } from "../sqlite/rows.js";
 import type {
+	FacadeRecord,
 	IdempotencyRecord,
 	LeaseStore,
 	MessagePage,
@@ -50,6 +51,7 @@ import type {
 import { CommitQueue } from "./commit.js";
 import { asUnavailable, createPool, named, type Queryable, type Read } from "./connection.js";
 import { EventLog } from "./event-log.js";
+import { PgFacadeRecords } from "./facade-records.js";
 import { PgIdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseHolder } from "./lease-holder.js";
 import { expiredRuns } from "./leases.js";
@@ -107,6 +109,7 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	private readonly queue: PgQueue;
 	private readonly pending: PgPendingInteractions;
 	private readonly keys: PgIdempotencyKeys;
+	private readonly facade: PgFacadeRecords;
 	/** `query`, for the parts that read. */
 	private readonly read: Read = (sql, params) => this.query(sql, params);
 	private readonly leases: LeaseHolder;
@@ -130,6 +133,7 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		this.queue = new PgQueue(this.commits, this.read, this.settings.maxIdempotencyKeys);
 		this.pending = new PgPendingInteractions(this.commits, this.read);
 		this.keys = new PgIdempotencyKeys(this.commits, this.read, this.settings.maxIdempotencyKeys);
+		this.facade = new PgFacadeRecords(this.commits, this.read);
 		this.ready = this.start();
 		// Callers that never await `ready` still see the failure on their first call.
 		this.ready.catch(() => undefined);
@@ -514,6 +518,25 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 
 	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
 		return readUsage(this.read, query);
+	}
+
+	// --- facade records -------------------------------------------------------------------------
+
+	async putFacadeRecords(
+		sessionId: string,
+		records: readonly { kind: string; key: string; data: string }[],
+		at: number,
+	): Promise<boolean> {
+		await this.begin();
+		return this.facade.putFacadeRecords(sessionId, records, at);
+	}
+
+	async getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined> {
+		return this.facade.getFacadeRecord(sessionId, kind, key);
+	}
+
+	async findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]> {
+		return this.facade.findFacadeRecords(kind, key, ownerId, limit);
 	}
 
 	// --- webhook outbox -------------------------------------------------------------------------

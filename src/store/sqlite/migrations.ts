@@ -239,6 +239,27 @@ export const MIGRATIONS: readonly Migration[] = [
 			UPDATE sessions SET config = json_insert(config, '$.onInterrupt', 'continue');
 		`,
 	},
+	{
+		version: 10,
+		description:
+			"facade records: what the OpenAI-compatible API (and other facades) must find again on a later request " +
+			"(which session a tool call or a response belongs to, the response objects), kept with their session so " +
+			"a restarted process finds them",
+		// Rows are replaced (not updated) when a record is put again, so rowid order is put order: the
+		// per-session cap removes the lowest rowids of a kind, and lookups by key take the highest first.
+		sql: `
+			CREATE TABLE facade_records (
+				id INTEGER PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				key TEXT NOT NULL,
+				data TEXT NOT NULL,
+				created_at INTEGER NOT NULL
+			);
+			CREATE UNIQUE INDEX facade_records_by_session ON facade_records (session_id, kind, key);
+			CREATE INDEX facade_records_by_key ON facade_records (kind, key);
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

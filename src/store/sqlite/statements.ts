@@ -45,6 +45,7 @@ export function prepareStatements(db: Database.Database) {
 			prepare("DELETE FROM runs WHERE session_id = ?"),
 			prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
 			prepare("DELETE FROM idempotency_keys WHERE session_id = ?"),
+			prepare("DELETE FROM facade_records WHERE session_id = ?"),
 		],
 		deleteSession: prepare("DELETE FROM sessions WHERE id = ?"),
 		insertMessage: prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),

@@ -27,6 +27,7 @@ import {
 	sumAssistantUsage,
 } from "../shared.js";
 import type {
+	FacadeRecord,
 	IdempotencyRecord,
 	MessagePage,
 	NewSession,
@@ -52,6 +53,7 @@ import type {
 import { checkUsageQuery } from "../usage.js";
 import { CommitQueue } from "./commit-queue.js";
 import { EventLog, ID_RESERVATION } from "./event-log.js";
+import { SqliteFacadeRecords } from "./facade-records.js";
 import { LATEST_SCHEMA_VERSION } from "./migrations.js";
 import { openDatabase, resolveSettings, type SqliteSettings, type SqliteStoreOptions } from "./open.js";
 import type { OwnerLock } from "./owner-lock.js";
@@ -110,6 +112,7 @@ export class SqliteSessionStore implements SessionStore {
 	private readonly commits: CommitQueue;
 	private readonly runs: RunWrites;
 	private readonly outbox: SqliteWebhookOutbox;
+	private readonly facade: SqliteFacadeRecords;
 	private closed = false;
 
 	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
@@ -144,6 +147,7 @@ export class SqliteSessionStore implements SessionStore {
 		}
 		this.runs = new RunWrites(this.s, this.sessions, this.commits);
 		this.outbox = new SqliteWebhookOutbox(this.db, this.commits);
+		this.facade = new SqliteFacadeRecords(this.db, this.commits);
 	}
 
 	private open(): void {
@@ -524,6 +528,26 @@ export class SqliteSessionStore implements SessionStore {
 
 	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
 		return this.commits.durable(() => this.s.expireIdempotencyKeys.run(cutoff).changes, []);
+	}
+
+	// --- facade records -------------------------------------------------------------------------
+
+	async putFacadeRecords(
+		sessionId: string,
+		records: readonly { kind: string; key: string; data: string }[],
+		at: number,
+	): Promise<boolean> {
+		return this.facade.putFacadeRecords(sessionId, records, at);
+	}
+
+	async getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined> {
+		this.open();
+		return this.facade.getFacadeRecord(sessionId, kind, key);
+	}
+
+	async findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]> {
+		this.open();
+		return this.facade.findFacadeRecords(kind, key, ownerId, limit);
 	}
 
 	// --- webhook outbox -------------------------------------------------------------------------

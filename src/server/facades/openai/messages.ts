@@ -14,8 +14,10 @@ import type {
 	ToolResultMessage,
 	UserMessage,
 } from "../../../ai/types.js";
+import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
 import { apiError } from "../../errors.js";
+import { quote } from "./quote.js";
 
 /** A conversation as a session starts from it: the system prompt, the history, and what runs next. */
 export interface MappedConversation {
@@ -34,6 +36,23 @@ function invalid(field: string, problem: string): never {
 	throw apiError("VALIDATION_FAILED", `${field}: ${problem}`);
 }
 
+/** What `/v1` accepts as an image's MIME type. */
+const IMAGE_MIME = /^image\/[a-z0-9.+-]+$/;
+/** Standard base64, padded. */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
+
+/** An image part's URL as an image block, or a 400 naming `field`. */
+function imageBlock(url: unknown, field: string): ImageContent {
+	const match = typeof url === "string" ? /^data:([^;,]+);base64,(.*)$/s.exec(url) : null;
+	if (!match) invalid(field, "images must be data URLs (data:<mime>;base64,...): the server fetches no URLs");
+	const [, mimeType = "", data = ""] = match;
+	if (!IMAGE_MIME.test(mimeType))
+		invalid(field, `${quote(mimeType)} is not an image MIME type (image/png, image/jpeg, ...)`);
+	if (data === "" || !BASE64.test(data)) invalid(field, "the data after base64, is not valid base64");
+	return { type: "image", mimeType, data };
+}
+
 /** Text and image parts (`text` / `input_text` / `output_text`, `image_url` / `input_image` with data URLs). */
 function contentBlocks(content: unknown, field: string): (TextContent | ImageContent)[] {
 	if (typeof content === "string") return [{ type: "text", text: content }];
@@ -48,14 +67,14 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 				if (typeof part.text !== "string") invalid(`${where}.text`, "must be a string");
 				return { type: "text", text: part.text };
 			case "image_url":
-			case "input_image": {
-				const url = typeof part.image_url === "string" ? part.image_url : part.image_url?.url;
-				const match = typeof url === "string" ? /^data:([^;,]+);base64,(.*)$/s.exec(url) : null;
-				if (!match) invalid(where, "images must be data URLs (data:<mime>;base64,...): the server fetches no URLs");
-				return { type: "image", mimeType: match[1] as string, data: match[2] as string };
-			}
+				return imageBlock(
+					typeof part.image_url === "string" ? part.image_url : part.image_url?.url,
+					typeof part.image_url === "string" ? `${where}.image_url` : `${where}.image_url.url`,
+				);
+			case "input_image":
+				return imageBlock(part.image_url, `${where}.image_url`);
 			default:
-				return invalid(`${where}.type`, `"${part?.type}" is not supported (text and images are)`);
+				return invalid(`${where}.type`, `${quote(part?.type)} is not supported (text and images are)`);
 		}
 	});
 }
@@ -140,12 +159,13 @@ export function mapChatMessages(messages: Json[], model: Model<any>): MappedConv
 				const id = message.tool_call_id;
 				if (typeof id !== "string") invalid(`${field}.tool_call_id`, "must be a string");
 				const toolName = toolNames.get(id);
-				if (!toolName) invalid(`${field}.tool_call_id`, `"${id}" answers no tool call of an earlier assistant message`);
+				if (!toolName)
+					invalid(`${field}.tool_call_id`, `${quote(id)} answers no tool call of an earlier assistant message`);
 				out.push(toolResult(id, toolName, contentBlocks(message.content, `${field}.content`)));
 				break;
 			}
 			default:
-				invalid(`${field}.role`, `"${message?.role}" is not one of system, developer, user, assistant, tool`);
+				invalid(`${field}.role`, `${quote(message?.role)} is not one of system, developer, user, assistant, tool`);
 		}
 	});
 	return split(system.length > 0 ? system.join("\n\n") : undefined, out, "body.messages");
@@ -192,13 +212,18 @@ export function mapResponsesInput(
 		}
 		if (type === "function_call_output") {
 			const name = toolNames.get(item.call_id);
-			if (!name) invalid(`${field}.call_id`, `"${item.call_id}" answers no function call of this conversation`);
+			if (!name) invalid(`${field}.call_id`, `${quote(item.call_id)} answers no function call of this conversation`);
 			const output = typeof item.output === "string" ? item.output : contentBlocks(item.output, `${field}.output`);
 			out.push(toolResult(item.call_id, name, typeof output === "string" ? [{ type: "text", text: output }] : output));
 			return;
 		}
+		// A server tool call an earlier answer showed (x-wheelhouse-server-tools): shown, not input.
+		if (type === "mcp_call") return;
 		if (type !== "message")
-			invalid(`${field}.type`, `"${type}" is not supported (message, function_call, function_call_output are)`);
+			invalid(
+				`${field}.type`,
+				`${quote(type)} is not supported (message, function_call, function_call_output, item_reference are)`,
+			);
 		switch (item.role) {
 			case "system":
 			case "developer":
@@ -215,7 +240,7 @@ export function mapResponsesInput(
 				break;
 			}
 			default:
-				invalid(`${field}.role`, `"${item.role}" is not one of system, developer, user, assistant`);
+				invalid(`${field}.role`, `${quote(item.role)} is not one of system, developer, user, assistant`);
 		}
 	});
 	return split(system.length > 0 ? system.join("\n\n") : undefined, out, "body.input");
@@ -228,14 +253,34 @@ export function mapResponsesInput(
 export function mapFunctionTools(tools: unknown, field: string): ClientToolSpec[] {
 	if (tools === undefined || tools === null) return [];
 	if (!Array.isArray(tools)) invalid(field, "must be an array");
+	const seen = new Set<string>();
 	return tools.map((tool: Json, i) => {
 		if (tool?.type !== "function") invalid(`${field}[${i}].type`, `only "function" tools are supported`);
-		const fn = tool.function ?? tool;
-		if (typeof fn.name !== "string") invalid(`${field}[${i}]`, "a function tool needs a name");
+		// Chat Completions nests the function; Responses flattens it.
+		const nested = tool.function !== undefined;
+		const fn = nested ? tool.function : tool;
+		const where = nested ? `${field}[${i}].function` : `${field}[${i}]`;
+		if (fn === null || typeof fn !== "object") invalid(where, "must be an object with the function's name");
+		if (typeof fn.name !== "string" || !TOOL_NAME.test(fn.name)) {
+			invalid(
+				`${where}.name`,
+				`${quote(fn.name)} is not a function name: 1 to 64 letters, digits, underscores or dashes`,
+			);
+		}
+		if (seen.has(fn.name)) invalid(`${where}.name`, `${quote(fn.name)} is declared twice`);
+		seen.add(fn.name);
+		const parameters = fn.parameters;
+		if (parameters !== undefined && parameters !== null) {
+			if (typeof parameters !== "object" || Array.isArray(parameters))
+				invalid(`${where}.parameters`, "must be a JSON Schema object");
+			// `{}` (no arguments) is what some clients send for a tool without parameters.
+			if (Object.keys(parameters).length > 0 && parameters.type !== "object")
+				invalid(`${where}.parameters`, 'must be a JSON Schema with "type": "object"');
+		}
 		return {
 			name: fn.name,
 			description: typeof fn.description === "string" ? fn.description : "",
-			...(fn.parameters && typeof fn.parameters === "object" ? { parameters: fn.parameters } : {}),
+			...(parameters && Object.keys(parameters).length > 0 ? { parameters } : {}),
 		};
 	});
 }

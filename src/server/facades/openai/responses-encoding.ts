@@ -266,15 +266,23 @@ export class ResponseBuilder {
 		}
 	}
 
-	/** The final response object; when streaming, its terminal event too. */
+	/**
+	 * Closes the output (the open message; the client tool calls as `function_call` items) and
+	 * returns the final response object. Its terminal event waits for `announce`, so the caller can
+	 * store the response before a client sees it end.
+	 */
 	finish(end: SegmentEnd, usage: Usage): ResponseObject {
 		this.messageEnd();
 		if (end.kind === "tool_calls") this.functionCalls(end.calls);
 		const { status, error } = endStatus(end);
-		const response = responseObject(this.head, status, this.output, usage, error);
+		return responseObject(this.head, status, this.output, usage, error);
+	}
+
+	/** When streaming, the terminal event of the response `finish` returned. */
+	announce(response: ResponseObject): void {
+		const { status } = response;
 		const event =
 			status === "failed" ? "response.failed" : status === "completed" ? "response.completed" : "response.incomplete";
 		this.emit(event, { response });
-		return response;
 	}
 }

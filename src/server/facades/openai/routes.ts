@@ -7,24 +7,32 @@
  * Each request drives a Wheelhouse session (run-segment.ts), none is a second agent:
  * - Chat Completions is stateless: a request's `messages` become a new session (system messages
  *   its system prompt, the earlier turns its transcript) and the trailing user message its prompt.
- *   A request that carries the results of the client tools an earlier answer returned as
- *   `tool_calls` resumes that answer's run, which waits for them; when that run is gone (the wait
- *   timed out, the server restarted) the conversation starts a new session that continues from
- *   the results.
  * - A response belongs to a session, named in its id: `previous_response_id` continues that session
- *   (durable like the session itself); `function_call_output` items answer the previous
- *   response's function calls, whose run waits for them. Cancelling a response aborts its run,
- *   also the run that waits for the outputs of its function calls.
+ *   (durable like the session itself). Without it, `input` is the whole conversation and starts a
+ *   new session, as Chat Completions does. Cancelling a response aborts its run, also the run that
+ *   waits for the outputs of its function calls.
+ * - A request that ends with the results of the client tools an earlier answer returned (`tool`
+ *   messages, `function_call_output` items) resumes the run that waits for them, found by the tool
+ *   call ids whether or not `previous_response_id` is sent (the AI SDK, LangChain and the Agents
+ *   SDK send the whole conversation again without it): no second session, no run left waiting.
+ *   When that run is gone (the wait timed out, the server restarted) the conversation starts a new
+ *   session that continues from the results.
+ * - What a later request must find again — the session of each client tool call an answer
+ *   returned, the response objects and their output items (`item_reference` input items name
+ *   them) — is stored with the session (records.ts), so a restarted server finds it too.
  * - `model` is a model (`provider/id`) or an agent profile (profiles.ts): a session made with a
  *   profile gets its settings, with the request's system text after the profile's system prompt.
  * The session of every answer is in the `x-wheelhouse-session-id` header, for the native API
- * (`/v1/sessions/:id/...`: events, transcript, steering).
+ * (`/v1/sessions/:id/...`: events, transcript, steering). In a cluster any replica serves any of
+ * these requests: tool results and cancels reach a run on another replica (remote-stretch.ts).
  */
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { Model, ToolResultMessage } from "../../../ai/types.js";
+import type { ClusterNode } from "../../cluster/node.js";
 import { ApiError, apiError } from "../../errors.js";
 import { type AgentProfile, profileSettings } from "../../profiles.js";
 import type { LiveSession } from "../../session/live-session.js";
@@ -35,7 +43,12 @@ import type { SseConnection } from "../../sse/connection.js";
 import { openSse } from "../../sse/open.js";
 import { deliverToolResults } from "../client-tool-results.js";
 import { ChatChunkEncoder, chatCompletion } from "./chat-encoding.js";
+import { installOpenAIErrors } from "./errors.js";
+import { resolveItemReferences } from "./item-references.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
+import { quote } from "./quote.js";
+import { OpenAIRecords } from "./records.js";
+import { remoteStretch, waitsElsewhere } from "./remote-stretch.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
 import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
 import {
@@ -54,10 +67,9 @@ export interface OpenAIFacadeOptions {
 	interactions: ToolInteractions;
 }
 
-/** Responses kept for `GET /responses/:id` and cancel, per server (the oldest are forgotten first). */
-const MAX_KEPT_RESPONSES = 1000;
-/** Client tool calls of Chat Completions answers kept for their results' request (the oldest are forgotten first). */
-const MAX_WAITING_CALLS = 10_000;
+/** How long a cancel waits for the run of a response in progress to end (its stretch stores the response). */
+const CANCEL_WAIT_MS = 10_000;
+const CANCEL_POLL_MS = 20;
 
 const SESSION_HEADER = "x-wheelhouse-session-id";
 /** `owned_by` of the agent profiles in `GET /models`. */
@@ -81,37 +93,13 @@ function sessionOfResponse(responseId: string): string | undefined {
 
 /** Why `GET /responses/:id` or its cancel finds no response, when the session it names exists. */
 function notKept(id: string): string {
-	return `No response "${id}" is kept by this server: responses are kept in memory, the latest ${MAX_KEPT_RESPONSES} of this process, so one from before a restart is gone. previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
-}
-
-function errorType(status: number): string {
-	if (status === 401) return "authentication_error";
-	if (status === 404) return "not_found_error";
-	if (status >= 500) return "server_error";
-	return "invalid_request_error";
-}
-
-/** Remembers at most `max` entries, forgetting the oldest. */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-	map.delete(key);
-	map.set(key, value);
-	if (map.size > max) map.delete(map.keys().next().value as K);
+	return `No response "${id}" is stored for its session (a session keeps its latest 1000 responses). previous_response_id still continues its session, whose transcript is GET /v1/sessions/${sessionOfResponse(id)}/messages.`;
 }
 
 /** What a request's `model` names: a model, or an agent profile (and its model). */
 interface Target {
 	model: Model<any>;
 	profile?: { name: string; profile: AgentProfile };
-}
-
-/** A response kept for `GET /responses/:id` and cancel. */
-interface KeptResponse {
-	response: ResponseObject;
-	/**
-	 * Aborts the response's run while the response is in progress, or while the run waits for the
-	 * outputs of the response's function calls; resolves with the response as it then is.
-	 */
-	cancel(): Promise<ResponseObject>;
 }
 
 /** The settings a session gets for `target` with the request's system text, in config-patch form. */
@@ -126,25 +114,27 @@ interface Start {
 	session: LiveSession;
 	/** Starts (or resumes) the run; `trace`: the request's trace context, the parent of a new run's spans. */
 	start(trace?: TraceContext): Promise<RunHandle | undefined>;
+	/**
+	 * Instead of `start` and the local stretch: a stretch of a run on another replica (cluster
+	 * mode), which calls `started` once it has begun.
+	 */
+	segment?(sink: SegmentSink, signal: AbortSignal, started: () => Promise<void>): Promise<SegmentResult>;
 }
 
 export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app, { interactions }) => {
 	const { sessions, catalog, profiles } = app.wheelhouse;
 	const tags = ["openai"];
-	/** Client tool call id → the session whose run waits for its result (Chat Completions). */
-	const waitingCalls = new Map<string, string>();
-	/** Responses by id: the last state of each, and how to cancel it while it runs. */
-	const kept = new Map<string, KeptResponse>();
-
-	// Errors in OpenAI's shape: what the SDKs read (`error.message`, `error.type`), with the stable code.
-	app.addHook("preSerialization", async function openaiErrorShape(_request, reply, payload) {
-		const error = (payload as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-		if (reply.statusCode < 400 || !error || typeof error.code !== "string") return payload;
-		return { error: { message: error.message, type: errorType(reply.statusCode), param: null, code: error.code } };
-	});
+	const records = new OpenAIRecords(sessions.store);
+	installOpenAIErrors(app);
 
 	function resolveModel(spec: string): Model<any> {
 		const problem = catalog.problem(spec);
+		if (problem?.code === "UNKNOWN_MODEL") {
+			throw apiError(
+				"UNKNOWN_MODEL",
+				`The model ${quote(spec)} does not exist: use "provider/id" of a model, or the name of an agent profile; GET /openai/v1/models lists both.`,
+			);
+		}
 		if (problem) throw apiError(problem.code, `model: ${problem.message}`);
 		return catalog.resolve(spec) as Model<any>;
 	}
@@ -156,46 +146,63 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		if (!profile) {
 			throw apiError(
 				"UNKNOWN_MODEL",
-				`model: "${spec}" is neither a model ("provider/id") nor an agent profile; GET /openai/v1/models lists both.`,
+				`The model ${quote(spec)} does not exist: it is neither a model ("provider/id") nor an agent profile; GET /openai/v1/models lists both.`,
 			);
 		}
 		return { model: resolveModel(profile.model), profile: { name: spec, profile } };
 	}
 
 	/**
-	 * The session whose active run waits for these tool results (`known`, or the one an earlier
-	 * answer returned the calls from), or undefined when none waits for them. Throws
-	 * `VALIDATION_FAILED` when the run waits for more results than these.
+	 * Resumes the active run that waits for these tool results: of `known`, or of one of the key's
+	 * sessions whose answers returned these calls (the store's records, so the latest answer wins
+	 * when a model reused a call id), here or (cluster mode) on another replica; undefined when
+	 * none waits for them. Throws `VALIDATION_FAILED` when the run waits for more results than these.
 	 */
-	async function waitingSession(
+	async function resumeWaiting(
 		results: ToolResultMessage[],
 		ownerId: string | null,
 		known?: LiveSession,
-	): Promise<LiveSession | undefined> {
-		let session: LiveSession;
-		if (known) session = known;
-		else {
-			const ids = new Set(results.map((result) => waitingCalls.get(result.toolCallId)));
-			const sessionId = ids.size === 1 ? [...ids][0] : undefined;
-			if (!sessionId) return undefined;
+	): Promise<Start | undefined> {
+		const first = results[0];
+		if (!first) return undefined;
+		const candidates = known ? [known.id] : await records.sessionsOfCall(first.toolCallId, ownerId);
+		for (const sessionId of candidates) {
+			let session: LiveSession;
 			try {
-				session = await sessions.load(sessionId, ownerId);
+				session = known ?? (await sessions.load(sessionId, ownerId));
 			} catch {
-				return undefined;
+				continue; // deleted since
 			}
+			const { cluster } = app.wheelhouse;
+			if (cluster && (await waitsElsewhere({ store: sessions.store, cluster, session, results }))) {
+				return resumeElsewhere(session, results, cluster);
+			}
+			// A wait a previous process left (orphaned) can no longer be answered.
+			const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
+			if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) continue;
+			// The run goes on only once every call of its batch has its result: a partial answer would hang.
+			const answered = new Set(results.map((result) => result.toolCallId));
+			const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
+			if (missing.length > 0) {
+				throw apiError(
+					"VALIDATION_FAILED",
+					`The run waits for the results of every tool call it made: add ${missing.map((id) => quote(id)).join(", ")}.`,
+				);
+			}
+			return resumeWith(session, results);
 		}
-		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool");
-		const answered = new Set(results.map((result) => result.toolCallId));
-		if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) return undefined;
-		// The run goes on only once every call of its batch has its result: a partial answer would hang.
-		const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
-		if (missing.length > 0) {
-			throw apiError(
-				"VALIDATION_FAILED",
-				`The run waits for the results of every tool call it made: add ${missing.map((id) => `"${id}"`).join(", ")}.`,
-			);
-		}
-		return session;
+		return undefined;
+	}
+
+	/** Delivers tool results to the run that waits for them on another replica, and reads its stretch back. */
+	function resumeElsewhere(session: LiveSession, results: ToolResultMessage[], cluster: ClusterNode): Start {
+		const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
+		return {
+			session,
+			start: async () => undefined,
+			segment: (sink, signal, started) =>
+				remoteStretch({ store: sessions.store, cluster, session, results, clientTools }, sink, signal, started),
+		};
 	}
 
 	/** Delivers tool results to the run that waits for them; the stretch goes on in that run. */
@@ -204,10 +211,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			session,
 			async start() {
 				const runId = session.runId;
-				deliverToolResults(interactions, session, results, {
-					instead: "send the conversation again without it",
-					forget: (toolCallId) => waitingCalls.delete(toolCallId),
-				});
+				deliverToolResults(interactions, session, results, { instead: "send the conversation again without it" });
 				return runId ? session.activeRunHandle(runId) : undefined;
 			},
 		};
@@ -227,7 +231,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 
 	/**
 	 * Runs a stretch for `reply`: as SSE (the sink `sinkFor` builds writes frames) or collected. The SSE
-	 * response opens once the stretch started, so a refused start is an ordinary error answer.
+	 * response opens once the stretch started (and `started` resolved), so a refused start is an
+	 * ordinary error answer.
 	 */
 	async function drive(
 		reply: FastifyReply,
@@ -236,6 +241,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		stream: boolean,
 		sinkFor: (write: (frame: string) => void) => SegmentSink,
 		abort = new AbortController(),
+		started?: () => Promise<void>,
 	): Promise<{ result: SegmentResult; sse?: SseConnection }> {
 		let sse: SseConnection | undefined;
 		const early: string[] = [];
@@ -250,18 +256,24 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			if (!reply.raw.writableFinished) abort.abort();
 		};
 		reply.raw.on("close", onClose);
+		const opened = async () => {
+			await started?.();
+			if (stream) {
+				sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
+				for (const frame of early.splice(0)) sse.send(frame);
+			}
+		};
 		try {
-			const result = await runSegment(
-				{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
-				async () => {
-					const run = await begun.start(reply.request.traceContext);
-					if (stream) {
-						sse = openSse(reply, app.wheelhouse.stream, () => abort.abort());
-						for (const frame of early.splice(0)) sse.send(frame);
-					}
-					return run;
-				},
-			);
+			const result = begun.segment
+				? await begun.segment(sinkFor(write), abort.signal, opened)
+				: await runSegment(
+						{ session: begun.session, interactions, clientTools, sink: sinkFor(write), signal: abort.signal },
+						async () => {
+							const run = await begun.start(reply.request.traceContext);
+							await opened();
+							return run;
+						},
+					);
 			return { result, sse };
 		} finally {
 			reply.raw.off("close", onClose);
@@ -312,20 +324,20 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const target = resolveTarget(body.model);
 			const conversation = mapChatMessages(body.messages, target.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
-			const waiting =
+			const resumed =
 				conversation.toolResults.length > 0
-					? await waitingSession(conversation.toolResults, request.ownerId)
+					? await resumeWaiting(conversation.toolResults, request.ownerId)
 					: undefined;
-			const begun = waiting
-				? resumeWith(waiting, conversation.toolResults)
-				: runOf(
-						await sessions.create(request.ownerId, {
-							...settingsFor(target, body.model, conversation.systemPrompt, "openai.chat.completions"),
-							messages: conversation.history,
-							clientTools: clientToolSpecs,
-						}),
-						conversation,
-					);
+			const begun =
+				resumed ??
+				runOf(
+					await sessions.create(request.ownerId, {
+						...settingsFor(target, body.model, conversation.systemPrompt, "openai.chat.completions"),
+						messages: conversation.history,
+						clientTools: clientToolSpecs,
+					}),
+					conversation,
+				);
 			// The session's declarations: a run resumed by tool results keeps the tools it started with.
 			const clientTools = new Set(begun.session.config.clientTools.map((tool) => tool.name));
 			const id = `chatcmpl-${randomBytes(12).toString("hex")}`;
@@ -340,9 +352,11 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					...(visible ? { serverTool: (call) => write(encoder.serverTool(call)) } : {}),
 				};
 			});
-			for (const call of result.end.kind === "tool_calls" ? result.end.calls : []) {
-				remember(waitingCalls, call.id, begun.session.id, MAX_WAITING_CALLS);
-			}
+			// Stored before the answer leaves: the request with their results finds the run by them.
+			await records.putAnswer(
+				begun.session.id,
+				result.end.kind === "tool_calls" ? result.end.calls.map((call) => call.id) : [],
+			);
 			if (sse) {
 				if (result.end.kind === "error") sse.end(encoder.error("MODEL_ERROR", result.end.message));
 				else sse.end(encoder.finish(result.end, body.stream_options?.include_usage ? result.usage : undefined));
@@ -376,10 +390,16 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
 	}
 
-	/** True while the session's run waits for the outputs of `response`'s function calls. */
-	function waitsForOutputs(session: LiveSession, response: ResponseObject): boolean {
+	/**
+	 * True while the session's run waits for the outputs of `response`'s function calls: here, or
+	 * (`elsewhere`) on another replica, by the store.
+	 */
+	async function waitsForOutputs(session: LiveSession, response: ResponseObject, elsewhere: boolean): Promise<boolean> {
 		const calls = new Set(response.output.map((item) => (item.type === "function_call" ? item.call_id : undefined)));
-		return interactions.pending(session).some((p) => p.kind === "client_tool" && calls.has(p.toolCallId));
+		const waiting = elsewhere
+			? await sessions.store.listPending(session.id)
+			: interactions.pending(session).filter((p) => !p.orphaned);
+		return waiting.some((p) => p.kind === "client_tool" && calls.has(p.toolCallId));
 	}
 
 	/** Tool call ids of a session's transcript, with their tool names (what `function_call_output` may answer). */
@@ -417,18 +437,15 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 			const target = resolveTarget(body.model);
 			const clientToolSpecs = mapFunctionTools(body.tools, "body.tools");
 			const previous = body.previous_response_id ?? null;
+			const input = await resolveItemReferences(body.input, (id) => records.item(id, request.ownerId));
 			let begun: Start;
 			if (previous) {
 				const session = await sessionOfKnownResponse(previous, request.ownerId, "body.previous_response_id");
-				const conversation = mapResponsesInput(
-					body.input,
-					body.instructions ?? undefined,
-					target.model,
-					callsOf(session),
-				);
+				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model, callsOf(session));
 				if (conversation.toolResults.length > 0 && conversation.prompt.length === 0) {
-					if (!(await waitingSession(conversation.toolResults, request.ownerId, session))) {
-						const cancelled = kept.get(previous)?.response.status === "cancelled";
+					const resumed = await resumeWaiting(conversation.toolResults, request.ownerId, session);
+					if (!resumed) {
+						const cancelled = (await records.response(session.id, previous))?.status === "cancelled";
 						throw apiError(
 							"TOOL_CALL_FINISHED",
 							cancelled
@@ -436,7 +453,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 								: `body.input: the run of ${previous} no longer waits for these function call outputs (it timed out, was aborted, or the server restarted); send a new message instead.`,
 						);
 					}
-					begun = resumeWith(session, conversation.toolResults);
+					begun = resumed;
 				} else {
 					// A new turn of the same session: what the request changes applies from it.
 					if (!session.isBusy) {
@@ -457,15 +474,21 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 					});
 				}
 			} else {
-				const conversation = mapResponsesInput(body.input, body.instructions ?? undefined, target.model);
-				begun = runOf(
-					await sessions.create(request.ownerId, {
-						...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
-						messages: conversation.history,
-						clientTools: clientToolSpecs,
-					}),
-					conversation,
-				);
+				const conversation = mapResponsesInput(input, body.instructions ?? undefined, target.model);
+				const resumed =
+					conversation.toolResults.length > 0
+						? await resumeWaiting(conversation.toolResults, request.ownerId)
+						: undefined;
+				begun =
+					resumed ??
+					runOf(
+						await sessions.create(request.ownerId, {
+							...settingsFor(target, body.model, conversation.systemPrompt, "openai.responses"),
+							messages: conversation.history,
+							clientTools: clientToolSpecs,
+						}),
+						conversation,
+					);
 			}
 			const session = begun.session;
 			const clientTools = new Set(session.config.clientTools.map((tool) => tool.name));
@@ -478,73 +501,103 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 				tools: body.tools ?? [],
 				metadata: body.metadata ?? {},
 			};
-			const abort = new AbortController();
 			let builder!: ResponseBuilder;
-			let settle!: (response: ResponseObject) => void;
-			const done = new Promise<ResponseObject>((resolve) => {
-				settle = resolve;
-			});
-			const entry: KeptResponse = {
-				response: responseObject(head, "in_progress", []),
-				async cancel() {
-					abort.abort(); // a response in progress ends (nothing once it ended)
-					await done;
-					if (waitsForOutputs(session, entry.response)) {
-						session.abort();
-						await session.waitForIdle();
-						entry.response = { ...entry.response, status: "cancelled" };
-					}
-					return entry.response;
+			const { result, sse } = await drive(
+				reply,
+				begun,
+				clientTools,
+				body.stream === true,
+				(write) => {
+					builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
+					builder.begin();
+					return {
+						textDelta: (delta) => builder.textDelta(delta),
+						messageEnd: () => builder.messageEnd(),
+						...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
+					};
 				},
-			};
-			remember(kept, head.id, entry, MAX_KEPT_RESPONSES);
-			try {
-				const { result, sse } = await drive(
-					reply,
-					begun,
-					clientTools,
-					body.stream === true,
-					(write) => {
-						builder = new ResponseBuilder(head, body.stream === true ? write : undefined);
-						builder.begin();
-						return {
-							textDelta: (delta) => builder.textDelta(delta),
-							messageEnd: () => builder.messageEnd(),
-							...(showsServerTools(request) ? { serverTool: (call) => builder.serverTool(call) } : {}),
-						};
-					},
-					abort,
-				);
-				const response = builder.finish(result.end, result.usage);
-				entry.response = response;
-				if (sse) {
-					sse.end();
-					return reply;
-				}
-				if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
-				return response;
-			} finally {
-				settle(entry.response);
+				new AbortController(),
+				// In progress from its start, for GET and cancel from any process.
+				() => records.putAnswer(session.id, [], responseObject(head, "in_progress", [])),
+			);
+			// The calls are stored before their items go out (a client may act on an item before the
+			// response ends), the response before its end: their outputs, GET and cancel find them.
+			await records.putAnswer(
+				session.id,
+				result.end.kind === "tool_calls" ? result.end.calls.map((call) => call.id) : [],
+			);
+			const response = builder.finish(result.end, result.usage);
+			await records.putAnswer(session.id, [], response);
+			builder.announce(response);
+			if (sse) {
+				sse.end();
+				return reply;
 			}
+			if (result.end.kind === "error") throw apiError("MODEL_ERROR", result.end.message);
+			return response;
 		},
 	);
+
+	/** The response `id` as stored, or 404. */
+	async function storedResponse(session: LiveSession, id: string): Promise<ResponseObject> {
+		const response = await records.response(session.id, id);
+		if (!response) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
+		return response;
+	}
+
+	/**
+	 * Cancels a response: aborts its run while the response is in progress (its stretch then stores
+	 * it as cancelled), or while the run waits for the outputs of its function calls. A finished
+	 * response is returned as it is. In a cluster the run may be on another replica: the abort goes
+	 * there as `/v1`'s abort sends it, and the store says when it took effect.
+	 */
+	async function cancel(session: LiveSession, id: string): Promise<ResponseObject> {
+		let response = await storedResponse(session, id);
+		const { cluster } = app.wheelhouse;
+		const elsewhere = cluster && !session.isBusy ? await cluster.runningElsewhere(session) : undefined;
+		const abortRun = async () => {
+			if (cluster && elsewhere) {
+				await cluster.send({ t: "abort", s: session.id });
+				await until(async () => (await sessions.store.getSession(session.id))?.status !== "running");
+			} else {
+				session.abort();
+				await session.waitForIdle();
+			}
+		};
+		if (response.status === "in_progress" && (session.isBusy || elsewhere)) {
+			await abortRun();
+			await until(async () => {
+				response = await storedResponse(session, id);
+				return response.status !== "in_progress";
+			});
+		} else if (await waitsForOutputs(session, response, elsewhere !== undefined)) {
+			await abortRun();
+			response = { ...response, status: "cancelled" };
+			await records.putAnswer(session.id, [], response);
+		}
+		return response;
+	}
+
+	/** Polls `done` until it is true, at most {@link CANCEL_WAIT_MS}. */
+	async function until(done: () => Promise<boolean>): Promise<void> {
+		for (const deadline = Date.now() + CANCEL_WAIT_MS; Date.now() < deadline; await sleep(CANCEL_POLL_MS)) {
+			if (await done()) return;
+		}
+	}
 
 	app.get(
 		"/responses/:id",
 		{
 			schema: {
 				tags,
-				summary: "A response this server answered (kept in memory: the latest ones)",
+				summary: "A response this server answered (stored with its session: the latest 1000 of each)",
 				params: ResponseParams,
 				response: openaiResponses({ 200: ResponseObjectSchema }),
 			},
 		},
 		async function getResponse(request) {
 			const { id } = request.params as { id: string };
-			await sessionOfKnownResponse(id, request.ownerId, "id");
-			const entry = kept.get(id);
-			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
-			return entry.response;
+			return storedResponse(await sessionOfKnownResponse(id, request.ownerId, "id"), id);
 		},
 	);
 
@@ -561,10 +614,7 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = async (app,
 		},
 		async function cancelResponse(request) {
 			const { id } = request.params as { id: string };
-			await sessionOfKnownResponse(id, request.ownerId, "id");
-			const entry = kept.get(id);
-			if (!entry) throw apiError("RESPONSE_NOT_FOUND", notKept(id));
-			return entry.cancel();
+			return cancel(await sessionOfKnownResponse(id, request.ownerId, "id"), id);
 		},
 	);
 };

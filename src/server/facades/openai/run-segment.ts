@@ -206,7 +206,8 @@ export async function runSegment(
 	}
 }
 
-function endOf(message: AssistantMessage): SegmentEnd {
+/** How a stretch ends with `message` as its last assistant message. */
+export function endOf(message: AssistantMessage): SegmentEnd {
 	if (message.stopReason === "aborted") return { kind: "aborted" };
 	if (message.stopReason === "error")
 		return { kind: "error", message: message.errorMessage ?? "The model call failed." };

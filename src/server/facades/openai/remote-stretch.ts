@@ -1,0 +1,136 @@
+/**
+ * A stretch of a run that waits for client tool results on another replica (cluster mode). The
+ * results go the way the `/v1` tool-results route sends them there (`ClusterNode.resolve`: stored
+ * as the calls' resolutions, then the replica running the run is told), and the stretch is read
+ * back from the store every replica shares: it ends when the run ends, or once every client tool
+ * call of the model's next message waits. Each assistant message reaches the sink whole, once it
+ * is in the transcript (its deltas stay on the run's replica).
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type { AgentMessage } from "../../../agent/types.js";
+import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../ai/types.js";
+import { addUsage, zeroUsage } from "../../../ai/usage.js";
+import type { SessionStore } from "../../../store/types.js";
+import type { ClusterNode } from "../../cluster/node.js";
+import { apiError } from "../../errors.js";
+import type { LiveSession } from "../../session/live-session.js";
+import { quote } from "./quote.js";
+import { endOf, type SegmentEnd, type SegmentResult, type SegmentSink } from "./run-segment.js";
+
+/** How often the store is read while the run goes on elsewhere. */
+const POLL_MS = 25;
+
+export interface RemoteStretchOptions {
+	store: SessionStore;
+	cluster: ClusterNode;
+	session: LiveSession;
+	results: readonly ToolResultMessage[];
+	/** Names of the session's client tools: their calls end the stretch. */
+	clientTools: ReadonlySet<string>;
+}
+
+/**
+ * True when the session's run is on another replica and waits (by the store) for every one of
+ * these results. Throws `VALIDATION_FAILED` when it waits for more results than these.
+ */
+export async function waitsElsewhere(options: Omit<RemoteStretchOptions, "clientTools">): Promise<boolean> {
+	const { store, cluster, session, results } = options;
+	if (session.isBusy || !(await cluster.runningElsewhere(session))) return false;
+	const waiting = (await store.listPending(session.id))
+		.filter((p) => p.kind === "client_tool")
+		.map((p) => p.toolCallId);
+	if (!results.every((result) => waiting.includes(result.toolCallId))) return false;
+	const missing = waiting.filter((id) => !results.some((result) => result.toolCallId === id));
+	if (missing.length > 0) {
+		throw apiError(
+			"VALIDATION_FAILED",
+			`The run waits for the results of every tool call it made: add ${missing.map((id) => quote(id)).join(", ")}.`,
+		);
+	}
+	return true;
+}
+
+function isAssistant(message: AgentMessage): message is AssistantMessage {
+	return (message as { role?: string }).role === "assistant";
+}
+
+function textOf(message: AssistantMessage): string {
+	let text = "";
+	for (const block of message.content) if (block.type === "text") text += block.text;
+	return text;
+}
+
+/**
+ * Delivers the results to the run on the other replica, calls `started` (the answer may open),
+ * then reads the stretch from the store until it ends. A call that no longer waits is a
+ * `TOOL_CALL_FINISHED` before anything is reported. `signal` (the client went away) aborts the
+ * run there.
+ */
+export async function remoteStretch(
+	options: RemoteStretchOptions,
+	sink: SegmentSink,
+	signal: AbortSignal,
+	started: () => Promise<void>,
+): Promise<SegmentResult> {
+	const { store, cluster, session, results, clientTools } = options;
+	const before = (await store.countMessages(session.id)) ?? 0;
+	const runId = (await store.getSession(session.id))?.currentRunId;
+	for (const result of results) {
+		const outcome = await cluster.resolve(session, "client_tool", result.toolCallId, {
+			content: result.content,
+			isError: result.isError,
+		});
+		if (outcome !== "resolved") {
+			throw apiError(
+				"TOOL_CALL_FINISHED",
+				`The call ${result.toolCallId} no longer waits for a result (${outcome}); send the conversation again without it.`,
+			);
+		}
+	}
+	await started();
+	const usage = zeroUsage();
+	let text = "";
+	let seen = 0;
+	let last: AssistantMessage | undefined;
+	let end: SegmentEnd | undefined;
+	while (!end) {
+		if (signal.aborted) {
+			await cluster.send({ t: "abort", s: session.id });
+			end = { kind: "aborted" };
+			break;
+		}
+		// The run's state first, then its messages: a run seen ended has all of its messages in the read.
+		const record = await store.getSession(session.id);
+		const ended = record?.status !== "running" || record.currentRunId !== runId;
+		const messages = (await store.listMessages(session.id, { offset: before + seen, limit: 1000 }))?.messages ?? [];
+		for (const message of messages) {
+			seen++;
+			if (!isAssistant(message)) continue;
+			last = message;
+			if (message.usage) addUsage(usage, message.usage);
+			const messageText = textOf(message);
+			sink.messageStart?.();
+			if (messageText !== "") {
+				text += messageText;
+				sink.textDelta?.(messageText);
+			}
+			sink.messageEnd?.(messageText);
+		}
+		if (ended) {
+			end = last ? endOf(last) : { kind: "error", message: "The run ended without an answer." };
+			break;
+		}
+		const calls = (last?.content ?? []).filter(
+			(block): block is ToolCall => block.type === "toolCall" && clientTools.has(block.name),
+		);
+		if (calls.length > 0) {
+			const waiting = new Set((await store.listPending(session.id)).map((p) => p.toolCallId));
+			if (calls.every((call) => waiting.has(call.id))) {
+				end = { kind: "tool_calls", calls };
+				break;
+			}
+		}
+		await sleep(POLL_MS);
+	}
+	return { end, text, usage, serverTools: [] };
+}
