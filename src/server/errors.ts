@@ -222,16 +222,22 @@ export const MAX_QUOTED_CHARS = 200;
 /** The most an error message says in all, however many values it names. */
 export const MAX_MESSAGE_CHARS = 4_000;
 
-/** `value` cut to `max` characters (never half a surrogate pair), saying how long it was. */
+/** `value` cut to `max` characters (never half a surrogate pair), saying how long it was; never cut twice. */
 function cut(value: string, max: number): string {
-	if (value.length <= max) return value;
+	if (value.length <= max || ALREADY_CUT.test(value)) return value;
 	let head = value.slice(0, max);
 	if (/[\uD800-\uDBFF]$/.test(head)) head = head.slice(0, -1);
 	return `${head}… (${value.length} characters)`;
 }
 
+/** What {@link cut} made: bounding a message twice changes nothing the second time. */
+const ALREADY_CUT = new RegExp(`^[^]{0,${MAX_QUOTED_CHARS}}… \\(\\d+ characters\\)$`);
+
 /** A quoted string, or a run without white space, longer than a value may be quoted. */
-const LONG_VALUE = new RegExp(`"[^"]{${MAX_QUOTED_CHARS + 1},}"|\\S{${MAX_QUOTED_CHARS + 1},}`, "g");
+const LONG_VALUE = new RegExp(
+	`"[^"]{${MAX_QUOTED_CHARS + 1},}"|\\S{${MAX_QUOTED_CHARS + 1},}(?!\\S)(?! \\(\\d+ characters\\))`,
+	"g",
+);
 
 /**
  * An error message as it may be sent: a request's bad value is quoted, not echoed whole. Each
@@ -247,6 +253,12 @@ export function boundMessage(message: string): string {
 			: cut(value, MAX_QUOTED_CHARS),
 	);
 	return cut(quoted, MAX_MESSAGE_CHARS);
+}
+
+/** A client's value for an error message: as JSON, at most {@link MAX_QUOTED_CHARS} characters of it. */
+export function quote(value: unknown): string {
+	const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+	return boundMessage(text);
 }
 
 /** `details` with every string in it bounded as a message is (objects and arrays kept, up to a depth). */

@@ -129,6 +129,38 @@ describe("the OpenAI facade validates as /v1 does", () => {
 		);
 	});
 
+	it("a tool call in the history names a function as a declaration must (a provider refuses anything else)", async () => {
+		await start();
+		await expect400(
+			"/openai/v1/chat/completions",
+			{
+				model: "faux/echo",
+				messages: [
+					{ role: "user", content: "hi" },
+					{
+						role: "assistant",
+						content: null,
+						tool_calls: [{ id: "call_1", type: "function", function: { name: "*", arguments: "{}" } }],
+					},
+					{ role: "tool", tool_call_id: "call_1", content: "x" },
+				],
+			},
+			"body.messages[1].tool_calls[0].function.name",
+		);
+		await expect400(
+			"/openai/v1/responses",
+			{
+				model: "faux/echo",
+				input: [
+					{ role: "user", content: "hi" },
+					{ type: "function_call", call_id: "call_1", name: "a b", arguments: "{}" },
+					{ type: "function_call_output", call_id: "call_1", output: "x" },
+				],
+			},
+			"body.input[1].name",
+		);
+	});
+
 	it("quotes at most a few hundred characters of a bad value", async () => {
 		await start();
 		const huge = "x".repeat(1_000_000);
@@ -145,7 +177,8 @@ describe("the OpenAI facade validates as /v1 does", () => {
 			expect(res.status).toBeGreaterThanOrEqual(400);
 			expect(res.status).toBeLessThan(500);
 			expect(JSON.stringify(res.body).length).toBeLessThan(1_000);
-			expect(res.body.error.message).toMatch(/100000[24] characters/);
+			// The length given is the value's own (1,000,000, or 1,000,002 with the provider prefix), not its JSON quotes'.
+			expect(res.body.error.message).toMatch(/100000[02] characters/);
 		}
 	});
 });

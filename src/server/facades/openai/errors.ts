@@ -5,7 +5,7 @@
  * the prefix answer in the same shape.
  */
 import type { FastifyInstance } from "fastify";
-import { quote } from "./quote.js";
+import { quote } from "../../errors.js";
 
 function errorType(status: number): string {
 	if (status === 401) return "authentication_error";
@@ -19,7 +19,7 @@ function errorType(status: number): string {
  * `model_not_found` of type `invalid_request_error` (the SDKs raise `NotFoundError`, LangChain sets
  * its `MODEL_NOT_FOUND` code on a 404).
  */
-const OPENAI_ERRORS: Record<string, { status: number; type: string; code: string }> = {
+export const OPENAI_ERRORS: Record<string, { status: number; type: string; code: string }> = {
 	UNKNOWN_MODEL: { status: 404, type: "invalid_request_error", code: "model_not_found" },
 };
 

@@ -16,8 +16,7 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
-import { apiError } from "../../errors.js";
-import { quote } from "./quote.js";
+import { apiError, quote } from "../../errors.js";
 
 /** A conversation as a session starts from it: the system prompt, the history, and what runs next. */
 export interface MappedConversation {
@@ -41,6 +40,13 @@ const IMAGE_MIME = /^image\/[a-z0-9.+-]+$/;
 /** Standard base64, padded. */
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const TOOL_NAME = new RegExp(TOOL_NAME_PATTERN);
+
+/** A tool call in the history names a function as a declaration does: a provider refuses anything else. */
+function checkCallName(name: string, field: string): void {
+	if (!TOOL_NAME.test(name)) {
+		invalid(field, `${quote(name)} is not a function name: 1 to 64 letters, digits, underscores or dashes`);
+	}
+}
 
 /** An image part's URL as an image block, or a 400 naming `field`. */
 function imageBlock(url: unknown, field: string): ImageContent {
@@ -144,6 +150,7 @@ export function mapChatMessages(messages: Json[], model: Model<any>): MappedConv
 					const name = call?.function?.name;
 					if (typeof call?.id !== "string" || typeof name !== "string")
 						invalid(`${field}.tool_calls[${j}]`, "needs an id and function.name");
+					checkCallName(name, `${field}.tool_calls[${j}].function.name`);
 					toolNames.set(call.id, name);
 					content.push({
 						type: "toolCall",
@@ -196,6 +203,7 @@ export function mapResponsesInput(
 		if (type === "function_call") {
 			if (typeof item.call_id !== "string" || typeof item.name !== "string")
 				invalid(field, "a function_call needs call_id and name");
+			checkCallName(item.name, `${field}.name`);
 			toolNames.set(item.call_id, item.name);
 			const call: ToolCall = {
 				type: "toolCall",

@@ -12,9 +12,8 @@ import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../ai/
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { SessionStore } from "../../../store/types.js";
 import type { ClusterNode } from "../../cluster/node.js";
-import { apiError } from "../../errors.js";
+import { apiError, quote } from "../../errors.js";
 import type { LiveSession } from "../../session/live-session.js";
-import { quote } from "./quote.js";
 import { endOf, type SegmentEnd, type SegmentResult, type SegmentSink } from "./run-segment.js";
 
 /** How often the store is read while the run goes on elsewhere. */
