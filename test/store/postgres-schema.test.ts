@@ -102,7 +102,7 @@ describe.skipIf(!ok)("PostgreSQL store schema", () => {
 
 	it("stops with a clear message when the database is unreachable", async () => {
 		await expect(openPostgresStore({ url: "postgres://postgres:hunter22@127.0.0.1:1/test" })).rejects.toThrow(
-			/PostgreSQL at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test is unreachable/,
+			/PostgreSQL at postgres:\/\/postgres:redacted@127\.0\.0\.1:1\/test is unreachable/,
 		);
 	});
 });
