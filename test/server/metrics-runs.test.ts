@@ -90,5 +90,5 @@ describe("wheelhouse_runs_total", () => {
 		expect((await json(`${second.url}/v1/sessions/${id}`)).body.status).toBe("interrupted");
 		const runs = runsByOutcome(await (await fetch(`${second.url}/metrics`)).text());
 		expect(runs).toEqual({ completed: 0, failed: 0, aborted: 0, interrupted: 1 });
-	});
+	}, 60_000);
 });
