@@ -146,7 +146,6 @@ export function sessionListItem(
 		el("span", "title", name),
 		el("span", "meta", [session.model, count, age(session.lastActiveAt ?? session.createdAt)].filter(Boolean).join(" · ")),
 	);
-	pick.setAttribute("aria-label", `Open session ${name} (${session.model}, ${count}, ${session.status})`);
 	pick.addEventListener("click", () => actions.open());
 	const remove = el("button", "secondary", "Delete");
 	remove.type = "button";
