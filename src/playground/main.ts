@@ -7,16 +7,16 @@
  */
 import { MessageAssembler, type ReceivedEvent, sessionEvents, WheelhouseHttpError } from "../client/index.js";
 import { Api, ApiError } from "./api.js";
+import { type Follower, follow } from "./autoscroll.js";
 import { pageElements } from "./page.js";
 import { approvalCard, clientToolForm, type Pending, removePendingCards } from "./pending-cards.js";
-import { type Follower, follow } from "./autoscroll.js";
 import { el, fillToolCard, formatUsage, type Message, renderMessage, runUsageLine } from "./render.js";
 import {
 	fillModels,
 	fillTools,
 	matchesSearch,
-	newSessionBody,
 	newestFirst,
+	newSessionBody,
 	type SessionSummary,
 	sessionListItem,
 	TITLE_KEY,
@@ -60,6 +60,7 @@ class Playground {
 	private modelsReady = false;
 	/** Whether the open session's earlier events were put in the timeline already. */
 	private historyLoaded = false;
+	private history: AbortController | null = null;
 
 	private readonly ui = pageElements();
 	private readonly timeline = new Timeline(this.ui.events, () => this.ui.filter.value);
@@ -113,6 +114,10 @@ class Playground {
 		ui.abort.addEventListener("click", () => void this.guard(() => this.post("abort")));
 		ui.clearQueue.addEventListener("click", () => void this.guard(() => this.call("DELETE", "queue")));
 		ui.filter.addEventListener("input", () => this.timeline.refilter());
+		// Other tabs and clients change sessions too: coming back to the page refreshes the list.
+		document.addEventListener("visibilitychange", () => {
+			if (document.visibilityState === "visible") void this.guard(() => this.loadSessions());
+		});
 		void this.loadAll();
 	}
 
@@ -287,6 +292,8 @@ class Playground {
 	private close(): void {
 		this.stream?.abort();
 		this.stream = null;
+		this.history?.abort();
+		this.history = null;
 		this.sessionId = null;
 		this.assembler = new MessageAssembler();
 		this.seen.clear();
@@ -329,7 +336,7 @@ class Playground {
 		);
 		this.metadata = session.metadata ?? {};
 		if (document.activeElement !== this.ui.sessionTitle) this.ui.sessionTitle.value = this.metadata[TITLE_KEY] ?? "";
-		this.ui.sessionInfo.textContent = `${session.model} · ${session.status} · ${session.messageCount} messages · session total: ${formatUsage(session.usage)} · ${session.id}`;
+		this.ui.sessionInfo.textContent = `${session.model} · ${session.status} · ${session.messageCount} message${session.messageCount === 1 ? "" : "s"} · session total: ${formatUsage(session.usage)} · ${session.id}`;
 		this.upsertSession(this.summaryOf(session));
 	}
 
@@ -568,6 +575,7 @@ class Playground {
 		const sessionId = this.sessionId;
 		if (!sessionId) return;
 		const controller = new AbortController();
+		this.history = controller;
 		const events: ReceivedEvent[] = [];
 		try {
 			for await (const event of sessionEvents({
@@ -588,6 +596,7 @@ class Playground {
 			// The history is a nicety: without it the timeline starts at the snapshot, as before.
 		} finally {
 			controller.abort();
+			if (this.history === controller) this.history = null;
 		}
 		if (this.sessionId === sessionId && events.length > 0) this.timeline.prepend(events);
 	}

@@ -69,7 +69,10 @@ function toolCard(block: Block): HTMLElement {
 	heading.append(" ", state);
 	const args = el("details", "tool-args");
 	args.open = true;
-	args.append(el("summary", undefined, "Arguments"), el("pre", undefined, JSON.stringify(block.arguments ?? {}, null, 2)));
+	args.append(
+		el("summary", undefined, "Arguments"),
+		el("pre", undefined, JSON.stringify(block.arguments ?? {}, null, 2)),
+	);
 	const result = el("details", "tool-result");
 	result.open = true;
 	result.hidden = true;

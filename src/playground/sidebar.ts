@@ -12,7 +12,11 @@ type CatalogTool = { name: string; description?: string };
  * Fills the model picker (`GET /v1/models`): stand-ins and models without a key are marked, the
  * latter disabled. Returns how many can be picked.
  */
-export function fillModels(select: HTMLSelectElement, models: CatalogModel[], defaultModel: string | undefined): number {
+export function fillModels(
+	select: HTMLSelectElement,
+	models: CatalogModel[],
+	defaultModel: string | undefined,
+): number {
 	select.replaceChildren();
 	for (const m of models) {
 		const label = `${m.id}${m.standIn ? " (stand-in)" : ""}${m.available === false ? " (no key)" : ""}`;
@@ -107,7 +111,10 @@ export function sessionName(session: SessionSummary): string {
 
 /** Newest activity first (then newest created). */
 export function newestFirst(a: SessionSummary, b: SessionSummary): number {
-	return (b.lastActiveAt ?? b.createdAt ?? 0) - (a.lastActiveAt ?? a.createdAt ?? 0) || (b.createdAt ?? 0) - (a.createdAt ?? 0);
+	return (
+		(b.lastActiveAt ?? b.createdAt ?? 0) - (a.lastActiveAt ?? a.createdAt ?? 0) ||
+		(b.createdAt ?? 0) - (a.createdAt ?? 0)
+	);
 }
 
 /** Whether a session matches the search box: every word in its title, id or model. */
@@ -144,7 +151,11 @@ export function sessionListItem(
 	const count = `${session.messageCount} message${session.messageCount === 1 ? "" : "s"}`;
 	pick.append(
 		el("span", "title", name),
-		el("span", "meta", [session.model, count, age(session.lastActiveAt ?? session.createdAt)].filter(Boolean).join(" · ")),
+		el(
+			"span",
+			"meta",
+			[session.model, count, age(session.lastActiveAt ?? session.createdAt)].filter(Boolean).join(" · "),
+		),
 	);
 	pick.addEventListener("click", () => actions.open());
 	const remove = el("button", "secondary", "Delete");

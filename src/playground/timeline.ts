@@ -120,7 +120,11 @@ export class Timeline {
 	private label(item: HTMLElement, fold: Fold, lastId: number | undefined): void {
 		const summary = item.querySelector("summary")!;
 		const range =
-			fold.firstId === undefined ? "–" : fold.count > 1 && lastId !== undefined ? `#${fold.firstId}–${lastId}` : `#${fold.firstId}`;
+			fold.firstId === undefined
+				? "–"
+				: fold.count > 1 && lastId !== undefined
+					? `#${fold.firstId}–${lastId}`
+					: `#${fold.firstId}`;
 		summary.replaceChildren(
 			el("span", "id", range),
 			el("span", "type", ` ${FOLDED}`),

@@ -106,7 +106,8 @@ async function axeViolations(page: Page): Promise<string[]> {
 	// <script> would be blocked, as it should be).
 	await page.evaluate(AXE_SOURCE);
 	const violations: { id: string; impact: string; nodes: { target: string[] }[] }[] = await page.evaluate(
-		async () => (await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ["violations"] })).violations,
+		async () =>
+			(await (globalThis as any).axe.run((globalThis as any).document, { resultTypes: ["violations"] })).violations,
 	);
 	return violations
 		.filter((v) => v.impact === "serious" || v.impact === "critical")
@@ -125,9 +126,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await send(page, long);
 			await page.locator(".msg.assistant", { hasText: "line 39" }).waitFor();
 			await idle(page);
-			expect(await page.locator("#chat-scroll").evaluate((e: any) => e.scrollHeight > e.clientHeight + 200)).toBe(
-				true,
-			);
+			expect(await page.locator("#chat-scroll").evaluate((e: any) => e.scrollHeight > e.clientHeight + 200)).toBe(true);
 			expect(await distanceFromBottom(page, "#chat-scroll")).toBeLessThanOrEqual(2);
 			expect(await distanceFromBottom(page, ".timeline")).toBeLessThanOrEqual(2);
 
@@ -202,13 +201,20 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await createSession(page);
 			await send(page, "first line\nsecond line\n\nthird with `inline code`");
 			await idle(page);
+			// innerText, not textContent: it is the text as laid out, where collapsed line breaks are gone.
+			// biome-ignore lint/performance/useDomNodeTextContent: the rendering is what is tested
 			expect(await page.locator(".msg.user .text").evaluate((e: any) => e.innerText)).toBe(
 				"first line\nsecond line\n\nthird with `inline code`",
 			);
 			const code = page.locator(".msg.assistant code").first();
 			const style = await code.evaluate((e: any) => {
 				const s = (globalThis as any).getComputedStyle(e);
-				return { font: s.fontFamily, background: s.backgroundColor, padding: s.paddingLeft, radius: s.borderTopLeftRadius };
+				return {
+					font: s.fontFamily,
+					background: s.backgroundColor,
+					padding: s.paddingLeft,
+					radius: s.borderTopLeftRadius,
+				};
 			});
 			expect(style.font).toMatch(/mono/i);
 			expect(style.background).not.toBe("rgba(0, 0, 0, 0)");
@@ -222,7 +228,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await send(page, Array.from({ length: 30 }, (_, i) => `w${i}`).join(" "));
 			await idle(page);
 			const folded = page.locator('#events li[data-type="message_update"]');
-			const counts = (await folded.evaluateAll((items) => items.map((i) => Number((i as unknown as Dataset).dataset.count))));
+			const counts = await folded.evaluateAll((items) =>
+				items.map((i) => Number((i as unknown as Dataset).dataset.count)),
+			);
 			// One entry per streamed message: the user's (one update at most) and the answer's (many).
 			expect(counts.length).toBeLessThanOrEqual(2);
 			expect(Math.max(...counts)).toBeGreaterThanOrEqual(10);
@@ -303,7 +311,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			const composer = (await page.getByLabel("Message", { exact: true }).boundingBox())!;
 			expect(composer.y + composer.height).toBeLessThanOrEqual(844);
 			expect(await page.locator("#send").isEnabled()).toBe(true);
-			expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+			expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(
+				390,
+			);
 
 			await send(page, "hello from a phone");
 			const answer = page.locator(".msg.assistant", { hasText: "hello from a phone" });
