@@ -69,8 +69,8 @@ class Playground {
 
 	start(): void {
 		const { ui } = this;
-		this.api.onUnauthorized = (message) => this.askForKey(message);
-		ui.authButton.addEventListener("click", () => this.askForKey("Enter an API key for this server."));
+		this.api.onUnauthorized = () => this.askForKey("refused");
+		ui.authButton.addEventListener("click", () => this.askForKey("asked"));
 		ui.authForm.addEventListener("submit", (event) => {
 			event.preventDefault();
 			this.api.apiKey = ui.apiKey.value.trim();
@@ -139,16 +139,20 @@ class Playground {
 	}
 
 	/**
-	 * Shows the sign-in form. The server's own text is written for API clients (header syntax in
-	 * backticks), so the page says it in its own words: no key yet, or a key that was refused.
+	 * Shows the sign-in form: `refused` after a 401, `asked` from the header's button. The server's
+	 * own 401 text is written for API clients (header syntax in backticks), so the page says it in
+	 * its own words: no key yet, or a key that was refused.
 	 */
-	private askForKey(_serverMessage?: string): void {
+	private askForKey(why: "refused" | "asked"): void {
 		const { ui } = this;
-		ui.authReason.textContent = this.api.apiKey
-			? "The API key in use was not accepted by this server (wrong or revoked). Enter another one."
-			: "This server needs an API key. Enter one of its keys to use the playground.";
+		ui.authReason.textContent =
+			why === "asked"
+				? "Enter an API key for this server."
+				: this.api.apiKey
+					? "The API key in use was not accepted by this server (wrong or revoked). Enter another one."
+					: "This server needs an API key. Enter one of its keys to use the playground.";
 		ui.authForm.hidden = false;
-		if (!this.modelsReady) this.setModelsReady(false, "Sign in to load the models.");
+		if (why === "refused" && !this.modelsReady) this.setModelsReady(false, "Sign in to load the models.");
 		ui.apiKey.focus();
 	}
 
@@ -387,7 +391,7 @@ class Playground {
 				if (controller.signal.aborted) return;
 				if (error instanceof WheelhouseHttpError && error.status < 500) {
 					// An answer, not an outage (the key, a deleted session): retrying would not change it.
-					if (error.status === 401) this.askForKey(error.message);
+					if (error.status === 401) this.askForKey("refused");
 					this.setConnection("closed", `Disconnected: ${error.message}`);
 					this.offerReconnect();
 					return;

@@ -153,6 +153,10 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await idle(page);
 			const item = page.locator(`#session-list li[data-session="${id}"] .title`);
 			await expect.poll(() => item.textContent()).toBe("Plan the garden layout");
+			// The list's count follows the run (the prompt and its answer), not the count at load.
+			await expect
+				.poll(() => page.locator(`#session-list li[data-session="${id}"] .meta`).textContent())
+				.toMatch(/^faux\/echo · 2 messages · /);
 			await expect
 				.poll(async () => ((await server.request("GET", `/v1/sessions/${id}`)).body as any).metadata.title)
 				.toBe("Plan the garden layout");
@@ -338,6 +342,12 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await page.locator("#create-status").textContent()).toBe("Sign in to load the models.");
 			expect(await page.locator("#send").isDisabled()).toBe(true);
 			expect(await axeViolations(page)).toEqual([]);
+
+			// A wrong key: said plainly, still no models.
+			await page.getByLabel("API key", { exact: true }).fill("not-the-key-0000");
+			await page.getByRole("button", { name: "Use this key" }).click();
+			await page.locator("#auth-reason", { hasText: "was not accepted" }).waitFor();
+			expect(await page.getByRole("button", { name: "Create session" }).isDisabled()).toBe(true);
 
 			await page.getByLabel("API key", { exact: true }).fill(KEY);
 			await page.getByRole("button", { name: "Use this key" }).click();
