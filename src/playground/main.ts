@@ -10,7 +10,15 @@ import { Api, ApiError } from "./api.js";
 import { type Follower, follow } from "./autoscroll.js";
 import { pageElements } from "./page.js";
 import { approvalCard, clientToolForm, type Pending, removePendingCards } from "./pending-cards.js";
-import { el, fillToolCard, formatUsage, type Message, renderMessage, runUsageLine } from "./render.js";
+import {
+	el,
+	fillToolCard,
+	formatUsage,
+	type Message,
+	renderMessage,
+	runUsageLine,
+	setToolCardState,
+} from "./render.js";
 import {
 	fillModels,
 	fillTools,
@@ -460,9 +468,11 @@ class Playground {
 				break;
 			case "approval_requested":
 				this.addApproval(data);
+				this.toolCardState(data.toolCallId, "waiting for approval");
 				break;
 			case "approval_resolved":
 				this.removePending(data.toolCallId, "approval");
+				this.toolCardState(data.toolCallId, "running…");
 				break;
 			case "queue_update":
 				for (const entry of data.messages as QueueEntry[]) {
@@ -529,7 +539,10 @@ class Playground {
 		}
 		this.ui.pending.replaceChildren();
 		for (const approval of (state.pendingApprovals ?? []) as Pending[])
-			if (!approval.orphaned) this.addApproval(approval);
+			if (!approval.orphaned) {
+				this.addApproval(approval);
+				this.toolCardState(approval.toolCallId, "waiting for approval");
+			}
 		for (const call of (state.pendingClientToolCalls ?? []) as Pending[])
 			if (!call.orphaned) this.addClientToolForm(call);
 		this.updateControls();
@@ -546,9 +559,7 @@ class Playground {
 		this.seen.add(key);
 		// A tool's result goes into its call's card, when the call is on the page.
 		if (message.role === "toolResult" && message.toolCallId) {
-			const card = [...this.ui.messages.querySelectorAll<HTMLElement>(".tool-card")].find(
-				(c) => c.dataset.toolCallId === message.toolCallId,
-			);
+			const card = this.toolCard(message.toolCallId);
 			if (card) {
 				fillToolCard(card, message);
 				this.followChat.added();
@@ -556,6 +567,18 @@ class Playground {
 			}
 		}
 		this.insertInChat(renderMessage(message));
+	}
+
+	/** The card of a tool call in the chat, if it is there. */
+	private toolCard(toolCallId: string): HTMLElement | undefined {
+		return [...this.ui.messages.querySelectorAll<HTMLElement>(".tool-card")].find(
+			(c) => c.dataset.toolCallId === toolCallId,
+		);
+	}
+
+	private toolCardState(toolCallId: string, text: string): void {
+		const card = this.toolCard(toolCallId);
+		if (card) setToolCardState(card, text);
 	}
 
 	/** Adds an element to the chat (before the message still streaming) and keeps the newest in view. */

@@ -81,6 +81,12 @@ function toolCard(block: Block): HTMLElement {
 	return card;
 }
 
+/** Says what a tool call's card is waiting for (an approval, the tool) until its result arrives. */
+export function setToolCardState(card: HTMLElement, text: string): void {
+	const state = card.querySelector(".tool-state");
+	if (state && card.dataset.state === "running") state.textContent = text;
+}
+
 /** Puts a tool result into its call's card: the text, and the state (done or error). */
 export function fillToolCard(card: HTMLElement, result: Message): void {
 	card.dataset.state = result.isError ? "error" : "done";

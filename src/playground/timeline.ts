@@ -91,7 +91,7 @@ export class Timeline {
 		fold.latest = event;
 		this.label(item, fold, event.id);
 		const open = item.querySelector("details");
-		if (open?.open) open.querySelector("pre")!.textContent = JSON.stringify(event.data, null, 2);
+		if (open?.open) this.showLatest(open, fold);
 		return true;
 	}
 
@@ -106,15 +106,23 @@ export class Timeline {
 		details.addEventListener(
 			"toggle",
 			() => {
-				if (details.open && details.childElementCount === 1) details.append(el("pre"));
-				const pre = details.querySelector("pre");
-				if (details.open && pre) pre.textContent = JSON.stringify(fold.latest.data, null, 2);
+				if (!details.open) return;
+				if (details.childElementCount === 1) details.append(el("p", "hint"), el("pre"));
+				this.showLatest(details, fold);
 			},
 			{ passive: true },
 		);
 		item.append(details);
 		this.label(item, fold, event.id);
 		return item;
+	}
+
+	/** An opened fold shows its latest event (each carries the whole message so far). */
+	private showLatest(details: HTMLElement, fold: Fold): void {
+		const hint = details.querySelector("p");
+		const pre = details.querySelector("pre");
+		if (hint) hint.textContent = fold.count > 1 ? `The latest of ${fold.count} updates:` : "";
+		if (pre) pre.textContent = JSON.stringify(fold.latest.data, null, 2);
 	}
 
 	private label(item: HTMLElement, fold: Fold, lastId: number | undefined): void {
@@ -128,7 +136,7 @@ export class Timeline {
 		summary.replaceChildren(
 			el("span", "id", range),
 			el("span", "type", ` ${FOLDED}`),
-			...(fold.count > 1 ? [el("span", "count", ` ×${fold.count} (the latest shown)`)] : []),
+			...(fold.count > 1 ? [el("span", "count", ` ×${fold.count}`)] : []),
 		);
 		item.dataset.count = String(fold.count);
 	}

@@ -365,10 +365,13 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await idle(page);
 			await send(page, '/tool calculate {"expression":"1+1"}');
 			await page.getByRole("group", { name: "Approve the call to calculate?" }).waitFor();
+			const state = page.locator(".tool-card .tool-state");
+			await expect.poll(() => state.textContent()).toBe("waiting for approval");
 			await page.locator('#events li[data-type="message_update"] summary').first().click();
 			expect(await axeViolations(page)).toEqual([]);
 			await page.getByRole("button", { name: "Approve" }).click();
 			await idle(page);
+			expect(await state.textContent()).toBe("done");
 			expect(await axeViolations(page)).toEqual([]);
 			expect(errors).toEqual([]);
 		});
