@@ -105,7 +105,8 @@ class Playground {
 		});
 		ui.sessionTitle.addEventListener("change", () => void this.guard(() => this.saveTitle(ui.sessionTitle.value)));
 		ui.sessionTitle.addEventListener("keydown", (event) => {
-			if (event.key === "Enter") ui.sessionTitle.blur();
+			if (event.key === "Escape") ui.sessionTitle.value = this.metadata[TITLE_KEY] ?? "";
+			if (event.key === "Enter" || event.key === "Escape") ui.sessionTitle.blur();
 		});
 		ui.composer.addEventListener("submit", (event) => {
 			event.preventDefault();
@@ -283,6 +284,16 @@ class Playground {
 		const session = await this.api.call("PATCH", `/v1/sessions/${encodeURIComponent(id)}`, { metadata });
 		if (this.sessionId === id) this.metadata = session.metadata ?? metadata;
 		this.upsertSession({ ...this.summaryOf(session) });
+	}
+
+	/**
+	 * Moves the open session up the list after a run: its last message's time (the server's clock,
+	 * like the list's `lastActiveAt`) is its latest activity.
+	 */
+	private markActive(messages: Message[]): void {
+		const at = messages.at(-1)?.timestamp;
+		const entry = this.sessions.find((s) => s.id === this.sessionId);
+		if (entry && at && at > (entry.lastActiveAt ?? 0)) entry.lastActiveAt = at;
 	}
 
 	/** A list entry from a full session view, keeping the list's last-activity time when it is newer. */
@@ -484,7 +495,10 @@ class Playground {
 				break;
 			case "agent_end":
 			case "run_interrupted":
-				if (event.type === "agent_end") this.appendRunUsage(data.messages ?? []);
+				if (event.type === "agent_end") {
+					this.appendRunUsage(data.messages ?? []);
+					this.markActive(data.messages ?? []);
+				}
 				this.running = false;
 				this.updateControls();
 				if (event.type === "run_interrupted") {

@@ -73,9 +73,10 @@ async function newPage(): Promise<{ page: Page; errors: string[] }> {
 /** The shared tab at `url` (a fresh load), with its error list emptied. */
 async function sharedPage(url = `${server.url}/`, viewport = { width: 1280, height: 720 }) {
 	const { page, errors } = shared!;
-	errors.length = 0;
 	await page.setViewportSize(viewport);
+	// Away from the last test's page first: what it still logs (a retry to its closed server) is not this test's.
 	await page.goto("about:blank");
+	errors.length = 0;
 	await page.goto(url);
 	return { page, errors };
 }
@@ -161,6 +162,11 @@ describe.skipIf(!HAVE_CHROMIUM)(
 				.poll(async () => ((await server.request("GET", `/v1/sessions/${id}`)).body as any).metadata.title)
 				.toBe("Plan the garden layout");
 
+			// Escape gives up an edit.
+			await page.getByLabel("Session title").fill("never mind");
+			await page.getByLabel("Session title").press("Escape");
+			expect(await page.getByLabel("Session title").inputValue()).toBe("Plan the garden layout");
+
 			await page.getByLabel("Session title").fill("Garden, spring 2027");
 			await page.getByLabel("Session title").press("Enter");
 			await expect
@@ -197,6 +203,15 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			expect(await page.locator("#session-list li").count()).toBe(0);
 			await page.getByLabel("Search sessions").fill("");
 			await expect.poll(() => page.locator("#session-list li").count()).toBe(3);
+
+			// Talking in the oldest moves it to the top.
+			await page.getByRole("button", { name: /^alpha report/ }).click();
+			await page.locator('#connection[data-state="live"]').waitFor();
+			await send(page, "back to this one");
+			await idle(page);
+			await expect
+				.poll(() => page.locator("#session-list .title").allTextContents())
+				.toEqual(["alpha report", "gamma plan", "beta notes"]);
 			expect(errors).toEqual([]);
 		});
 
