@@ -205,7 +205,19 @@ class Playground {
 	}
 
 	private async loadCatalog(): Promise<void> {
-		const [models, tools] = await Promise.all([this.api.call("GET", "/v1/models"), this.api.call("GET", "/v1/tools")]);
+		let models: any;
+		let tools: any;
+		try {
+			[models, tools] = await Promise.all([this.api.call("GET", "/v1/models"), this.api.call("GET", "/v1/tools")]);
+		} catch (error) {
+			// A 401 has said "sign in" already; anything else is said where the button is.
+			if (!(error instanceof ApiError && error.status === 401))
+				this.setModelsReady(
+					false,
+					`The models could not be loaded (${(error as Error).message}). Reload to try again.`,
+				);
+			throw error;
+		}
 		const usable = fillModels(this.ui.model, models.models, models.defaultModel);
 		fillTools(this.ui.toolList, tools.tools);
 		this.setModelsReady(
