@@ -7,17 +7,44 @@
  */
 import { MessageAssembler, type ReceivedEvent, sessionEvents, WheelhouseHttpError } from "../client/index.js";
 import { Api, ApiError } from "./api.js";
+import { type Follower, follow } from "./autoscroll.js";
 import { pageElements } from "./page.js";
 import { approvalCard, clientToolForm, type Pending, removePendingCards } from "./pending-cards.js";
-import { el, formatUsage, type Message, renderMessage } from "./render.js";
-import { fillModels, fillTools, newSessionBody, sessionListItem } from "./sidebar.js";
-import { applyTimelineFilter, MAX_TIMELINE, timelineItem } from "./timeline.js";
+import {
+	el,
+	fillToolCard,
+	formatUsage,
+	type Message,
+	renderMessage,
+	runUsageLine,
+	setToolCardState,
+} from "./render.js";
+import {
+	fillModels,
+	fillTools,
+	matchesSearch,
+	newestFirst,
+	newSessionBody,
+	type SessionSummary,
+	sessionListItem,
+	TITLE_KEY,
+	titleFrom,
+} from "./sidebar.js";
+import { Timeline } from "./timeline.js";
 
 /** Reconnects `wheelhouse/client` makes at the server's `retry:` pace before the page backs off itself. */
 const MAX_RETRIES = 10;
 /** The page's own backoff between those rounds, doubling up to the maximum; it never gives up. */
 const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 15_000;
+/** Sessions the list shows at first and adds per "Load more". */
+const SESSIONS_PAGE = 20;
+/** Sessions the page loads for sorting and search (newest first needs them all; the API lists oldest first). */
+const SESSIONS_MAX = 5000;
+/** Below this width the layout is one column with the chat first. */
+const NARROW = "(max-width: 60rem)";
+
+type ConnectionState = "idle" | "connecting" | "live" | "reconnecting" | "closed";
 
 type QueueEntry = { id: number; kind: string; message: Message };
 
@@ -33,14 +60,25 @@ class Playground {
 	private lastEventId: number | undefined;
 	private clientTools = new Map<string, unknown>();
 	private queue = new Map<number, QueueEntry>();
-	private nextCursor: string | undefined;
+	private sessions: SessionSummary[] = [];
+	private sessionsShown = SESSIONS_PAGE;
+	/** The open session's metadata (a title change sends it whole: PATCH replaces the map). */
+	private metadata: Record<string, string> = {};
+	private connection: ConnectionState = "idle";
+	private modelsReady = false;
+	/** Whether the open session's earlier events were put in the timeline already. */
+	private historyLoaded = false;
+	private history: AbortController | null = null;
 
 	private readonly ui = pageElements();
+	private readonly timeline = new Timeline(this.ui.events, () => this.ui.filter.value);
+	private readonly followChat: Follower = follow(this.ui.chatScroll, this.ui.jumpLatest);
+	private readonly followEvents: Follower = follow(this.ui.timeline, this.ui.jumpEvents);
 
 	start(): void {
 		const { ui } = this;
-		this.api.onUnauthorized = (message) => this.askForKey(message);
-		ui.authButton.addEventListener("click", () => this.askForKey("Enter an API key for this server."));
+		this.api.onUnauthorized = () => this.askForKey("refused");
+		ui.authButton.addEventListener("click", () => this.askForKey("asked"));
 		ui.authForm.addEventListener("submit", (event) => {
 			event.preventDefault();
 			this.api.apiKey = ui.apiKey.value.trim();
@@ -57,7 +95,19 @@ class Playground {
 			event.preventDefault();
 			void this.guard(() => this.createSession());
 		});
-		ui.moreSessions.addEventListener("click", () => void this.guard(() => this.loadSessions(true)));
+		ui.moreSessions.addEventListener("click", () => {
+			this.sessionsShown += SESSIONS_PAGE;
+			this.renderSessions();
+		});
+		ui.sessionSearch.addEventListener("input", () => {
+			this.sessionsShown = SESSIONS_PAGE;
+			this.renderSessions();
+		});
+		ui.sessionTitle.addEventListener("change", () => void this.guard(() => this.saveTitle(ui.sessionTitle.value)));
+		ui.sessionTitle.addEventListener("keydown", (event) => {
+			if (event.key === "Escape") ui.sessionTitle.value = this.metadata[TITLE_KEY] ?? "";
+			if (event.key === "Enter" || event.key === "Escape") ui.sessionTitle.blur();
+		});
 		ui.composer.addEventListener("submit", (event) => {
 			event.preventDefault();
 			void this.guard(() => this.sendMessage("prompt"));
@@ -72,8 +122,10 @@ class Playground {
 		ui.followUp.addEventListener("click", () => void this.guard(() => this.sendMessage("follow-up")));
 		ui.abort.addEventListener("click", () => void this.guard(() => this.post("abort")));
 		ui.clearQueue.addEventListener("click", () => void this.guard(() => this.call("DELETE", "queue")));
-		ui.filter.addEventListener("input", () => {
-			for (const item of ui.events.children) applyTimelineFilter(item as HTMLElement, ui.filter.value);
+		ui.filter.addEventListener("input", () => this.timeline.refilter());
+		// Other tabs and clients change sessions too: coming back to the page refreshes the list.
+		document.addEventListener("visibilitychange", () => {
+			if (document.visibilityState === "visible") void this.guard(() => this.loadSessions());
 		});
 		void this.loadAll();
 	}
@@ -95,15 +147,37 @@ class Playground {
 		this.ui.notice.hidden = text === "";
 	}
 
-	private askForKey(message: string): void {
-		this.ui.authReason.textContent = message;
-		this.ui.authForm.hidden = false;
-		this.ui.apiKey.focus();
+	/**
+	 * Shows the sign-in form: `refused` after a 401, `asked` from the header's button. The server's
+	 * own 401 text is written for API clients (header syntax in backticks), so the page says it in
+	 * its own words: no key yet, or a key that was refused.
+	 */
+	private askForKey(why: "refused" | "asked"): void {
+		const { ui } = this;
+		ui.authReason.textContent =
+			why === "asked"
+				? "Enter an API key for this server."
+				: this.api.apiKey
+					? "The API key in use was not accepted by this server (wrong or revoked). Enter another one."
+					: "This server needs an API key. Enter one of its keys to use the playground.";
+		ui.authForm.hidden = false;
+		if (why === "refused" && !this.modelsReady) this.setModelsReady(false, "Sign in to load the models.");
+		ui.apiKey.focus();
 	}
 
-	private setConnection(state: "idle" | "connecting" | "live" | "reconnecting" | "closed", text: string): void {
+	private setModelsReady(ready: boolean, status: string): void {
+		this.modelsReady = ready;
+		this.ui.createButton.disabled = !ready;
+		this.ui.createStatus.textContent = status;
+		this.ui.createStatus.hidden = status === "";
+		this.updateControls();
+	}
+
+	private setConnection(state: ConnectionState, text: string): void {
+		this.connection = state;
 		this.ui.connection.dataset.state = state;
 		this.ui.connection.textContent = text;
+		this.updateControls();
 	}
 
 	private path(sub: string): string {
@@ -123,7 +197,7 @@ class Playground {
 
 	private async loadAll(): Promise<void> {
 		await this.guard(async () => {
-			await Promise.all([this.loadCatalog(), this.loadSessions(false)]);
+			await Promise.all([this.loadCatalog(), this.loadSessions()]);
 			const wanted = /(?:^|&)session=([^&]+)/.exec(location.hash.slice(1))?.[1];
 			const id = this.sessionId ?? (wanted ? decodeURIComponent(wanted) : null);
 			if (id) await this.open(id);
@@ -131,28 +205,68 @@ class Playground {
 	}
 
 	private async loadCatalog(): Promise<void> {
-		const [models, tools] = await Promise.all([this.api.call("GET", "/v1/models"), this.api.call("GET", "/v1/tools")]);
-		fillModels(this.ui.model, models.models, models.defaultModel);
+		let models: any;
+		let tools: any;
+		try {
+			[models, tools] = await Promise.all([this.api.call("GET", "/v1/models"), this.api.call("GET", "/v1/tools")]);
+		} catch (error) {
+			// A 401 has said "sign in" already; anything else is said where the button is.
+			if (!(error instanceof ApiError && error.status === 401))
+				this.setModelsReady(
+					false,
+					`The models could not be loaded (${(error as Error).message}). Reload to try again.`,
+				);
+			throw error;
+		}
+		const usable = fillModels(this.ui.model, models.models, models.defaultModel);
 		fillTools(this.ui.toolList, tools.tools);
+		this.setModelsReady(
+			usable > 0,
+			usable > 0 ? "" : "No model can be used: the server has no provider key for any of its models.",
+		);
 	}
 
-	private async loadSessions(more: boolean): Promise<void> {
-		const query = more && this.nextCursor ? `&cursor=${encodeURIComponent(this.nextCursor)}` : "";
-		const page = await this.api.call("GET", `/v1/sessions?limit=20${query}`);
-		if (!more) this.ui.sessionList.replaceChildren();
-		for (const session of page.sessions) this.ui.sessionList.append(this.sessionItem(session));
-		this.nextCursor = page.nextCursor;
-		this.ui.moreSessions.hidden = !page.nextCursor;
+	/** Every session of this key (up to {@link SESSIONS_MAX}), so the list can be newest first and searched. */
+	private async loadSessions(): Promise<void> {
+		const all: SessionSummary[] = [];
+		let cursor: string | undefined;
+		do {
+			const query = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+			const page = await this.api.call("GET", `/v1/sessions?limit=1000${query}`);
+			all.push(...page.sessions);
+			cursor = page.nextCursor;
+		} while (cursor && all.length < SESSIONS_MAX);
+		this.sessions = all;
+		this.renderSessions();
+	}
+
+	/** The list: newest first, filtered by the search box, {@link SESSIONS_PAGE} more per "Load more". */
+	private renderSessions(): void {
+		const { ui } = this;
+		const query = ui.sessionSearch.value;
+		const matching = this.sessions.filter((s) => matchesSearch(s, query)).sort(newestFirst);
+		ui.sessionList.replaceChildren(...matching.slice(0, this.sessionsShown).map((s) => this.sessionItem(s)));
+		ui.moreSessions.hidden = matching.length <= this.sessionsShown;
+		ui.noSessions.hidden = matching.length > 0 || this.sessions.length === 0;
 		this.markCurrent();
 	}
 
-	private sessionItem(session: { id: string; model: string; status: string; messageCount: number }): HTMLElement {
+	/** Adds or updates one session of the list (after a create, a title change, a run). */
+	private upsertSession(summary: SessionSummary): void {
+		const index = this.sessions.findIndex((s) => s.id === summary.id);
+		if (index === -1) this.sessions.push(summary);
+		else this.sessions[index] = { ...this.sessions[index], ...summary };
+		this.renderSessions();
+	}
+
+	private sessionItem(session: SessionSummary): HTMLElement {
 		return sessionListItem(session, {
 			open: () => void this.guard(() => this.open(session.id)),
-			remove: (item) =>
+			remove: () =>
 				void this.guard(async () => {
 					await this.api.call("DELETE", `/v1/sessions/${encodeURIComponent(session.id)}`);
-					item.remove();
+					this.sessions = this.sessions.filter((s) => s.id !== session.id);
+					this.renderSessions();
 					if (this.sessionId === session.id) this.close();
 				}),
 		});
@@ -167,8 +281,45 @@ class Playground {
 
 	private async createSession(): Promise<void> {
 		const session = await this.api.call("POST", "/v1/sessions", newSessionBody(this.ui));
-		this.ui.sessionList.append(this.sessionItem({ ...session, messageCount: 0 }));
+		this.upsertSession({ ...session, messageCount: 0, lastActiveAt: session.createdAt });
 		await this.open(session.id);
+	}
+
+	/** Stores the open session's title as its metadata (`PATCH`; an empty title removes it). */
+	private async saveTitle(text: string): Promise<void> {
+		const id = this.sessionId;
+		if (!id) return;
+		const title = text.trim();
+		if (title === (this.metadata[TITLE_KEY] ?? "")) return;
+		const { [TITLE_KEY]: _old, ...rest } = this.metadata;
+		const metadata = title ? { ...rest, [TITLE_KEY]: title } : rest;
+		const session = await this.api.call("PATCH", `/v1/sessions/${encodeURIComponent(id)}`, { metadata });
+		if (this.sessionId === id) this.metadata = session.metadata ?? metadata;
+		this.upsertSession({ ...this.summaryOf(session) });
+	}
+
+	/**
+	 * Moves the open session up the list after a run: its last message's time (the server's clock,
+	 * like the list's `lastActiveAt`) is its latest activity.
+	 */
+	private markActive(messages: Message[]): void {
+		const at = messages.at(-1)?.timestamp;
+		const entry = this.sessions.find((s) => s.id === this.sessionId);
+		if (entry && at && at > (entry.lastActiveAt ?? 0)) entry.lastActiveAt = at;
+	}
+
+	/** A list entry from a full session view, keeping the list's last-activity time when it is newer. */
+	private summaryOf(session: any): SessionSummary {
+		const known = this.sessions.find((s) => s.id === session.id);
+		return {
+			id: session.id,
+			model: session.model,
+			status: session.status,
+			messageCount: session.messageCount,
+			createdAt: session.createdAt,
+			lastActiveAt: Math.max(known?.lastActiveAt ?? 0, session.updatedAt ?? 0, session.createdAt ?? 0),
+			metadata: session.metadata,
+		};
 	}
 
 	// --- the open session -------------------------------------------------------------------
@@ -176,6 +327,8 @@ class Playground {
 	private close(): void {
 		this.stream?.abort();
 		this.stream = null;
+		this.history?.abort();
+		this.history = null;
 		this.sessionId = null;
 		this.assembler = new MessageAssembler();
 		this.seen.clear();
@@ -183,11 +336,15 @@ class Playground {
 		this.streamingElement = null;
 		this.lastEventId = undefined;
 		this.running = false;
+		this.metadata = {};
+		this.historyLoaded = false;
 		this.ui.messages.replaceChildren();
 		this.ui.pending.replaceChildren();
 		this.ui.events.replaceChildren();
 		this.renderQueue();
-		this.ui.sessionInfo.textContent = "Create or pick a session.";
+		this.ui.sessionTitle.value = "";
+		this.ui.sessionTitle.disabled = true;
+		this.ui.sessionInfo.textContent = "Create or pick a session — or just type a message to start one.";
 		this.setConnection("idle", "No session open");
 		history.replaceState(null, "", location.pathname);
 		this.updateControls();
@@ -199,7 +356,9 @@ class Playground {
 		this.sessionId = id;
 		history.replaceState(null, "", `${location.pathname}#session=${encodeURIComponent(id)}`);
 		this.markCurrent();
-		this.ui.prompt.disabled = false;
+		this.ui.sessionTitle.disabled = false;
+		// On a phone the form would push the chat away: it folds once a session is open.
+		if (matchMedia(NARROW).matches) this.ui.createDetails.open = false;
 		await this.refreshSession();
 		this.connect(undefined);
 	}
@@ -210,7 +369,10 @@ class Playground {
 		this.clientTools = new Map(
 			(session.clientTools ?? []).map((t: { name: string; parameters?: unknown }) => [t.name, t.parameters]),
 		);
-		this.ui.sessionInfo.textContent = `${session.id} · ${session.model} · ${session.status} · session total: ${formatUsage(session.usage)}`;
+		this.metadata = session.metadata ?? {};
+		if (document.activeElement !== this.ui.sessionTitle) this.ui.sessionTitle.value = this.metadata[TITLE_KEY] ?? "";
+		this.ui.sessionInfo.textContent = `${session.model} · ${session.status} · ${session.messageCount} message${session.messageCount === 1 ? "" : "s"} · session total: ${formatUsage(session.usage)} · ${session.id}`;
+		this.upsertSession(this.summaryOf(session));
 	}
 
 	/** Opens the event stream (after `after`, or from a snapshot); it resumes by itself after drops. */
@@ -260,7 +422,7 @@ class Playground {
 				if (controller.signal.aborted) return;
 				if (error instanceof WheelhouseHttpError && error.status < 500) {
 					// An answer, not an outage (the key, a deleted session): retrying would not change it.
-					if (error.status === 401) this.askForKey(error.message);
+					if (error.status === 401) this.askForKey("refused");
 					this.setConnection("closed", `Disconnected: ${error.message}`);
 					this.offerReconnect();
 					return;
@@ -293,6 +455,10 @@ class Playground {
 	private async handle(event: ReceivedEvent): Promise<void> {
 		if (event.id !== undefined) this.lastEventId = event.id;
 		this.addToTimeline(event);
+		if (event.type === "session_snapshot" && !this.historyLoaded) {
+			this.historyLoaded = true;
+			if (event.id) void this.loadHistory(event.id);
+		}
 		const data = event.data as any;
 		this.assembler.apply(event.data);
 		switch (event.type) {
@@ -325,9 +491,11 @@ class Playground {
 				break;
 			case "approval_requested":
 				this.addApproval(data);
+				this.toolCardState(data.toolCallId, "waiting for approval");
 				break;
 			case "approval_resolved":
 				this.removePending(data.toolCallId, "approval");
+				this.toolCardState(data.toolCallId, "running…");
 				break;
 			case "queue_update":
 				for (const entry of data.messages as QueueEntry[]) {
@@ -339,6 +507,10 @@ class Playground {
 				break;
 			case "agent_end":
 			case "run_interrupted":
+				if (event.type === "agent_end") {
+					this.appendRunUsage(data.messages ?? []);
+					this.markActive(data.messages ?? []);
+				}
 				this.running = false;
 				this.updateControls();
 				if (event.type === "run_interrupted") {
@@ -370,20 +542,33 @@ class Playground {
 		}
 		this.renderQueue();
 		// The transcript up to now; messages that also come on the stream later are skipped there.
+		// A line with the usage follows each prompt's answers (the run in progress has none yet).
+		let sinceUser: Message[] = [];
 		for (let offset = 0; ; ) {
 			const page = await this.call("GET", `messages?offset=${offset}&limit=1000`);
 			const messages: Message[] = page.messages ?? [];
-			for (const message of messages) this.appendMessage(message);
+			for (const message of messages) {
+				if (message.role === "user" && sinceUser.length > 0) {
+					this.appendRunUsage(sinceUser);
+					sinceUser = [];
+				}
+				sinceUser.push(message);
+				this.appendMessage(message);
+			}
 			offset += messages.length;
 			if (messages.length === 0 || offset >= (page.total ?? offset)) break;
 		}
+		if (!this.running) this.appendRunUsage(sinceUser);
 		if (data.streamingMessage) {
 			this.startStreaming();
 			this.scheduleRender();
 		}
 		this.ui.pending.replaceChildren();
 		for (const approval of (state.pendingApprovals ?? []) as Pending[])
-			if (!approval.orphaned) this.addApproval(approval);
+			if (!approval.orphaned) {
+				this.addApproval(approval);
+				this.toolCardState(approval.toolCallId, "waiting for approval");
+			}
 		for (const call of (state.pendingClientToolCalls ?? []) as Pending[])
 			if (!call.orphaned) this.addClientToolForm(call);
 		this.updateControls();
@@ -398,16 +583,82 @@ class Playground {
 		const key = this.messageKey(message);
 		if (this.seen.has(key)) return;
 		this.seen.add(key);
-		const element = renderMessage(message);
+		// A tool's result goes into its call's card, when the call is on the page.
+		if (message.role === "toolResult" && message.toolCallId) {
+			const card = this.toolCard(message.toolCallId);
+			if (card) {
+				fillToolCard(card, message);
+				this.followChat.added();
+				return;
+			}
+		}
+		this.insertInChat(renderMessage(message));
+	}
+
+	/** The card of a tool call in the chat, if it is there. */
+	private toolCard(toolCallId: string): HTMLElement | undefined {
+		return [...this.ui.messages.querySelectorAll<HTMLElement>(".tool-card")].find(
+			(c) => c.dataset.toolCallId === toolCallId,
+		);
+	}
+
+	private toolCardState(toolCallId: string, text: string): void {
+		const card = this.toolCard(toolCallId);
+		if (card) setToolCardState(card, text);
+	}
+
+	/** Adds an element to the chat (before the message still streaming) and keeps the newest in view. */
+	private insertInChat(element: HTMLElement): void {
 		if (this.streamingElement) this.ui.messages.insertBefore(element, this.streamingElement);
 		else this.ui.messages.append(element);
-		element.scrollIntoView({ block: "nearest" });
+		this.followChat.added();
+	}
+
+	/** The usage line of a run (its model calls, tokens and cost), after its messages. */
+	private appendRunUsage(messages: Message[]): void {
+		const line = runUsageLine(messages);
+		if (line) this.insertInChat(line);
+	}
+
+	/**
+	 * A reopened session's stream starts with a snapshot: the events before it are read from the
+	 * start of the server's log (as far as it keeps them) and put in front of it in the timeline.
+	 */
+	private async loadHistory(upTo: number): Promise<void> {
+		const sessionId = this.sessionId;
+		if (!sessionId) return;
+		const controller = new AbortController();
+		this.history = controller;
+		const events: ReceivedEvent[] = [];
+		try {
+			for await (const event of sessionEvents({
+				baseUrl: location.origin,
+				sessionId,
+				apiKey: this.api.apiKey || undefined,
+				lastEventId: 0,
+				signal: controller.signal,
+				maxRetries: 0,
+			})) {
+				if (this.sessionId !== sessionId) break;
+				// A snapshot here means the log no longer starts at the beginning: what came before it is all there is.
+				if (event.type === "session_snapshot") break;
+				events.push(event);
+				if ((event.id ?? 0) >= upTo) break;
+			}
+		} catch {
+			// The history is a nicety: without it the timeline starts at the snapshot, as before.
+		} finally {
+			controller.abort();
+			if (this.history === controller) this.history = null;
+		}
+		if (this.sessionId === sessionId && events.length > 0) this.timeline.prepend(events);
 	}
 
 	private startStreaming(): void {
 		this.streamingElement?.remove();
 		this.streamingElement = renderMessage(this.assembler.message as Message, true);
 		this.ui.messages.append(this.streamingElement);
+		this.followChat.added();
 	}
 
 	/** Re-renders the streaming message once per frame, however many deltas arrived. */
@@ -422,18 +673,33 @@ class Playground {
 			const next = renderMessage(message, true);
 			current.replaceWith(next);
 			this.streamingElement = next;
-			next.scrollIntoView({ block: "nearest" });
+			this.followChat.added();
 		});
 	}
 
+	/**
+	 * The composer follows the session and the connection: with no session open a message starts
+	 * one (once the models are loaded); while the server is unreachable nothing can be sent, and the
+	 * status under the buttons says why.
+	 */
 	private updateControls(): void {
 		const { ui } = this;
 		const open = this.sessionId !== null;
-		ui.prompt.disabled = !open;
-		ui.send.disabled = !open || this.running;
-		ui.steer.disabled = !open || !this.running;
-		ui.followUp.disabled = !open || !this.running;
-		ui.abort.disabled = !open || !this.running;
+		const live = this.connection === "live";
+		const canStart = !open && this.modelsReady;
+		ui.prompt.disabled = !open && !canStart;
+		ui.send.disabled = open ? this.running || !live : !canStart;
+		ui.steer.disabled = !open || !this.running || !live;
+		ui.followUp.disabled = !open || !this.running || !live;
+		ui.abort.disabled = !open || !this.running || !live;
+		ui.composerStatus.textContent = !open
+			? ""
+			: this.connection === "reconnecting" || this.connection === "closed"
+				? "Not connected to the server: sending is paused until the connection is back."
+				: this.connection === "connecting"
+					? "Connecting…"
+					: "";
+		ui.composerStatus.dataset.state = this.connection;
 	}
 
 	private async sendMessage(kind: "prompt" | "steer" | "follow-up"): Promise<void> {
@@ -442,9 +708,19 @@ class Playground {
 			this.ui.prompt.focus();
 			return;
 		}
+		if (this.sessionId === null) {
+			if (kind !== "prompt" || !this.modelsReady) return;
+			await this.createSession();
+		}
+		const untitled = kind === "prompt" && !this.metadata[TITLE_KEY];
 		await this.post(kind, { message });
 		this.ui.prompt.value = "";
 		this.notice("");
+		// A session is named after its first prompt (the title can be edited above the chat).
+		if (untitled && titleFrom(message)) {
+			this.ui.sessionTitle.value = titleFrom(message);
+			await this.saveTitle(titleFrom(message));
+		}
 	}
 
 	private renderQueue(): void {
@@ -503,10 +779,8 @@ class Playground {
 	// --- timeline ---------------------------------------------------------------------------
 
 	private addToTimeline(event: ReceivedEvent): void {
-		const item = timelineItem(event);
-		applyTimelineFilter(item, this.ui.filter.value);
-		this.ui.events.append(item);
-		while (this.ui.events.childElementCount > MAX_TIMELINE) this.ui.events.firstElementChild?.remove();
+		this.timeline.add(event);
+		this.followEvents.added();
 	}
 }
 

@@ -44,12 +44,81 @@ export function el<K extends keyof HTMLElementTagNameMap>(
 	return element;
 }
 
-function textOf(content: Message["content"]): string {
+/** The text of a content field (its text blocks, one per line). */
+export function textOf(content: Message["content"]): string {
 	if (typeof content === "string") return content;
 	return (content ?? [])
 		.filter((b) => b.type === "text")
 		.map((b) => b.text ?? "")
 		.join("\n");
+}
+
+/**
+ * A tool call as a card: the tool's name, its state, the arguments and, once it arrives
+ * ({@link fillToolCard}), the result. `data-tool-call-id` finds it again.
+ */
+function toolCard(block: Block): HTMLElement {
+	const card = el("section", "tool-card");
+	card.dataset.toolCallId = block.id ?? "";
+	card.dataset.state = "running";
+	const headingId = `tool-${block.id ?? Math.random().toString(36).slice(2)}`;
+	const heading = el("h3", undefined, `Tool call: ${block.name ?? ""}`);
+	heading.id = headingId;
+	card.setAttribute("aria-labelledby", headingId);
+	const state = el("span", "tool-state", "running…");
+	heading.append(" ", state);
+	const args = el("details", "tool-args");
+	args.open = true;
+	args.append(
+		el("summary", undefined, "Arguments"),
+		el("pre", undefined, JSON.stringify(block.arguments ?? {}, null, 2)),
+	);
+	const result = el("details", "tool-result");
+	result.open = true;
+	result.hidden = true;
+	result.append(el("summary", undefined, "Result"), el("pre"));
+	card.append(heading, args, result);
+	return card;
+}
+
+/** Says what a tool call's card is waiting for (an approval, the tool) until its result arrives. */
+export function setToolCardState(card: HTMLElement, text: string): void {
+	const state = card.querySelector(".tool-state");
+	if (state && card.dataset.state === "running") state.textContent = text;
+}
+
+/** Puts a tool result into its call's card: the text, and the state (done or error). */
+export function fillToolCard(card: HTMLElement, result: Message): void {
+	card.dataset.state = result.isError ? "error" : "done";
+	const state = card.querySelector(".tool-state");
+	if (state) state.textContent = result.isError ? "failed" : "done";
+	const box = card.querySelector<HTMLElement>(".tool-result");
+	if (!box) return;
+	box.hidden = false;
+	box.querySelector("pre")!.textContent = textOf(result.content);
+	box.querySelector("summary")!.textContent = result.isError ? "Error" : "Result";
+}
+
+/** What a run (or any stretch of a transcript) cost: its assistant messages' usage added up. */
+export function sumUsage(messages: Message[]): { calls: number; usage: Usage } {
+	const usage = { input: 0, output: 0, totalTokens: 0, cost: { total: 0 } };
+	let calls = 0;
+	for (const m of messages) {
+		if (m.role !== "assistant" || !m.usage) continue;
+		calls++;
+		usage.input += m.usage.input ?? 0;
+		usage.output += m.usage.output ?? 0;
+		usage.totalTokens += m.usage.totalTokens ?? 0;
+		usage.cost.total += m.usage.cost?.total ?? 0;
+	}
+	return { calls, usage };
+}
+
+/** The line under a run: its model calls, tokens and cost. */
+export function runUsageLine(messages: Message[]): HTMLElement | undefined {
+	const { calls, usage } = sumUsage(messages);
+	if (calls === 0) return undefined;
+	return el("p", "run-usage", `Run: ${calls} model call${calls === 1 ? "" : "s"} · ${formatUsage(usage)}`);
 }
 
 /** One message as an element; `streaming` marks the assistant message still arriving. */
@@ -78,10 +147,7 @@ export function renderMessage(message: Message, streaming = false): HTMLElement 
 				details.append(el("summary", undefined, "Thinking"), el("pre", undefined, block.thinking ?? ""));
 				box.append(details);
 			} else if (block.type === "toolCall") {
-				const call = el("div", "tool-call");
-				call.append(el("strong", undefined, `Tool call: ${block.name ?? ""}`));
-				call.append(el("pre", undefined, JSON.stringify(block.arguments ?? {}, null, 2)));
-				box.append(call);
+				box.append(toolCard(block));
 			}
 		}
 		if (message.stopReason === "error" || message.stopReason === "aborted") {

@@ -1,6 +1,6 @@
 /**
  * The left column: the model and tool pickers filled from the catalog, the body of a new session
- * read from the form, and one entry of the session list. DOM only; requests are the caller's.
+ * read from the form, and the session list's entries (title, order, search). DOM only; requests are the caller's.
  */
 import type { PageElements } from "./page.js";
 import { el } from "./render.js";
@@ -8,8 +8,15 @@ import { el } from "./render.js";
 type CatalogModel = { id: string; name?: string; available?: boolean; standIn?: boolean };
 type CatalogTool = { name: string; description?: string };
 
-/** Fills the model picker (`GET /v1/models`): stand-ins and models without a key are marked, the latter disabled. */
-export function fillModels(select: HTMLSelectElement, models: CatalogModel[], defaultModel: string | undefined): void {
+/**
+ * Fills the model picker (`GET /v1/models`): stand-ins and models without a key are marked, the
+ * latter disabled. Returns how many can be picked.
+ */
+export function fillModels(
+	select: HTMLSelectElement,
+	models: CatalogModel[],
+	defaultModel: string | undefined,
+): number {
 	select.replaceChildren();
 	for (const m of models) {
 		const label = `${m.id}${m.standIn ? " (stand-in)" : ""}${m.available === false ? " (no key)" : ""}`;
@@ -17,6 +24,7 @@ export function fillModels(select: HTMLSelectElement, models: CatalogModel[], de
 		option.disabled = m.available === false;
 		select.append(option);
 	}
+	return models.filter((m) => m.available !== false).length;
 }
 
 /** Fills the tool list (`GET /v1/tools`): per tool an "enable" box (checked) and an "ask for approval" box. */
@@ -72,21 +80,87 @@ export function newSessionBody(ui: PageElements): Record<string, unknown> {
 	return body;
 }
 
-/** One entry of the session list: a button that opens it and one that deletes it. */
+/** A session as `GET /v1/sessions` lists it. */
+export type SessionSummary = {
+	id: string;
+	model: string;
+	status: string;
+	messageCount: number;
+	createdAt?: number;
+	lastActiveAt?: number;
+	metadata?: Record<string, string>;
+};
+
+/** The metadata key of a session's title (the playground sets it from the first prompt). */
+export const TITLE_KEY = "title";
+
+/** Longest title the playground makes from a prompt. */
+const TITLE_MAX = 80;
+
+/** A title from a prompt: its first non-empty line, shortened to {@link TITLE_MAX} characters. */
+export function titleFrom(prompt: string): string {
+	// Markdown's emphasis and code marks read badly in a list: the words stay, the marks go.
+	const line = (prompt.split("\n").find((l) => l.trim() !== "") ?? "").replace(/[*_`#>]+/g, "").trim();
+	return line.length > TITLE_MAX ? `${line.slice(0, TITLE_MAX - 1)}…` : line;
+}
+
+/** What a session is called in the list: its title, else "Untitled" and the end of its id (ids share their start). */
+export function sessionName(session: SessionSummary): string {
+	return session.metadata?.[TITLE_KEY]?.trim() || `Untitled ${session.id.slice(-6)}`;
+}
+
+/** Newest activity first (then newest created). */
+export function newestFirst(a: SessionSummary, b: SessionSummary): number {
+	return (
+		(b.lastActiveAt ?? b.createdAt ?? 0) - (a.lastActiveAt ?? a.createdAt ?? 0) ||
+		(b.createdAt ?? 0) - (a.createdAt ?? 0)
+	);
+}
+
+/** Whether a session matches the search box: every word in its title, id or model. */
+export function matchesSearch(session: SessionSummary, query: string): boolean {
+	const haystack = `${sessionName(session)} ${session.id} ${session.model}`.toLowerCase();
+	return query
+		.toLowerCase()
+		.split(/\s+/)
+		.filter(Boolean)
+		.every((word) => haystack.includes(word));
+}
+
+/** "5 min ago"-style age of a timestamp (ms). */
+export function age(at: number | undefined, now = Date.now()): string {
+	if (!at) return "";
+	const s = Math.max(0, Math.round((now - at) / 1000));
+	if (s < 60) return "just now";
+	if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+	if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+	return new Date(at).toLocaleDateString();
+}
+
+/** One entry of the session list: a button that opens it (title, model, messages, age) and one that deletes it. */
 export function sessionListItem(
-	session: { id: string; model: string; status: string; messageCount: number },
+	session: SessionSummary,
 	actions: { open(): void; remove(item: HTMLElement): void },
 ): HTMLElement {
 	const item = el("li");
 	item.dataset.session = session.id;
-	const pick = el("button", "pick", `${session.id.slice(0, 12)} · ${session.model} · ${session.messageCount} msgs`);
+	const name = sessionName(session);
+	const pick = el("button", "pick");
 	pick.type = "button";
 	pick.title = session.id;
-	pick.setAttribute("aria-label", `Open session ${session.id} (${session.model}, ${session.status})`);
+	const count = `${session.messageCount} message${session.messageCount === 1 ? "" : "s"}`;
+	pick.append(
+		el("span", "title", name),
+		el(
+			"span",
+			"meta",
+			[session.model, count, age(session.lastActiveAt ?? session.createdAt)].filter(Boolean).join(" · "),
+		),
+	);
 	pick.addEventListener("click", () => actions.open());
 	const remove = el("button", "secondary", "Delete");
 	remove.type = "button";
-	remove.setAttribute("aria-label", `Delete session ${session.id}`);
+	remove.setAttribute("aria-label", `Delete session ${session.id} (${name})`);
 	remove.addEventListener("click", () => actions.remove(item));
 	item.append(pick, remove);
 	return item;
