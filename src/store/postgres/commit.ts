@@ -4,7 +4,8 @@
  *
  * - A *durable* write (`durable`) resolves when the transaction it went into commits.
  * - A *barrier* write (`later`: run starts, messages, run ends) waits for the next `sync()`, any
- *   durable write, a read, or `syncDelayMs`.
+ *   durable write, a read, or the end of the event-loop turn it was made in (`syncDelayMs` later
+ *   when set): a commit starts when the first write arrives, never waiting for others to join it.
  * - Buffered events, reservation extensions and activity times ride along with every commit, or
  *   are written by the flush timer after `flushIntervalMs`.
  *
@@ -82,7 +83,7 @@ export class CommitQueue {
 	private flushWanted = false;
 	/** The last transaction failed as a whole: tries are spaced by `retryDelayMs`. */
 	private failing = false;
-	private syncTimer: NodeJS.Timeout | undefined;
+	private syncTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private flushTimer: NodeJS.Timeout | undefined;
 	private retryTimer: NodeJS.Timeout | undefined;
 	commitObserver: ((ms: number) => void) | undefined;
@@ -139,10 +140,21 @@ export class CommitQueue {
 		if (runId) this.laterRuns.set(runId, fence.sessionId);
 		this.laterWaiting++;
 		// Not unref'd: a script that stores a message and then exits must still commit it.
-		this.syncTimer ??= setTimeout(() => {
-			this.syncTimer = undefined;
-			this.kick();
-		}, this.settings.syncDelayMs);
+		if (this.syncTimer !== undefined || this.running) return; // the loop takes it after the commit in flight
+		this.syncTimer =
+			this.settings.syncDelayMs === 0 ? setImmediate(this.syncSoon) : setTimeout(this.syncSoon, this.settings.syncDelayMs);
+	}
+
+	private readonly syncSoon = () => {
+		this.syncTimer = undefined;
+		this.kick();
+	};
+
+	private cancelSyncTimer(): void {
+		if (this.syncTimer === undefined) return;
+		if (this.settings.syncDelayMs === 0) clearImmediate(this.syncTimer as NodeJS.Immediate);
+		else clearTimeout(this.syncTimer as NodeJS.Timeout);
+		this.syncTimer = undefined;
 	}
 
 	/** Records activity of a session, written with the next commit. */
@@ -220,10 +232,7 @@ export class CommitQueue {
 			while (this.hasWork()) {
 				const durableWaiting = this.items.some((i) => i.kind === "durable");
 				if (this.failing && !durableWaiting && this.retryTimer !== undefined) break;
-				if (this.syncTimer !== undefined) {
-					clearTimeout(this.syncTimer);
-					this.syncTimer = undefined;
-				}
+				this.cancelSyncTimer();
 				await this.commitOnce();
 			}
 		} finally {
@@ -504,8 +513,9 @@ export class CommitQueue {
 	/** Stops the timers (after the last commit). */
 	stop(): void {
 		this.closed = true;
-		for (const timer of [this.syncTimer, this.flushTimer, this.retryTimer]) if (timer) clearTimeout(timer);
-		this.syncTimer = this.flushTimer = this.retryTimer = undefined;
+		this.cancelSyncTimer();
+		for (const timer of [this.flushTimer, this.retryTimer]) if (timer) clearTimeout(timer);
+		this.flushTimer = this.retryTimer = undefined;
 		this.wake();
 	}
 }
