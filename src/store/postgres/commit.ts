@@ -26,6 +26,7 @@
  */
 import type pg from "pg";
 import { closedError } from "../shared.js";
+import { type BarrierOp, runWave } from "./barrier-batch.js";
 import { asUnavailable, isConnectionFailure, named, type Queryable } from "./connection.js";
 import type { Bump, EventLog } from "./event-log.js";
 import type { PostgresSettings } from "./settings.js";
@@ -46,6 +47,8 @@ interface LaterWrite {
 	undo: () => void;
 	/** A run it starts (for the duplicate-run check until it commits). */
 	runId?: string;
+	/** The same write as data: it joins the multi-row statements of the other sessions' (`barrier-batch.ts`). */
+	op?: BarrierOp;
 }
 
 /** A durable write. */
@@ -133,16 +136,21 @@ export class CommitQueue {
 		});
 	}
 
-	/** A write durable at the next barrier. */
-	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string): void {
+	/**
+	 * A write durable at the next barrier. `op`, the same write as data, lets it share multi-row
+	 * statements with other sessions' writes; `run` is what runs when it has none, or alone.
+	 */
+	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string, op?: BarrierOp): void {
 		this.open();
-		this.items.push({ kind: "later", fence, run, undo, ...(runId ? { runId } : {}) });
+		this.items.push({ kind: "later", fence, run, undo, ...(runId ? { runId } : {}), ...(op ? { op } : {}) });
 		if (runId) this.laterRuns.set(runId, fence.sessionId);
 		this.laterWaiting++;
 		// Not unref'd: a script that stores a message and then exits must still commit it.
 		if (this.syncTimer !== undefined || this.running) return; // the loop takes it after the commit in flight
 		this.syncTimer =
-			this.settings.syncDelayMs === 0 ? setImmediate(this.syncSoon) : setTimeout(this.syncSoon, this.settings.syncDelayMs);
+			this.settings.syncDelayMs === 0
+				? setImmediate(this.syncSoon)
+				: setTimeout(this.syncSoon, this.settings.syncDelayMs);
 	}
 
 	private readonly syncSoon = () => {
@@ -442,11 +450,34 @@ export class CommitQueue {
 		}
 	}
 
-	/** Barrier writes in one savepoint; if one fails, again one savepoint each, so only the failing one is lost. */
+	/**
+	 * Barrier writes in one savepoint, as multi-row statements over the sessions (`barrier-batch.ts`);
+	 * if that fails, again one savepoint each, so only the failing one is lost.
+	 */
 	private async runLater(client: Queryable, group: LaterWrite[]): Promise<void> {
 		if (group.length === 0) return;
 		const all = await this.inSavepoint(client, async () => {
-			for (const write of group) await write.run(client);
+			// Waves with at most one write per session: a session's nth write goes into the nth wave,
+			// so each session's writes keep their call order. A write with no `op` runs alone, after
+			// every write called before it and before every write called after it.
+			let waves: BarrierOp[][] = [];
+			const depth = new Map<string, number>();
+			const flush = async () => {
+				for (const wave of waves) await runWave(client, wave);
+				waves = [];
+				depth.clear();
+			};
+			for (const write of group) {
+				if (!write.op) {
+					await flush();
+					await write.run(client);
+					continue;
+				}
+				const level = depth.get(write.op.sessionId) ?? 0;
+				depth.set(write.op.sessionId, level + 1);
+				(waves[level] ??= []).push(write.op);
+			}
+			await flush();
 		});
 		if (all.ok) return;
 		for (const write of group) {
