@@ -110,20 +110,29 @@ async function concurrentRounds(variants: Variant[]): Promise<{ walls: number[][
 	try {
 		for (const v of variants) servers.push(await ServerChild.start(v.start, v.root));
 		const walls: number[][] = variants.map(() => []);
+		const cpus: number[][] = variants.map(() => []);
 		const turn = async (i: number) => {
 			const server = servers[i] as ServerChild;
+			const before = await server.cpu();
 			const result = await runClient({ requests: createAndStream(server.url) });
-			for (const s of result.streams)
+			const cpuMs = ((await server.cpu()) - before) / 1000;
+			for (const s of result.streams) {
 				if (s.textDeltas !== TOKENS) throw new Error(`${variants[i]?.name}: ${s.textDeltas} deltas`);
-			return result.wallMs;
+			}
+			return { wall: result.wallMs, cpu: cpuMs };
 		};
 		for (let i = 0; i < servers.length; i++) await turn(i); // warm-up
 		// roundOrder balances an even number of servers; with an odd number one more slot is skipped.
 		const n = servers.length % 2 === 0 ? servers.length : servers.length + 1;
 		for (let r = 0; r < ROUNDS; r++) {
-			for (const i of roundOrder(r, n)) if (i < servers.length) walls[i]?.push(await turn(i));
+			for (const i of roundOrder(r, n)) {
+				if (i >= servers.length) continue;
+				const { wall, cpu } = await turn(i);
+				walls[i]?.push(wall);
+				cpus[i]?.push(cpu);
+			}
 		}
-		return walls;
+		return { walls, cpus };
 	} finally {
 		for (const server of servers) await server.stop();
 	}
@@ -207,19 +216,26 @@ async function main(): Promise<number> {
 				},
 			);
 		}
-		const walls = await concurrentRounds(variants);
+		const { walls, cpus: cpuMs } = await concurrentRounds(variants);
 		const base = walls[0] as number[];
+		const baseCpu = cpuMs[0] as number[];
 		const ratios = walls.map((w) => med(w.map((ms, r) => ms / (base[r] as number))));
+		const cpuRatios = cpuMs.map((c) => med(c.map((ms, r) => ms / (baseCpu[r] as number))));
 		console.log(
-			`\n${SESSIONS} concurrent clients, create + stream (${TOKENS} tokens), wall vs the baseline in the same round:`,
+			`\n${SESSIONS} concurrent clients, create + stream (${TOKENS} tokens), against the baseline in the same round ` +
+				"(median round; server busy = server CPU time / wall time):",
 		);
-		console.log("| server | median wall ms | vs baseline (median round) | range of rounds |");
-		console.log("|---|---|---|---|");
+		console.log(
+			"| server | median wall ms | wall vs baseline | range of rounds | server CPU ms | CPU vs baseline | server busy |",
+		);
+		console.log("|---|---|---|---|---|---|---|");
 		variants.forEach((v, i) => {
 			const perRound = (walls[i] as number[]).map((ms, r) => ms / (base[r] as number));
+			const busy = med((cpuMs[i] as number[]).map((c, r) => c / ((walls[i] as number[])[r] as number)));
 			console.log(
 				`| ${v.name} | ${fmt(med(walls[i] as number[]), 0)} | ${fmt(ratios[i] as number)}x | ` +
-					`${fmt(Math.min(...perRound))}–${fmt(Math.max(...perRound))}x |`,
+					`${fmt(Math.min(...perRound))}–${fmt(Math.max(...perRound))}x | ${fmt(med(cpuMs[i] as number[]), 0)} | ` +
+					`${fmt(cpuRatios[i] as number)}x | ${fmt(100 * busy, 0)}% |`,
 			);
 		});
 		const single = await singleRuns(dbDir);
