@@ -272,7 +272,12 @@ async function main(): Promise<number> {
 				sessions: SESSIONS,
 				figures,
 			};
-			writeFileSync(FIGURES_FILE, `${JSON.stringify(recorded, null, "\t")}\n`);
+			// Arrays of numbers on one line, as the formatter (biome) keeps them.
+			const json = JSON.stringify(recorded, null, "\t").replace(
+				/\[\s+([^\]]*?)\s+\]/g,
+				(_, inner: string) => `[${inner.split(/,\s+/).join(", ")}]`,
+			);
+			writeFileSync(FIGURES_FILE, `${json}\n`);
 			console.log(`recorded in ${path.relative(REPO, FIGURES_FILE)}`);
 			return 0;
 		}

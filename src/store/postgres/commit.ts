@@ -475,7 +475,9 @@ export class CommitQueue {
 				}
 				const level = depth.get(write.op.sessionId) ?? 0;
 				depth.set(write.op.sessionId, level + 1);
-				(waves[level] ??= []).push(write.op);
+				const wave = waves[level] ?? [];
+				waves[level] = wave;
+				wave.push(write.op);
 			}
 			await flush();
 		});
