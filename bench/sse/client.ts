@@ -12,9 +12,15 @@ import { performance } from "node:perf_hooks";
 
 export interface StreamRequest {
 	method: "GET" | "POST";
+	/** With `create`, `{id}` in it is replaced by the id the create request answered. */
 	url: string;
 	headers?: Record<string, string>;
 	body?: string;
+	/**
+	 * A JSON POST made first, on its own connection (its time counts in the stream's): the session
+	 * the stream is for, created by the client as a real one would (`{"id": ...}` answered).
+	 */
+	create?: { url: string; body: string };
 }
 
 export interface ClientJob {
@@ -171,10 +177,24 @@ function runStream(
 	});
 }
 
+/** `req.create`, then the stream with the id it answered. */
+async function createThenStream(req: StreamRequest, t0: number, record: boolean, deltaNeedle?: string) {
+	if (!req.create) return runStream(req, t0, record, deltaNeedle);
+	const res = await fetch(req.create.url, {
+		method: "POST",
+		headers: { "content-type": "application/json" },
+		body: req.create.body,
+	});
+	const text = await res.text();
+	if (res.status !== 201) throw new Error(`POST ${req.create.url}: ${res.status} ${text}`);
+	const { id } = JSON.parse(text) as { id: string };
+	return runStream({ ...req, url: req.url.replace("{id}", encodeURIComponent(id)) }, t0, record, deltaNeedle);
+}
+
 async function runJob(job: ClientJob): Promise<ClientResult> {
 	const t0 = performance.now();
 	const results = await Promise.all(
-		job.requests.map((req, i) => runStream(req, t0, job.record === true && i === 0, job.deltaNeedle)),
+		job.requests.map((req, i) => createThenStream(req, t0, job.record === true && i === 0, job.deltaNeedle)),
 	);
 	const wallMs = performance.now() - t0;
 	const recorded = results[0]?.body;

@@ -124,7 +124,7 @@ function forkTs(file: string, profile = false, root = REPO): ChildProcess {
 	});
 }
 
-class ServerChild {
+export class ServerChild {
 	private constructor(
 		private readonly child: ChildProcess,
 		readonly url: string,
@@ -187,6 +187,12 @@ class ServerChild {
 /** One client process for the whole run, so its code is warm (JIT) for every measured job. */
 let clientChild: ChildProcess | undefined;
 
+/** Ends the client process (at the end of a run). */
+export function stopClient(): void {
+	clientChild?.kill();
+	clientChild = undefined;
+}
+
 function client(): ChildProcess {
 	if (!clientChild) {
 		clientChild = forkTs("client.ts");
@@ -196,7 +202,7 @@ function client(): ChildProcess {
 	return clientChild;
 }
 
-async function runClient(job: ClientJob): Promise<ClientResult> {
+export async function runClient(job: ClientJob): Promise<ClientResult> {
 	const clientChild = client();
 	clientChild.send(job);
 	const [result] = (await once(clientChild, "message")) as [ClientResult];
@@ -656,7 +662,7 @@ async function mainMetricsOnly(): Promise<void> {
 }
 
 /** The checkout of `ref` in a temporary folder, with this checkout's node_modules; returns its path. */
-function checkoutOf(ref: string, into: string): string {
+export function checkoutOf(ref: string, into: string): string {
 	const root = path.join(into, "base");
 	mkdirSync(root);
 	execFileSync("sh", ["-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, REPO, ref, root]);
@@ -741,7 +747,7 @@ async function startReceiver(): Promise<{
  * `n` rounds. What one server's turn leaves behind (a collection, a flush) then falls on each of the
  * others alike, where a plain rotation would always hand it to the same next server.
  */
-function roundOrder(round: number, n: number): number[] {
+export function roundOrder(round: number, n: number): number[] {
 	// The first row 0, 1, n-1, 2, n-2, ...; every other row adds the row number to it (mod n).
 	const first = [0];
 	for (let i = 1, lo = 1, hi = n - 1; i < n; i++) first.push(i % 2 === 1 ? lo++ : hi--);

@@ -5,6 +5,8 @@
  * SQLite or PostgreSQL store, metrics on unless `metrics: "off"`, tracing on with `otlpEndpoint`) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
+ * Or the bare Fastify baseline of the guard (fastify-baseline.ts).
+ *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
  * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far),
  * `{type:"flush"}` → `{type:"flushed", error?}` once the spans ended so far are exported (at once
@@ -18,6 +20,8 @@ import { splitFrames, startRawServer } from "./raw-server.js";
 
 export type ServerStart =
 	| { kind: "raw"; streams: Record<string, string> }
+	/** The bare Fastify baseline (fastify-baseline.ts): `prompts` maps a prompt message to its recorded stream. */
+	| { kind: "fastify"; prompts: Record<string, string> }
 	| {
 			kind: "wheelhouse";
 			store: "memory" | "sqlite" | "postgres";
@@ -138,6 +142,12 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 }
 
 async function start(message: ServerStart): Promise<void> {
+	if (message.kind === "fastify") {
+		const { startFastifyBaseline } = await import("./fastify-baseline.js");
+		const streams = new Map(Object.entries(message.prompts).map(([prompt, body]) => [prompt, splitFrames(body)]));
+		reply({ type: "ready", url: (await startFastifyBaseline(streams)).url });
+		return;
+	}
 	if (message.kind === "raw") {
 		const streams = new Map(Object.entries(message.streams).map(([name, body]) => [name, splitFrames(body)]));
 		const { url } = await startRawServer(streams);

@@ -442,9 +442,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 			return store.syncPending;
 		},
 	});
-	app.addHook("onSend", async function syncStore(_request, _reply, payload) {
-		await store.sync();
-		return payload;
+	// A barrier with nothing to commit lets the response go at once (no promise to wait for).
+	app.addHook("onSend", function syncStore(_request, _reply, payload, done) {
+		if (!store.syncPending) return done(null, payload);
+		store.sync().then(
+			() => done(null, payload),
+			(error: Error) => done(error),
+		);
 	});
 	app.addHook("onClose", async function removeStoreSync() {
 		removeSseHook();

@@ -34,8 +34,8 @@
  *   `putFacadeRecords`, `recoverInterrupted`, `flush`.
  * - Durable at the next barrier: `startRun` (its claim is decided when its promise resolves),
  *   `appendMessages` and `endRun`. They are committed by the next `sync()`, by any durable write of
- *   their session, by a read of their session, and at the latest after a few milliseconds (SQLite:
- *   `syncDelayMs`, default 5), many sessions' in one commit. The server awaits `sync()` before
+ *   their session, by a read of their session, and at the latest at the end of the event-loop turn
+ *   they were made in (`syncDelayMs`, default 0), many sessions' in one commit. The server awaits `sync()` before
  *   anything that depends on them leaves the process (an SSE write, the head of an SSE response,
  *   an HTTP response), so no client ever sees a run, a message or a run end that a crash could
  *   take back. They carry the buffered events of their session into the same commit, so a

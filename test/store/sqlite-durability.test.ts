@@ -237,6 +237,32 @@ describe("SQLite store durability", () => {
 		await vi.waitFor(() => expect(eventsOnDisk(join(dir, "timed.db"))).toBe(10), { timeout: 5000, interval: 5 });
 	});
 
+	it("by default commits the queued writes of every session made in one event-loop turn at the end of that turn, in one commit, with no timer", async () => {
+		const path = join(dir, "turn.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		const runsOnDisk = () => {
+			const db = new Database(path, { readonly: true });
+			try {
+				return db.prepare("SELECT count(*) FROM runs").pluck().get();
+			} finally {
+				db.close();
+			}
+		};
+		for (const id of ["a", "b", "c"]) await s.createSession(newSession(id));
+		let commits = 0;
+		s.observeCommits(() => {
+			commits++;
+		});
+		// Three sessions' run starts in one turn (their promises settle in microtasks, not in a later turn).
+		const started = await Promise.all(["a", "b", "c"].map((id) => s.startRun(id, `run-${id}`, 1, [user(id)])));
+		expect(started).toEqual([true, true, true]);
+		expect(runsOnDisk()).toBe(0);
+		await new Promise((resolve) => setImmediate(resolve));
+		expect(runsOnDisk()).toBe(3);
+		expect(commits).toBe(1);
+		expect(s.syncPending).toBe(false);
+	});
+
 	it("commits run starts, messages and run ends of many sessions together: at sync(), at any durable write or read of the session, after syncDelayMs", async () => {
 		const path = join(dir, "deferred.db");
 		const s = store(path, { flushIntervalMs: 60_000, syncDelayMs: 30 });

@@ -211,7 +211,6 @@ export class SseConnection implements PassWriter {
 
 	private sendRaw(chunk: string): void {
 		if (this.isClosed) return;
-		this.passes.noteFrame();
 		this.pending += chunk;
 		// Frames pile up here only while the socket has not drained its last write: that backlog, with
 		// what the socket holds unflushed, is what a slow reader costs, so that is what the limit bounds.

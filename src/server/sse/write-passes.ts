@@ -18,18 +18,15 @@
  * barrier covers the writes made before it is called, so the pass first *cuts* each connection's
  * frames: what was queued up to then is written once the barrier resolves, and frames queued while
  * it is awaited (the writes they depend on may be newer than the commit) wait for the next pass.
- * When no barrier has anything to wait for, the pass writes at once, with no cut. While barriers
- * have work waiting and frames keep coming, passes are up to COMMIT_GAP_MS apart, so that under
- * load many sessions' run starts, completed messages and run ends share one commit instead of one
- * pass each. Once no frame has been queued for QUIET_MS the pass runs: a quiet server (or the last
- * stream of a burst) still commits and writes at once.
+ * When no barrier has anything to wait for, the pass writes at once, with no cut. A pass never
+ * waits for a commit to be worth it: the commit runs when the pass does, and under load many
+ * sessions' run starts, completed messages and run ends share it because they were all made
+ * since the last pass.
  */
 
 const MIN_GAP_MS = 1;
 const MAX_GAP_MS = 16;
 const WRITE_SPACING = 9;
-const COMMIT_GAP_MS = 8;
-const QUIET_MS = 1;
 /** Weight of the latest pass in the moving average of pass durations. */
 const PASS_AVERAGING = 0.25;
 
@@ -60,14 +57,9 @@ export class WritePasses {
 	private readonly barriers = new Set<WriteBarrier>();
 	private scheduled = false;
 	private lastPassAt = Number.NEGATIVE_INFINITY;
-	private lastCommitAt = Number.NEGATIVE_INFINITY;
 	private gapMs = MIN_GAP_MS;
 	/** Moving average of the passes' durations (ms). */
 	private passMs = 0;
-	/** Frames queued on any connection so far (a busy server is told from a quiet one by it). */
-	private framesQueued = 0;
-	/** `framesQueued` when the scheduled pass last looked. */
-	private framesSeen = 0;
 
 	constructor() {
 		this.run = this.run.bind(this);
@@ -103,11 +95,6 @@ export class WritePasses {
 		return Promise.all([...this.barriers].map((barrier) => barrier.run()));
 	}
 
-	/** A connection queued a frame. */
-	noteFrame(): void {
-		this.framesQueued++;
-	}
-
 	/** Queues `writer` for the next pass (scheduling one if needed). */
 	add(writer: PassWriter): void {
 		this.waiting.add(writer);
@@ -121,39 +108,15 @@ export class WritePasses {
 		return false;
 	}
 
-	/** While a commit waits: milliseconds until the commit spacing is over (0: not waiting). */
-	private commitWait(now: number): number {
-		return this.barriersPending() ? this.lastCommitAt + COMMIT_GAP_MS - now : 0;
-	}
-
-	/**
-	 * Runs the pass when the write spacing is over; while a commit waits, and as long as frames keep
-	 * coming, up to the commit spacing (looking again every QUIET_MS).
-	 */
+	/** Runs the pass when the write spacing is over (at the end of this event-loop turn if it is). */
 	private schedule(now: number): void {
 		const writeWait = this.lastPassAt + this.gapMs - now;
-		if (writeWait > 0) {
-			setTimeout(this.run, writeWait);
-			return;
-		}
-		const commitWait = this.commitWait(now);
-		if (commitWait > 0) this.lookAgain(commitWait);
+		if (writeWait > 0) setTimeout(this.run, writeWait);
 		else setImmediate(this.run);
-	}
-
-	/** Notes the frames queued so far and runs the pass again in QUIET_MS (or when the commit spacing is over). */
-	private lookAgain(commitWait: number): void {
-		this.framesSeen = this.framesQueued;
-		setTimeout(this.run, Math.min(commitWait, QUIET_MS));
 	}
 
 	private run(): void {
 		const start = performance.now();
-		const commitWait = this.commitWait(start);
-		if (commitWait > 0 && this.framesQueued !== this.framesSeen) {
-			this.lookAgain(commitWait);
-			return;
-		}
 		this.scheduled = false;
 		// Connections queued by a write's side effects (a close handler) go to the next pass.
 		const batch = [...this.waiting];
@@ -162,7 +125,6 @@ export class WritePasses {
 			this.write(batch, start);
 			return;
 		}
-		this.lastCommitAt = start;
 		for (const writer of batch) writer.cut();
 		void this.runBarriers().then(() => this.write(batch, start)); // once for the whole pass
 	}

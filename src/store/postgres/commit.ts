@@ -4,7 +4,8 @@
  *
  * - A *durable* write (`durable`) resolves when the transaction it went into commits.
  * - A *barrier* write (`later`: run starts, messages, run ends) waits for the next `sync()`, any
- *   durable write, a read, or `syncDelayMs`.
+ *   durable write, a read, or the end of the event-loop turn it was made in (`syncDelayMs` later
+ *   when set): a commit starts when the first write arrives, never waiting for others to join it.
  * - Buffered events, reservation extensions and activity times ride along with every commit, or
  *   are written by the flush timer after `flushIntervalMs`.
  *
@@ -25,6 +26,7 @@
  */
 import type pg from "pg";
 import { closedError } from "../shared.js";
+import { type BarrierOp, runWave } from "./barrier-batch.js";
 import { asUnavailable, isConnectionFailure, named, type Queryable } from "./connection.js";
 import type { Bump, EventLog } from "./event-log.js";
 import type { PostgresSettings } from "./settings.js";
@@ -45,6 +47,8 @@ interface LaterWrite {
 	undo: () => void;
 	/** A run it starts (for the duplicate-run check until it commits). */
 	runId?: string;
+	/** The same write as data: it joins the multi-row statements of the other sessions' (`barrier-batch.ts`). */
+	op?: BarrierOp;
 }
 
 /** A durable write. */
@@ -82,7 +86,7 @@ export class CommitQueue {
 	private flushWanted = false;
 	/** The last transaction failed as a whole: tries are spaced by `retryDelayMs`. */
 	private failing = false;
-	private syncTimer: NodeJS.Timeout | undefined;
+	private syncTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private flushTimer: NodeJS.Timeout | undefined;
 	private retryTimer: NodeJS.Timeout | undefined;
 	commitObserver: ((ms: number) => void) | undefined;
@@ -132,17 +136,33 @@ export class CommitQueue {
 		});
 	}
 
-	/** A write durable at the next barrier. */
-	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string): void {
+	/**
+	 * A write durable at the next barrier. `op`, the same write as data, lets it share multi-row
+	 * statements with other sessions' writes; `run` is what runs when it has none, or alone.
+	 */
+	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string, op?: BarrierOp): void {
 		this.open();
-		this.items.push({ kind: "later", fence, run, undo, ...(runId ? { runId } : {}) });
+		this.items.push({ kind: "later", fence, run, undo, ...(runId ? { runId } : {}), ...(op ? { op } : {}) });
 		if (runId) this.laterRuns.set(runId, fence.sessionId);
 		this.laterWaiting++;
 		// Not unref'd: a script that stores a message and then exits must still commit it.
-		this.syncTimer ??= setTimeout(() => {
-			this.syncTimer = undefined;
-			this.kick();
-		}, this.settings.syncDelayMs);
+		if (this.syncTimer !== undefined || this.running) return; // the loop takes it after the commit in flight
+		this.syncTimer =
+			this.settings.syncDelayMs === 0
+				? setImmediate(this.syncSoon)
+				: setTimeout(this.syncSoon, this.settings.syncDelayMs);
+	}
+
+	private readonly syncSoon = () => {
+		this.syncTimer = undefined;
+		this.kick();
+	};
+
+	private cancelSyncTimer(): void {
+		if (this.syncTimer === undefined) return;
+		if (this.settings.syncDelayMs === 0) clearImmediate(this.syncTimer as NodeJS.Immediate);
+		else clearTimeout(this.syncTimer as NodeJS.Timeout);
+		this.syncTimer = undefined;
 	}
 
 	/** Records activity of a session, written with the next commit. */
@@ -220,10 +240,7 @@ export class CommitQueue {
 			while (this.hasWork()) {
 				const durableWaiting = this.items.some((i) => i.kind === "durable");
 				if (this.failing && !durableWaiting && this.retryTimer !== undefined) break;
-				if (this.syncTimer !== undefined) {
-					clearTimeout(this.syncTimer);
-					this.syncTimer = undefined;
-				}
+				this.cancelSyncTimer();
 				await this.commitOnce();
 			}
 		} finally {
@@ -433,11 +450,36 @@ export class CommitQueue {
 		}
 	}
 
-	/** Barrier writes in one savepoint; if one fails, again one savepoint each, so only the failing one is lost. */
+	/**
+	 * Barrier writes in one savepoint, as multi-row statements over the sessions (`barrier-batch.ts`);
+	 * if that fails, again one savepoint each, so only the failing one is lost.
+	 */
 	private async runLater(client: Queryable, group: LaterWrite[]): Promise<void> {
 		if (group.length === 0) return;
 		const all = await this.inSavepoint(client, async () => {
-			for (const write of group) await write.run(client);
+			// Waves with at most one write per session: a session's nth write goes into the nth wave,
+			// so each session's writes keep their call order. A write with no `op` runs alone, after
+			// every write called before it and before every write called after it.
+			let waves: BarrierOp[][] = [];
+			const depth = new Map<string, number>();
+			const flush = async () => {
+				for (const wave of waves) await runWave(client, wave);
+				waves = [];
+				depth.clear();
+			};
+			for (const write of group) {
+				if (!write.op) {
+					await flush();
+					await write.run(client);
+					continue;
+				}
+				const level = depth.get(write.op.sessionId) ?? 0;
+				depth.set(write.op.sessionId, level + 1);
+				const wave = waves[level] ?? [];
+				waves[level] = wave;
+				wave.push(write.op);
+			}
+			await flush();
 		});
 		if (all.ok) return;
 		for (const write of group) {
@@ -504,8 +546,9 @@ export class CommitQueue {
 	/** Stops the timers (after the last commit). */
 	stop(): void {
 		this.closed = true;
-		for (const timer of [this.syncTimer, this.flushTimer, this.retryTimer]) if (timer) clearTimeout(timer);
-		this.syncTimer = this.flushTimer = this.retryTimer = undefined;
+		this.cancelSyncTimer();
+		for (const timer of [this.flushTimer, this.retryTimer]) if (timer) clearTimeout(timer);
+		this.flushTimer = this.retryTimer = undefined;
 		this.wake();
 	}
 }

@@ -6,10 +6,11 @@
  * set, kept in step with the queue.
  */
 import type { AgentMessage } from "../../agent/types.js";
-import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
+import { addUsage, duplicateRunError } from "../shared.js";
 import { ZERO_USAGE_JSON } from "../sqlite/rows.js";
 import type { RunEnd, UsageTotals } from "../types.js";
 import { usageEntriesOf } from "../usage.js";
+import { runUsageJson } from "./barrier-batch.js";
 import type { CommitQueue } from "./commit.js";
 import { named, type Queryable } from "./connection.js";
 import type { SessionState } from "./working-set.js";
@@ -29,6 +30,8 @@ export class RunWrites {
 			() => {
 				tally.messages -= rows.length;
 			},
+			undefined,
+			{ kind: "messages", sessionId: state.sessionId, runId, rows, messages },
 		);
 		tally.messages += rows.length;
 		return tally.messages;
@@ -68,6 +71,7 @@ export class RunWrites {
 				}
 			},
 			runId,
+			{ kind: "start", sessionId, runId, startedAt, rows, messages, usageJson: ZERO_USAGE_JSON },
 		);
 		tally.messages += rows.length;
 		tally.runId = runId;
@@ -82,7 +86,7 @@ export class RunWrites {
 	endRun(state: SessionState, runId: string, end: RunEnd, alsoWrite?: (tx: Queryable) => Promise<void>): boolean {
 		const tally = state.tally;
 		const sessionId = state.sessionId;
-		const usageJson = JSON.stringify(addUsage(zeroUsage(), end.usage));
+		const usageJson = runUsageJson(end.usage);
 		const errorMessage = end.errorMessage ?? null;
 		const wasCurrent = tally.runId === runId;
 		this.commits.later(
@@ -114,6 +118,11 @@ export class RunWrites {
 					tally.running = true;
 				}
 			},
+			undefined,
+			// With webhook deliveries to write, the run end runs on its own (in call order).
+			alsoWrite
+				? undefined
+				: { kind: "end", sessionId, runId, status: end.status, endedAt: end.endedAt, usageJson, errorMessage },
 		);
 		if (wasCurrent) {
 			tally.runId = null;

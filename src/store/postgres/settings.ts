@@ -28,7 +28,10 @@ export interface PostgresStoreOptions extends StoreOptions {
 	leaseTtlMs?: number;
 	/** Longest time a buffered event waits before it is written. Default 50 ms. */
 	flushIntervalMs?: number;
-	/** Longest time a barrier write waits for a `sync()` before committing on its own. Default 5 ms. */
+	/**
+	 * Longest time a barrier write waits for a `sync()` before committing on its own. Default 0: at
+	 * the end of the event-loop turn it was made in (or after the commit in flight).
+	 */
 	syncDelayMs?: number;
 	/** A buffer of this many events is written at once. Default 2,000. */
 	maxBatchEvents?: number;
@@ -80,7 +83,7 @@ export function resolveSettings(options: PostgresStoreOptions): PostgresSettings
 		),
 		maxIdempotencyKeys: maxIdempotencyKeys(options.maxIdempotencyKeysPerSession),
 		flushIntervalMs: checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000),
-		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 5, 0, 60_000),
+		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 0, 0, 60_000),
 		maxBatchEvents: checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000),
 		retryDelayMs: checkLimit("retryDelayMs", options.retryDelayMs, 1000, 1, 600_000),
 		connectTimeoutMs: checkLimit("connectTimeoutMs", options.connectTimeoutMs, 5000, 1, 600_000),

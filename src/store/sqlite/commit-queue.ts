@@ -4,9 +4,10 @@
  * - A *durable* write (`durable`) commits at once, in one transaction with every write queued for
  *   the barrier and the buffered events of the sessions involved.
  * - A *queued* write (`later`: run starts, messages, run ends) waits for the next barrier
- *   (`sync()`, the server's write passes), any durable write, a read of its session, or
- *   `syncDelayMs`; many sessions' queued writes then share one commit, their statements back to
- *   back instead of each between the server's other work.
+ *   (`sync()`, the server's write passes), any durable write, a read of its session, or the end of
+ *   the event-loop turn it was made in (`syncDelayMs` later when set); the queued writes of every
+ *   session made until then share one commit, their statements back to back instead of each
+ *   between the server's other work. No commit waits for others to join it.
  * - Buffered events and activity times ride along with the next commit, or are written by the
  *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread).
  * - WAL checkpoints run between transactions or, while much is written, on a thread
@@ -87,7 +88,8 @@ export class CommitQueue {
 	private checkpointFallback = false;
 	private flushTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private flushTimerIsImmediate = false;
-	private syncTimer: NodeJS.Timeout | undefined;
+	private syncTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+	private syncTimerIsImmediate = false;
 	/** Told each commit's duration (`observeCommits`). */
 	commitObserver: ((ms: number) => void) | undefined;
 	closed = false;
@@ -168,10 +170,7 @@ export class CommitQueue {
 		this.waitForWriter();
 		const later = this.laterWrites.splice(0);
 		const states = this.log.toWrite(scope === undefined ? undefined : [...scope, ...this.laterSessions]);
-		if (this.syncTimer !== undefined) {
-			clearTimeout(this.syncTimer);
-			this.syncTimer = undefined;
-		}
+		this.cancelSyncTimer();
 		let outcome: TxOutcome;
 		const startedAt = this.commitObserver ? performance.now() : 0;
 		try {
@@ -211,7 +210,8 @@ export class CommitQueue {
 
 	/**
 	 * A write that is durable at the next barrier: queued, and run with the others in one
-	 * transaction by the next `sync()` or durable write, or after `syncDelayMs`. The caller computes
+	 * transaction by the next `sync()` or durable write, or at the end of this event-loop turn
+	 * (after `syncDelayMs` when that is set). The caller computes
 	 * its return value from the session's tally. With the writer thread (which needs the write lock
 	 * between our writes) it is an ordinary durable write.
 	 */
@@ -224,7 +224,18 @@ export class CommitQueue {
 		this.laterWrites.push({ sessionId, run, messages });
 		this.laterSessions.add(sessionId);
 		// Not unref'd: a script that stores a message and then exits must still commit it.
-		this.syncTimer ??= setTimeout(this.syncSoon, this.settings.syncDelayMs);
+		if (this.syncTimer !== undefined) return;
+		this.syncTimerIsImmediate = this.settings.syncDelayMs === 0;
+		this.syncTimer = this.syncTimerIsImmediate
+			? setImmediate(this.syncSoon)
+			: setTimeout(this.syncSoon, this.settings.syncDelayMs);
+	}
+
+	private cancelSyncTimer(): void {
+		if (this.syncTimer === undefined) return;
+		if (this.syncTimerIsImmediate) clearImmediate(this.syncTimer as NodeJS.Immediate);
+		else clearTimeout(this.syncTimer as NodeJS.Timeout);
+		this.syncTimer = undefined;
 	}
 
 	/**
@@ -234,7 +245,9 @@ export class CommitQueue {
 	private requeue(later: LaterWrite[]): void {
 		this.laterWrites.unshift(...later);
 		this.log.forgetReservations();
-		this.syncTimer ??= setTimeout(this.syncSoon, Math.max(this.settings.syncDelayMs, this.settings.flushIntervalMs));
+		if (this.syncTimer !== undefined) return;
+		this.syncTimerIsImmediate = false;
+		this.syncTimer = setTimeout(this.syncSoon, Math.max(this.settings.syncDelayMs, this.settings.flushIntervalMs));
 	}
 
 	/**
@@ -371,8 +384,7 @@ export class CommitQueue {
 			else clearTimeout(this.flushTimer as NodeJS.Timeout);
 			this.flushTimer = undefined;
 		}
-		if (this.syncTimer !== undefined) clearTimeout(this.syncTimer);
-		this.syncTimer = undefined;
+		this.cancelSyncTimer();
 		this.closed = true;
 	}
 }

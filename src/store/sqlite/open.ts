@@ -24,7 +24,8 @@ export interface SqliteStoreOptions extends StoreOptions {
 	flushIntervalMs?: number;
 	/**
 	 * Longest time a write that is durable at the next barrier (`startRun`, `appendMessages`, `endRun`)
-	 * waits for a `sync()` before committing on its own. Default 5 ms.
+	 * waits for a `sync()` before committing on its own. Default 0: at the end of the event-loop turn
+	 * it was made in, with every other write made in that turn.
 	 */
 	syncDelayMs?: number;
 	/** A buffer of this many events is written at once, synchronously. Default 2,000. */
@@ -88,7 +89,7 @@ export function resolveSettings(options: SqliteStoreOptions): SqliteSettings {
 		),
 		maxIdempotencyKeys: maxIdempotencyKeys(options.maxIdempotencyKeysPerSession),
 		flushIntervalMs: checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000),
-		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 5, 0, 60_000),
+		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 0, 0, 60_000),
 		maxBatchEvents: checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000),
 		synchronous: options.synchronous === "full" ? "FULL" : "NORMAL",
 		checkIntegrity: options.checkIntegrity !== false,
