@@ -7,7 +7,7 @@
  */
 import type pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres.js";
+import { openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres/index.js";
 import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "./../helpers/postgres.js";
 import { assistant, newSession, usage, user } from "./contract.js";
 
