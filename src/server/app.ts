@@ -386,10 +386,13 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	}
 	// Before the routes (it hooks each as it is added; those hooks run after auth's, keyed on the
 	// owner auth found), and before auth, which asks it about the requests it refuses.
+	// Refused requests are only counted where auth can refuse one: with keys set.
+	const refusedPerMinute = config.apiKeys.length > 0 ? config.unauthRateLimitPerMinute : 0;
 	const requestLimit =
-		config.rateLimitPerMinute > 0
+		config.rateLimitPerMinute > 0 || refusedPerMinute > 0
 			? await installRequestLimit(app, {
 					perMinute: config.rateLimitPerMinute,
+					refusedPerMinute,
 					onRefused: () => metrics?.countLimited("requests"),
 				})
 			: undefined;
@@ -398,7 +401,7 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		apiKeys: config.apiKeys,
 		streamTokenTtlMs: config.streamTokenTtlMs,
 		...(config.metricsToken ? { operatorToken: config.metricsToken } : {}),
-		...(requestLimit ? { limitRefused: requestLimit.limitRefused } : {}),
+		...(requestLimit?.limitRefused ? { limitRefused: requestLimit.limitRefused } : {}),
 	});
 	await app.register(openApiPlugin);
 	if (metrics) installMetrics(app, metrics, config, store);

@@ -298,7 +298,15 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "int",
 		default: "0",
 		description:
-			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. Requests without a valid key count per client IP, apart from every key's own. 0 = no limit.",
+			"Requests per minute per API key (per client IP when auth is off) on every route but the open ones (`/healthz`, `/readyz`, `/openapi.json`); above it 429 `RATE_LIMITED` with `retry-after`. 0 = no limit.",
+	},
+	{
+		env: "WHEELHOUSE_UNAUTH_RATE_LIMIT_RPM",
+		key: "unauthRateLimitPerMinute",
+		kind: "int",
+		default: "60",
+		description:
+			"With API keys set: requests per minute per client IP that auth refuses (no key, a wrong one, a bad stream token), counted apart from every key's own; above it 429 `RATE_LIMITED` with `retry-after` instead of 401, so a loop guessing keys is slowed. 0 = no limit.",
 	},
 	{
 		env: "WHEELHOUSE_MAX_RUNS_PER_KEY",
@@ -469,6 +477,7 @@ export const ServerConfigSchema = Type.Object(
 		sessionTtlMs: Int(1000),
 		sessionDeleteAfterMs: Int(0),
 		rateLimitPerMinute: Int(0),
+		unauthRateLimitPerMinute: Int(0),
 		maxRunsPerKey: Int(0),
 		metrics: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		metricsPort: Int(0, 65535),

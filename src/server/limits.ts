@@ -126,7 +126,13 @@ function decrement<K>(counts: Map<K, number>, key: K): void {
 const WINDOW_MS = 60_000;
 
 export interface RequestLimitOptions {
+	/** Requests per minute per API key (per address with auth off); 0 = none. */
 	perMinute: number;
+	/**
+	 * Requests per minute per address that auth refuses (no key, a wrong one, a bad stream token),
+	 * counted apart from every key's own; 0 = none.
+	 */
+	refusedPerMinute: number;
 	/** Called for each refused request (metrics). */
 	onRefused?: () => void;
 }
@@ -134,7 +140,7 @@ export interface RequestLimitOptions {
 /** The installed request limit. */
 export interface RequestLimit {
 	/** Counts a request auth is about to refuse against its address; throws `RATE_LIMITED` past the limit. */
-	limitRefused(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+	limitRefused?(request: FastifyRequest, reply: FastifyReply): Promise<void>;
 }
 
 /** The limiter's key of a request: its API key's owner, else its address. */
@@ -142,16 +148,23 @@ function limitKey(request: FastifyRequest): string {
 	return request.ownerId ? `key:${request.ownerId}` : `ip:${request.ip}`;
 }
 
+function retryIn(ttlMs: number): number {
+	return Math.max(1, Math.ceil(ttlMs / 1000));
+}
+
 /**
  * Installs the requests-per-minute limit on every route registered after it, except the open
- * ones (health probes, the OpenAPI document). Its per-route hooks run after the app's own
- * `onRequest` hooks, so after auth (they read `request.ownerId`, which the auth hook sets); install
- * it before the routes, and hand {@link RequestLimit.limitRefused} to auth. The store is in
- * memory, per app: with several processes behind a balancer the limit holds per process.
+ * ones (health probes, the OpenAPI document), and the limit of requests auth refuses, per address.
+ * The per-route hooks run after the app's own `onRequest` hooks, so after auth (they read
+ * `request.ownerId`, which the auth hook sets); install it before the routes, and hand
+ * {@link RequestLimit.limitRefused} to auth. The counts are in memory, per app: with several
+ * processes behind a balancer the limits hold per process.
  */
 export async function installRequestLimit(app: FastifyInstance, options: RequestLimitOptions): Promise<RequestLimit> {
 	const { default: rateLimit } = await import("@fastify/rate-limit");
 	await app.register(rateLimit, {
+		// Without a per-key limit, the plugin only serves the limiter of refused requests below.
+		global: options.perMinute > 0,
 		max: options.perMinute,
 		timeWindow: WINDOW_MS,
 		keyGenerator: limitKey,
@@ -160,14 +173,25 @@ export async function installRequestLimit(app: FastifyInstance, options: Request
 		errorResponseBuilder: (request, context) =>
 			apiError(
 				"RATE_LIMITED",
-				`Too many requests: ${request.ownerId ? "this API key" : "this address, without a valid API key,"} may send ${context.max} per minute; retry in ${Math.max(1, Math.ceil(context.ttl / 1000))} s (the retry-after header).`,
+				`Too many requests: ${request.ownerId ? "this API key" : "this address"} may send ${context.max} per minute; retry in ${retryIn(context.ttl)} s (the retry-after header).`,
 			),
 	});
-	// The same limiter and store: one count per address, whichever hook counted the request.
-	const limiter = app.rateLimit();
+	if (options.refusedPerMinute <= 0) return {};
+	// A limiter of its own (its own counts): a loop guessing keys is slowed, a key's own count is untouched.
+	const refused = app.rateLimit({
+		max: options.refusedPerMinute,
+		timeWindow: WINDOW_MS,
+		keyGenerator: (request: FastifyRequest) => `refused:${request.ip}`,
+		onExceeded: () => options.onRefused?.(),
+		errorResponseBuilder: (_request, context) =>
+			apiError(
+				"RATE_LIMITED",
+				`Too many requests: this address, without a valid API key, may send ${context.max} per minute; retry in ${retryIn(context.ttl)} s (the retry-after header).`,
+			),
+	});
 	return {
 		limitRefused: async (request, reply) => {
-			await limiter.call(app, request, reply);
+			await refused.call(app, request, reply);
 		},
 	};
 }

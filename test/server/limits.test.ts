@@ -2,7 +2,9 @@
  * Per-API-key limits: requests per minute and runs running at once. Past either, 429 with the
  * envelope; another key is not affected. Requests without a valid key are limited by address.
  */
+
 import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/server/config.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { promptSse, type SseReader } from "../helpers/sse.js";
 
@@ -46,7 +48,7 @@ describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 	});
 
 	it("limits requests without a valid key by address (429 past the limit), apart from every key's own count", async () => {
-		server = await startServer({ config: { apiKeys: [KEY_A], rateLimitPerMinute: 3 } });
+		server = await startServer({ config: { apiKeys: [KEY_A], rateLimitPerMinute: 3, unauthRateLimitPerMinute: 3 } });
 		const guesses = ["guess-0000-aaaa", "guess-0000-bbbb", undefined];
 		for (const key of guesses) {
 			const res = await server.request("GET", "/v1/models", key ? { key } : {});
@@ -61,6 +63,20 @@ describe("requests per minute (WHEELHOUSE_RATE_LIMIT_RPM)", () => {
 		// The key from the same address keeps its whole limit.
 		for (let i = 0; i < 3; i++) expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
 		expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(429);
+	});
+
+	it("limits refused requests by default, with no per-key limit set", async () => {
+		server = await startServer({ config: { apiKeys: [KEY_A] } });
+		const limit = Number(loadConfig({}).unauthRateLimitPerMinute);
+		expect(limit).toBeGreaterThan(0);
+		for (let i = 0; i < limit; i++) {
+			expect((await server.request("GET", "/v1/models", { key: `guess-${i}-0000-aaaa` })).status).toBe(401);
+		}
+		const slowed = await server.request("GET", "/v1/models", { key: "guess-last-0000" });
+		expect([slowed.status, slowed.body.error.code]).toEqual([429, "RATE_LIMITED"]);
+		// Keys are not limited at all (no per-key limit is set), from the same address.
+		for (let i = 0; i < limit + 5; i++)
+			expect((await server.request("GET", "/v1/models", { key: KEY_A })).status).toBe(200);
 	});
 
 	it("keys on the client address when auth is off", async () => {
