@@ -23,7 +23,7 @@ const HEADER = `/**
 /** The file as src/client/api-types.ts holds it. */
 export async function renderApiTypes(): Promise<string> {
 	const yaml = readFileSync(path.join(ROOT, "openapi.yaml"), "utf8");
-	const ast = await openapiTS(yaml, { alphabetize: false, exportType: false });
+	const ast = await openapiTS(yaml, { alphabetize: false, exportType: false, defaultNonNullable: false });
 	// Formatted as `npm run format` would, so that formatting the tree leaves the file as rendered.
 	return execFileSync(path.join(ROOT, "node_modules/.bin/biome"), ["format", `--stdin-file-path=${API_TYPES_FILE}`], {
 		cwd: ROOT,

@@ -588,7 +588,7 @@ export interface components {
 						  }
 				  )[];
 			/** @default false */
-			isError: boolean;
+			isError?: boolean;
 			/** @description Kept for UIs and logs; not sent to the model */
 			details?: unknown;
 		};
