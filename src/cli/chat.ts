@@ -5,6 +5,7 @@
  */
 import * as readline from "node:readline";
 import {
+	type QueuedAccepted,
 	type ReceivedEvent,
 	type Session,
 	type SessionSummary,
@@ -36,7 +37,7 @@ const HELP = `Type a message and press Enter. While the agent answers, a line yo
   /model [<id>]      the models, or switch this session's model
   /usage             tokens and cost: this session and your key this month
   /abort             abort the run (Ctrl-C does too; Ctrl-C twice exits)
-  /help, /quit`;
+  /help, /quit       (//text sends "/text" as a message)`;
 
 /** A question the next line answers instead of being a message. */
 type Pending =
@@ -91,6 +92,13 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	};
 	const failure = (error: unknown) =>
 		line(s.red(error instanceof WheelhouseError ? `${error.code ?? error.status}: ${error.message}` : String(error)));
+
+	const queued = (accepted: QueuedAccepted) =>
+		line(
+			s.dim(
+				`queued as ${accepted.queue === "steer" ? "steer" : "follow-up"} (${accepted.queueLength} waiting${accepted.idle ? ", delivered with the next run" : ""})`,
+			),
+		);
 
 	const useSession = async (id: string, showHistory: boolean) => {
 		session = await client.getSession(id);
@@ -161,9 +169,6 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				refreshPrompt();
 				break;
 			}
-			case "queue_update":
-				if (data.action === "queued") line(s.dim(`queued as ${data.kind === "steer" ? "steer" : "follow-up"}`));
-				break;
 			case "run_interrupted":
 				line(s.red(`the server stopped during the run${data.willContinue ? "; it continues" : ""}`));
 				break;
@@ -224,7 +229,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 			case "follow-up":
 			case "f":
 				if (!arg) line(s.red("/followup <text>"));
-				else await client.followUp(sessionId, arg);
+				else queued(await client.followUp(sessionId, arg));
 				return true;
 			case "abort":
 				if (run) await abortRun();
@@ -271,7 +276,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				return true;
 			}
 			default:
-				line(s.red(`unknown command /${name}: /help lists them`));
+				line(s.red(`unknown command /${name}: /help lists them (//text sends "/text" as a message)`));
 				return true;
 		}
 	};
@@ -304,13 +309,15 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 			refreshPrompt();
 			return true;
 		}
-		if (text.startsWith("/")) return command(text);
+		// `//text` sends `/text` as a message (the stand-in model's `/tool NAME {…}`, say).
+		if (text.startsWith("/") && !text.startsWith("//")) return command(text);
+		const message = text.startsWith("//") ? text.slice(1) : text;
 		if (run) {
-			await client.steer(sessionId, text);
+			queued(await client.steer(sessionId, message));
 			return true;
 		}
-		line(`${s.bold("you: ")}${text}`);
-		startRun(text);
+		line(`${s.bold("you: ")}${message}`);
+		startRun(message);
 		return true;
 	};
 
