@@ -10,5 +10,7 @@ import { API_TYPES_FILE, renderApiTypes } from "../../scripts/gen-client-types.j
 it("the committed client API types match openapi.yaml", async () => {
 	const rendered = await renderApiTypes();
 	expect(rendered).toContain("postSessionsByIdPrompt");
-	expect(readFileSync(API_TYPES_FILE, "utf8") === rendered, "regenerate: npx tsx scripts/gen-client-types.ts").toBe(true);
+	expect(readFileSync(API_TYPES_FILE, "utf8") === rendered, "regenerate: npx tsx scripts/gen-client-types.ts").toBe(
+		true,
+	);
 }, 60_000);

@@ -74,7 +74,10 @@ describe("WheelhouseClient against the real server", () => {
 		for await (const s of client.allSessions(2)) all.push(s.id);
 		expect(all).toEqual(expect.arrayContaining([created.id, ...others.map((o) => o.id)]));
 
-		const updated = await client.updateSession(created.id, { systemPrompt: "be brief", metadata: { title: "renamed" } });
+		const updated = await client.updateSession(created.id, {
+			systemPrompt: "be brief",
+			metadata: { title: "renamed" },
+		});
 		expect(updated).toMatchObject({ systemPrompt: "be brief", metadata: { title: "renamed" } });
 
 		await collect(client.streamPrompt(created.id, "one two three"));
