@@ -208,4 +208,48 @@ describe("WheelhouseClient against the real server", () => {
 		expect(compacted).toMatchObject({ compacted: true });
 		expect(compacted.tokensAfter).toBeLessThanOrEqual(compacted.tokensBefore);
 	});
+
+	it("a run-starting call whose answer is lost is repeated with its key: one run, not two", async () => {
+		/** The real fetch, except that the answer to the first request matching `lose` never arrives. */
+		const losing = (lose: RegExp) => {
+			let lost = 0;
+			const keys: (string | null)[] = [];
+			const lossy: typeof fetch = async (input, init) => {
+				if (lose.test(String(input))) keys.push(new Headers(init?.headers).get("idempotency-key"));
+				const response = await fetch(input, init);
+				if (lose.test(String(input)) && lost++ === 0) {
+					await response.body?.cancel();
+					throw new TypeError("fetch failed");
+				}
+				return response;
+			};
+			return { lossy, keys };
+		};
+
+		const plain = losing(/\/prompt$/);
+		const retrying = new WheelhouseClient({ baseUrl: server.url, apiKey: KEY, fetch: plain.lossy, retryDelayMs: 10 });
+		const { id } = await client.createSession({});
+		const accepted = await retrying.prompt(id, "only once");
+		expect(accepted).toMatchObject({ status: "started" });
+		expect(plain.keys).toHaveLength(2);
+		expect(plain.keys[0]).toBe(plain.keys[1]);
+		const run = accepted as { firstEventId: number };
+		await collect(client.events(id, { lastEventId: run.firstEventId - 1, until: (e) => e.type === "agent_end" }));
+		expect((await client.messages(id)).messages.map((m: any) => m.role)).toEqual(["user", "assistant"]);
+
+		const streamed = losing(/\/prompt$/);
+		const streaming = new WheelhouseClient({ baseUrl: server.url, apiKey: KEY, fetch: streamed.lossy });
+		const events = await collect(streaming.streamPrompt(id, "streamed once", { retryDelayMs: 10 }));
+		expect(streamed.keys).toHaveLength(2);
+		expect(streamed.keys[0]).toBe(streamed.keys[1]);
+		expect(events[0]?.type).toBe("agent_start");
+		expect(events.at(-1)?.type).toBe("agent_end");
+		expect((await client.messages(id)).total).toBe(4);
+
+		// A call without a key is not repeated: the lost answer is the caller's error.
+		const once = losing(/\/abort$/);
+		const noRetry = new WheelhouseClient({ baseUrl: server.url, apiKey: KEY, fetch: once.lossy, retryDelayMs: 10 });
+		await expect(noRetry.abort(id)).rejects.toThrow("fetch failed");
+		expect(once.keys).toEqual([null]);
+	});
 });
