@@ -105,10 +105,11 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 		expect(term.exitStatus()).toBe(0);
 	});
 
-	it("asks for an approval (y runs the tool), resumes a session, lists sessions, switches model, shows usage", async () => {
+	it("asks for an approval (y runs the tool) and a client tool's result, resumes a session, lists sessions, switches model, shows usage", async () => {
 		const created = await json(`${server.url}/v1/sessions`, "POST", {
 			tools: ["calculate"],
 			toolApprovals: { calculate: "always" },
+			clientTools: [{ name: "ask_user", description: "Ask the user", parameters: { type: "object" } }],
 			metadata: { title: "approval test" },
 		});
 		const id = created.body.id as string;
@@ -128,6 +129,16 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 		await term.waitFor(/✓ calculate: .*42/);
 		const result = (await messages(id)).find((m: any) => m.role === "toolResult");
 		expect(result).toMatchObject({ toolName: "calculate", isError: false });
+		await until(async () => (await state(id)).status === "idle", "the run's end");
+
+		// A client tool's call asks for its result in the terminal; the line typed is what the model sees.
+		term.type('//tool ask_user {"q": "colour?"}');
+		term.keys("Enter");
+		await term.waitFor(/ask_user result> /);
+		expect((await state(id)).pendingClientToolCalls).toHaveLength(1);
+		term.type("blue");
+		term.keys("Enter");
+		await term.waitFor(/Tool results: ask_user: blue/);
 		await until(async () => (await state(id)).status === "idle", "the run's end");
 
 		term.type("/sessions");
