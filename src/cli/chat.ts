@@ -1,6 +1,7 @@
 /**
  * `wheelhouse chat`: talk to an agent in the terminal. The answer streams above the input line;
- * a line typed while a run is active steers it (`/followup <text>` queues a follow-up instead);
+ * a line typed while a run is active steers it (Alt+Enter or `/followup <text>` queues a follow-up
+ * instead);
  * Ctrl-C aborts the run, twice exits; approvals and client tools ask in the terminal.
  */
 import * as readline from "node:readline";
@@ -29,8 +30,9 @@ export interface ChatIo {
 	output: NodeJS.WritableStream & { columns?: number; isTTY?: boolean };
 }
 
-const HELP = `Type a message and press Enter. While the agent answers, a line you type steers it.
-  /followup <text>   queue a follow-up (delivered when the agent would stop)
+const HELP = `Type a message and press Enter. While the agent answers, a line you type steers it;
+Alt+Enter queues the line as a follow-up instead (delivered when the agent would stop).
+  /followup <text>   queue a follow-up
   /sessions          the sessions on the server, newest first
   /resume <id>       switch to a session (shows its last messages)
   /new               start a new session
@@ -340,6 +342,31 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		rl.on("close", quit);
 		// Lines are handled one at a time, in order, even when one waits for the server.
 		let chain = Promise.resolve(true);
+		const handle = (work: () => Promise<boolean>) => {
+			chain = chain.then(async (goOn) => {
+				if (!goOn || closed) return false;
+				try {
+					const more = await work();
+					if (!more) quit();
+					return more;
+				} catch (error) {
+					failure(error);
+					return true;
+				}
+			});
+		};
+		// Alt+Enter queues the typed line as a follow-up instead of steering (readline ignores the key).
+		io.input.on("keypress", (_text: string, key: { name?: string; meta?: boolean } | undefined) => {
+			if (closed || key?.name !== "return" || !key.meta || pending.length > 0) return;
+			const text = rl.line.trim();
+			if (!text) return;
+			rl.write(null, { ctrl: true, name: "e" });
+			rl.write(null, { ctrl: true, name: "u" });
+			handle(async () => {
+				queued(await client.followUp(sessionId, text));
+				return true;
+			});
+		});
 		rl.on("line", (input) => {
 			// Readline has moved below the line just entered: take it off the screen, so that output
 			// keeps going above the input line (what was typed is shown as `you:` or acted upon).
@@ -348,17 +375,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				readline.moveCursor(out, 0, -rows);
 				readline.clearScreenDown(out);
 			}
-			chain = chain.then(async (goOn) => {
-				if (!goOn || closed) return false;
-				try {
-					const more = await onLine(input);
-					if (!more) quit();
-					return more;
-				} catch (error) {
-					failure(error);
-					return true;
-				}
-			});
+			handle(() => onLine(input));
 		});
 	});
 

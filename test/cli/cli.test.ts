@@ -63,7 +63,7 @@ async function until<T>(probe: () => Promise<T | undefined | false>, what: strin
 }
 
 describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
-	it("streams the answer, a line typed during the run steers it, Ctrl-C aborts, twice exits", async () => {
+	it("streams the answer, a line typed during the run steers it (Alt+Enter: follow-up), Ctrl-C aborts, twice exits", async () => {
 		const term = openTerminal(`${CLI} chat --new`, { cwd: repoRoot, env: { WHEELHOUSE_URL: server.url } });
 		const id = sessionIdOn(await term.waitFor(/session ses_\w+/));
 
@@ -76,16 +76,24 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 
 		term.type("turn left now");
 		term.keys("Enter");
+		await term.waitFor(/queued as steer/);
+		// Alt+Enter queues the line as a follow-up instead.
+		term.type("then go home");
+		term.keys("M-Enter");
+		await term.waitFor(/queued as follow-up/);
 		await term.waitFor(/» turn left now/);
 		await term.waitFor(/^turn left now$/m);
+		await term.waitFor(/^then go home$/m);
+		await until(async () => (await state(id)).status === "idle", "the run's end");
 		const stored = await messages(id);
 		expect(stored.map((m: any) => [m.role, m.content[0]?.text])).toEqual([
 			["user", words("a", 60)],
 			["assistant", words("a", 60)],
 			["user", "turn left now"],
 			["assistant", "turn left now"],
+			["user", "then go home"],
+			["assistant", "then go home"],
 		]);
-		await until(async () => (await state(id)).status === "idle", "the run's end");
 
 		term.type(words("b", 200));
 		term.keys("Enter");
