@@ -21,7 +21,7 @@ export interface ChatFlags {
 	session?: string;
 	/** Create a new session (no picker). */
 	new?: boolean;
-	/** Model of a new session. */
+	/** Model of a new session, or the model `--session` switches to. */
 	model?: string;
 }
 
@@ -380,7 +380,10 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	});
 
 	try {
-		if (flags.session) await useSession(flags.session, true);
+		if (flags.session) {
+			if (flags.model) await client.updateSession(flags.session, { model: flags.model });
+			await useSession(flags.session, true);
+		}
 		else if (flags.new) await newSession();
 		else await pickSession();
 	} catch (error) {
