@@ -1,6 +1,6 @@
 /**
  * Writes src/client/api-types.ts from openapi.yaml with openapi-typescript:
- * `npx tsx scripts/gen-client-types.ts`.
+ * `npx tsx scripts/gen-client-types.ts` (`npm run openapi` runs it after writing openapi.yaml).
  *
  * The client's request and response types come from the same document the server publishes;
  * test/client/api-types.test.ts fails when the committed file differs from what this renders.
@@ -16,7 +16,7 @@ export const API_TYPES_FILE = path.join(ROOT, "src/client/api-types.ts");
 
 const HEADER = `/**
  * The Wheelhouse HTTP API's types, generated from openapi.yaml by scripts/gen-client-types.ts
- * (openapi-typescript). Do not edit: regenerate after \`npm run openapi\`.
+ * (openapi-typescript). Do not edit: \`npm run openapi\` regenerates it.
  */
 `;
 

@@ -59,12 +59,20 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	let run: { abort: AbortController; done: Promise<void> } | undefined;
 	const pending: Pending[] = [];
 	let lastSigint = 0;
+	/** Lines typed (or piped) before the session is chosen wait for it. */
+	let setupDone!: (ok: boolean) => void;
+	const ready = new Promise<boolean>((resolve) => {
+		setupDone = resolve;
+	});
 	let closed = false;
+	/** The input ended (Ctrl-D, or the end of piped input): what was typed is still carried out. */
+	let inputEnded = false;
 
 	/** Writes `text` above the input line, which is redrawn below it. */
 	const print = (text: string) => {
 		if (!tty) {
 			out.write(text);
+			partial = (partial + text).slice((partial + text).lastIndexOf("\n") + 1);
 			return;
 		}
 		readline.cursorTo(out, 0);
@@ -78,6 +86,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		out.write(all);
 		partial = all.slice(all.lastIndexOf("\n") + 1);
 		if (partial) out.write("\n");
+		if (inputEnded) return;
 		rl.setPrompt(promptText());
 		rl.prompt(true);
 	};
@@ -89,6 +98,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		return s.bold(run ? "steer> " : "> ");
 	};
 	const refreshPrompt = () => {
+		if (inputEnded) return;
 		rl.setPrompt(promptText());
 		rl.prompt(true);
 	};
@@ -339,9 +349,8 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 			if (run) void abortRun();
 			else line(s.dim("(Ctrl-C again to exit)"));
 		});
-		rl.on("close", quit);
 		// Lines are handled one at a time, in order, even when one waits for the server.
-		let chain = Promise.resolve(true);
+		let chain = ready;
 		const handle = (work: () => Promise<boolean>) => {
 			chain = chain.then(async (goOn) => {
 				if (!goOn || closed) return false;
@@ -367,6 +376,11 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				return true;
 			});
 		});
+		rl.on("close", () => {
+			inputEnded = true;
+			// Piped input ends before the answers: the lines already read and their runs finish first.
+			void chain.then(() => run?.done).then(quit);
+		});
 		rl.on("line", (input) => {
 			// Readline has moved below the line just entered: take it off the screen, so that output
 			// keeps going above the input line (what was typed is shown as `you:` or acted upon).
@@ -383,14 +397,15 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		if (flags.session) {
 			if (flags.model) await client.updateSession(flags.session, { model: flags.model });
 			await useSession(flags.session, true);
-		}
-		else if (flags.new) await newSession();
+		} else if (flags.new) await newSession();
 		else await pickSession();
 	} catch (error) {
 		failure(error);
+		setupDone(false);
 		rl.close();
 		return EXIT.request;
 	}
+	setupDone(true);
 	refreshPrompt();
 	return finished;
 

@@ -1,6 +1,6 @@
 /**
  * The Wheelhouse HTTP API's types, generated from openapi.yaml by scripts/gen-client-types.ts
- * (openapi-typescript). Do not edit: regenerate after `npm run openapi`.
+ * (openapi-typescript). Do not edit: `npm run openapi` regenerates it.
  */
 export interface paths {
 	"/openapi.json": {

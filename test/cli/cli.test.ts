@@ -5,7 +5,7 @@
  * and prints JSON lines; `tail` picks up again after the server restarts. What the terminal shows
  * is checked against what the server stored.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -167,6 +167,29 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 		term.keys("Enter");
 		await until(async () => term.exitStatus() !== undefined, "chat to exit");
 		expect(term.exitStatus()).toBe(0);
+	});
+});
+
+describe("wheelhouse chat with piped input", { timeout: 60_000 }, () => {
+	it("carries out every piped line, waits for the answers, then exits 0", async () => {
+		// spawnSync blocks this process only; the server is another one.
+		const result = spawnSync(process.execPath, ["--import", "tsx", "src/cli/main.ts", "chat", "--new"], {
+			cwd: repoRoot,
+			env: { PATH: process.env.PATH, WHEELHOUSE_URL: server.url },
+			input: "piped words here\n/followup and then this\n",
+			encoding: "utf8",
+			timeout: 30_000,
+		});
+		expect(result.status, result.stderr).toBe(0);
+		const id = sessionIdOn(result.stdout);
+		expect(result.stdout).toMatch(/^piped words here$/m);
+		await until(async () => (await state(id)).status === "idle", "the follow-up's run");
+		expect((await messages(id)).map((m: any) => m.content[0]?.text)).toEqual([
+			"piped words here",
+			"piped words here",
+			"and then this",
+			"and then this",
+		]);
 	});
 });
 
