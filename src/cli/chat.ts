@@ -341,6 +341,9 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 			rl.close();
 			resolve(EXIT.ok);
 		};
+		// Ctrl-C reaches readline as a key while it reads the terminal; a SIGINT signal (kill -INT, or a
+		// Ctrl-C typed while the terminal is handed back on the way out) quits the same way.
+		process.on("SIGINT", quit);
 		rl.on("SIGINT", () => {
 			const now = Date.now();
 			if (now - lastSigint < 2000) return quit();

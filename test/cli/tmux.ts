@@ -18,7 +18,7 @@ export interface Terminal {
 	screen(): string;
 	/** Resolves with the screen once `pattern` matches it; fails after `timeoutMs` showing the screen. */
 	waitFor(pattern: RegExp | ((screen: string) => boolean), timeoutMs?: number): Promise<string>;
-	/** `undefined` while the command runs, else its exit status. */
+	/** `undefined` while the command runs, else its exit status (as the shell reports it: 128 + a signal's number). */
 	exitStatus(): number | undefined;
 	kill(): void;
 }
@@ -43,7 +43,9 @@ export function openTerminal(command: string, options: { cwd: string; env?: Reco
 		"-c",
 		options.cwd,
 		...envArgs,
-		command,
+		// The shell prints the exit status: tmux may mark a pane dead on the pty's end before it has
+		// reaped the process, and then never shows its status.
+		`${command}; printf '\\n[exited %d]\\n' $?`,
 		";",
 		"set-option",
 		"-t",
@@ -72,10 +74,8 @@ export function openTerminal(command: string, options: { cwd: string; env?: Reco
 			}
 		},
 		exitStatus() {
-			const [dead, status] = tmux("display-message", "-p", "-t", "main", "#{pane_dead} #{pane_dead_status}")
-				.trim()
-				.split(" ");
-			return dead === "1" ? Number(status) : undefined;
+			const match = /\[exited (\d+)\]/.exec(terminal.screen());
+			return match ? Number(match[1]) : undefined;
 		},
 		kill() {
 			try {
