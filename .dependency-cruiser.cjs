@@ -27,6 +27,14 @@ module.exports = {
 		layer("server-on-top", "server", ["store", "tools", "wire", "agent", "ai"]),
 		layer("client-beside", "client", ["wire", "ai"]),
 		layer("playground-beside", "playground", ["client", "wire", "ai"]),
+		layer("cli-on-client", "cli", ["client"]),
+		{
+			name: "client-without-server-packages",
+			severity: "error",
+			comment: "src/client and src/cli run without the server's packages (the client is bundled for browsers)",
+			from: { path: "^src/(client|cli)/" },
+			to: { path: "node_modules/(fastify|@fastify/|better-sqlite3|pg|ioredis|pino)" },
+		},
 		{
 			name: "entry-points-are-roots",
 			severity: "error",

@@ -31,4 +31,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
 	const yaml = await renderOpenApi();
 	writeFileSync(OPENAPI_FILE, yaml);
 	console.log(`wrote ${path.relative(process.cwd(), OPENAPI_FILE)} (${yaml.length} bytes)`);
+	// The client's types are generated from the document: kept in step with it.
+	const { API_TYPES_FILE, renderApiTypes } = await import("./gen-client-types.js");
+	const types = await renderApiTypes();
+	writeFileSync(API_TYPES_FILE, types);
+	console.log(`wrote ${path.relative(process.cwd(), API_TYPES_FILE)} (${types.length} bytes)`);
 }

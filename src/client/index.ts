@@ -1,5 +1,13 @@
 /**
- * `wheelhouse/client`: read a Wheelhouse server's SSE streams from a browser or Node.
+ * `wheelhouse/client`: talk to a Wheelhouse server from a browser or Node: `WheelhouseClient` has a
+ * typed method per `/v1` operation; the stream helpers read its SSE streams.
+ *
+ * ```ts
+ * import { WheelhouseClient } from "wheelhouse/client";
+ * const client = new WheelhouseClient({ baseUrl, apiKey });
+ * const session = await client.createSession({ model: "faux/echo" });
+ * for await (const event of client.streamPrompt(session.id, "hi")) console.log(event.type);
+ * ```
  *
  * ```ts
  * import { streamPrompt, MessageAssembler } from "wheelhouse/client";
@@ -31,8 +39,12 @@ export {
 	type WireEvent,
 	type WireMessageUpdate,
 } from "../wire/events.js";
+export type { components, operations, paths } from "./api-types.js";
+export { type ErrorCode, WheelhouseError, WheelhouseHttpError } from "./errors.js";
+export { newIdempotencyKey } from "./idempotency.js";
 export { type ExpandedEvent, MessageAssembler } from "./message-assembler.js";
 export { parseStreamingJson } from "./partial-json.js";
 export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, streamPrompt } from "./session-streams.js";
 export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
-export { type ReceivedEvent, type StreamEventsOptions, streamEvents, WheelhouseHttpError } from "./stream-events.js";
+export { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
+export * from "./wheelhouse-client.js";

@@ -2,6 +2,7 @@
  * A session's event streams for a client: the live stream, and a prompt streamed up to its run's
  * end, each resuming after disconnects.
  */
+import { newIdempotencyKey } from "./idempotency.js";
 import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
 
 export interface SessionStreamOptions extends Omit<StreamEventsOptions, "url" | "init" | "resumeUrl" | "headers"> {
@@ -18,6 +19,11 @@ export interface StreamPromptOptions extends SessionStreamOptions {
 	message: unknown;
 	/** Other fields of the prompt body (`images`, `ifBusy`). */
 	body?: Record<string, unknown>;
+	/**
+	 * Sent as `Idempotency-Key` (default: a new random key), so the POST may be repeated while it
+	 * has had no answer: the server gives the same run's stream instead of starting a second run.
+	 */
+	idempotencyKey?: string;
 }
 
 function eventsUrl(options: SessionStreamOptions): URL {
@@ -41,10 +47,11 @@ export function sessionEvents(options: SessionStreamOptions): AsyncGenerator<Rec
  * has its `run_interrupted`: with `willContinue: true` (the session's `onInterrupt` is
  * `"continue"`) the run that continues it follows and the stream goes on to that run's
  * `agent_end`; otherwise it ends at `run_interrupted`. A disconnect resumes on the session's
- * `/events` stream with `Last-Event-ID`; the POST is never repeated.
+ * `/events` stream with `Last-Event-ID`; the POST is repeated (same
+ * `Idempotency-Key`) only while it has had no answer.
  */
 export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
-	const { message, body, ...rest } = options;
+	const { message, body, idempotencyKey, ...rest } = options;
 	return streamEvents({
 		until: (event) =>
 			event.type === "agent_end" ||
@@ -53,9 +60,10 @@ export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<Recei
 		url: new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/prompt`, options.baseUrl),
 		init: {
 			method: "POST",
-			headers: { "content-type": "application/json" },
+			headers: { "content-type": "application/json", "idempotency-key": idempotencyKey ?? newIdempotencyKey() },
 			body: JSON.stringify({ ...body, message }),
 		},
+		repeatable: true,
 		resumeUrl: eventsUrl(options),
 		headers: headersFor(options),
 	});

@@ -1,5 +1,6 @@
 /** Reads a Wheelhouse SSE response as parsed events, and the error a non-2xx answer becomes. */
 import type { WireEvent } from "../wire/events.js";
+import { errorFromResponse, WheelhouseError, WheelhouseHttpError } from "./errors.js";
 import { readSse } from "./sse-parser.js";
 
 /** One event received from a Wheelhouse SSE stream. */
@@ -12,18 +13,7 @@ export interface ReceivedEvent<T = WireEvent> {
 	data: T;
 }
 
-/** A non-2xx answer; `code` and `message` come from the `{ error: { code, message } }` envelope when present. */
-export class WheelhouseHttpError extends Error {
-	constructor(
-		readonly status: number,
-		readonly code: string | undefined,
-		message: string,
-		readonly body: unknown,
-	) {
-		super(message);
-		this.name = "WheelhouseHttpError";
-	}
-}
+export { WheelhouseHttpError };
 
 export interface StreamEventsOptions {
 	/** The first request: `GET …/events`, or `POST …/prompt` with `init` carrying the body. */
@@ -41,6 +31,12 @@ export interface StreamEventsOptions {
 	lastEventId?: number;
 	/** Iteration ends after the first event for which this is true (e.g. `agent_end`). */
 	until?: (event: ReceivedEvent) => boolean;
+	/**
+	 * The first request may be sent again (it carries an `Idempotency-Key`, so a repeat gets the
+	 * same run rather than a second one): while it has had no event-stream answer (a network
+	 * error, a 5xx), a reconnect repeats it instead of going to `resumeUrl`. Default false.
+	 */
+	repeatable?: boolean;
 	/** Reconnect when the stream ends or fails before `until` (default true). */
 	reconnect?: boolean;
 	/** Consecutive failed reconnects before giving up with the last error (default 5). */
@@ -94,20 +90,21 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
 				headers,
 				signal: options.signal,
 			});
-			first = false;
+			if (!options.repeatable) first = false;
 			if (!response.ok || !response.body) {
 				const error = await httpError(response);
 				if (response.status < 500) throw error;
 				failure = error;
 			} else if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
 				const error = await httpError(response);
-				throw new WheelhouseHttpError(
+				throw new WheelhouseError(
 					response.status,
 					error.code,
 					`expected a text/event-stream answer, got ${response.headers.get("content-type")}: ${error.message}`,
 					error.body,
 				);
 			} else {
+				first = false;
 				const sse = readSse(response.body, {
 					onRetry: (ms) => {
 						serverRetryMs = ms;
@@ -130,12 +127,12 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
 			if (error instanceof SyntaxError && error.message.startsWith("Wheelhouse")) throw error;
 			failure = error;
 		}
-		first = false;
+		if (!options.repeatable) first = false;
 		if (!reconnect) {
 			if (failure) throw failure;
 			return;
 		}
-		if (resumeUrl === undefined) {
+		if (!first && resumeUrl === undefined) {
 			throw new Error(
 				"streamEvents: the stream ended before `until` and cannot resume a POST; pass `resumeUrl` (the session's /events URL)",
 			);
@@ -168,15 +165,8 @@ function headersOf(init: RequestInit["headers"]): Record<string, string> {
 	return out;
 }
 
-async function httpError(response: Response): Promise<WheelhouseHttpError> {
-	const text = await response.text().catch(() => "");
-	let body: unknown = text;
-	try {
-		body = JSON.parse(text);
-	} catch {}
-	const envelope = (body as { error?: { code?: string; message?: string } } | undefined)?.error;
-	const message = envelope?.message ?? `HTTP ${response.status}${text ? `: ${text.slice(0, 200)}` : ""}`;
-	return new WheelhouseHttpError(response.status, envelope?.code, message, body);
+function httpError(response: Response): Promise<WheelhouseError> {
+	return errorFromResponse(response);
 }
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {

@@ -1,0 +1,2396 @@
+/**
+ * The Wheelhouse HTTP API's types, generated from openapi.yaml by scripts/gen-client-types.ts
+ * (openapi-typescript). Do not edit: `npm run openapi` regenerates it.
+ */
+export interface paths {
+	"/openapi.json": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** This OpenAPI document (JSON). */
+		get: operations["getOpenapiJson"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/metrics": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/**
+		 * Prometheus metrics
+		 * @description The server's metrics in the Prometheus text format (see the README's metrics table). Needs the operator credential (`Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`; an API key gets 403) unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.
+		 */
+		get: operations["getMetrics"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/healthz": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Liveness */
+		get: operations["getHealthz"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/readyz": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Readiness */
+		get: operations["getReadyz"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/models": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Models sessions can use (faux/echo is marked standIn: a scripted stand-in, not an LLM) */
+		get: operations["getModels"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/tools": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Server tools sessions can enable */
+		get: operations["getTools"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** List sessions (oldest first, cursor pagination) */
+		get: operations["getSessions"];
+		put?: never;
+		/** Create a session */
+		post: operations["postSessions"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** A session's config and live state */
+		get: operations["getSessionsById"];
+		put?: never;
+		post?: never;
+		/** Abort the session's run, then delete it and everything of it */
+		delete: operations["deleteSessionsById"];
+		options?: never;
+		head?: never;
+		/** Change a session's config, client tools and approval policies (stored; applies from the next run at the latest) */
+		patch: operations["patchSessionsById"];
+		trace?: never;
+	};
+	"/v1/sessions/{id}/messages": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The transcript, paginated by offset */
+		get: operations["getSessionsByIdMessages"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/prompt": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Start a run with a user message (SSE with Accept: text/event-stream, else 202) */
+		post: operations["postSessionsByIdPrompt"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/continue": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Continue from the transcript (the reference's continue rules) */
+		post: operations["postSessionsByIdContinue"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/steer": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Queue a steering message (delivered after the current tool batch) */
+		post: operations["postSessionsByIdSteer"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/follow-up": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Queue a follow-up message (delivered when the agent would stop) */
+		post: operations["postSessionsByIdFollowUp"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/queue": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		post?: never;
+		/** Clear the steering and follow-up queues (or one, with ?kind=) */
+		delete: operations["deleteSessionsByIdQueue"];
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/abort": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Abort the active run (it ends with its agent_end); queued messages stay */
+		post: operations["postSessionsByIdAbort"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/events": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The session's SSE stream: after Last-Event-ID (or ?after=) replays the retained events then goes live; without, a session_snapshot first */
+		get: operations["getSessionsByIdEvents"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/stream-token": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Mint a short-lived token that opens this session's event stream with ?token= instead of the Authorization header (for EventSource) */
+		post: operations["postSessionsByIdStreamToken"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/compact": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Compact the session's context now: summarise the older messages with the session's model, keep the recent ones (409 while a run is active) */
+		post: operations["postSessionsByIdCompact"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/usage": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Tokens and cost of the caller's API key, by day and by model, and what is left of its budget */
+		get: operations["getUsage"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/tool-results/{toolCallId}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Post the result of a client-side tool call (announced by tool_execution_start); 404 if no such call waits, 409 if it already ended */
+		post: operations["postSessionsByIdToolResultsById"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/approvals/{toolCallId}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Approve or deny a tool call announced by approval_requested; a denial's reason is the error result the model sees */
+		post: operations["postSessionsByIdApprovalsById"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/tool-declarations": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		/** Replace the session's client-side tools and/or per-session approval policies (stored; the same as these fields of PATCH /v1/sessions/:id) */
+		put: operations["putSessionsByIdToolDeclarations"];
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/tools/mcp-servers": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The configured MCP servers: connection state, last error, and their tools */
+		get: operations["getToolsMcpServers"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/openai/v1/models": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The models, in OpenAI's list shape */
+		get: operations["getOpenaiModels"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/openai/v1/chat/completions": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Chat Completions over a session (stream: true for SSE chunks) */
+		post: operations["postOpenaiChatCompletions"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/openai/v1/responses": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Responses over a session: previous_response_id continues it (stream: true for semantic events) */
+		post: operations["postOpenaiResponses"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/openai/v1/responses/{id}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** A response this server answered (kept in memory: the latest ones) */
+		get: operations["getOpenaiResponsesById"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/openai/v1/responses/{id}/cancel": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Cancel a response: aborts its run while it is in progress, or while the run waits for the outputs of its function calls (a finished response is returned as it is) */
+		post: operations["postOpenaiResponsesByIdCancel"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/agui/v1/run": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Run the agent of a thread (AG-UI RunAgentInput): the run as AG-UI events */
+		post: operations["postAguiRun"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/agui/v1/threads/{threadId}/events": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Catch up on a thread: RUN_STARTED, MESSAGES_SNAPSHOT, STATE_SNAPSHOT, then the run in progress live to its end */
+		get: operations["getAguiThreadsByIdEvents"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/api/stream": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** One model call for pi's streamProxy, on the server's model and keys */
+		post: operations["postApiStream"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+}
+export type webhooks = Record<string, never>;
+export interface components {
+	schemas: {
+		/** AbortResult */
+		AbortResult: {
+			/** @description True when a run was active (it ends with its agent_end). */
+			aborted: boolean;
+			runId: string | null;
+		};
+		/**
+		 * AgentMessage
+		 * @description A pi-ai message (user, assistant, toolResult) or a custom message.
+		 */
+		AgentMessage: {
+			role: string;
+		} & {
+			[key: string]: unknown;
+		};
+		/** ApprovalDecision */
+		ApprovalDecision: {
+			/** @description true runs the tool; false blocks it */
+			approve: boolean;
+			/** @description Shown to the model with a denial (and logged with an approval) */
+			reason?: string;
+		};
+		/** ClearQueueResult */
+		ClearQueueResult: {
+			cleared: number;
+			steeringCount: number;
+			followUpCount: number;
+		};
+		/** ClientToolResult */
+		ClientToolResult: {
+			/** @description What the model sees: a string or text/image blocks */
+			content:
+				| string
+				| (
+						| {
+								/** @enum {string} */
+								type: "text";
+								text: string;
+						  }
+						| {
+								/** @enum {string} */
+								type: "image";
+								/** @description base64 */
+								data: string;
+								mimeType: string;
+						  }
+				  )[];
+			/** @default false */
+			isError?: boolean;
+			/** @description Kept for UIs and logs; not sent to the model */
+			details?: unknown;
+		};
+		/** ClientToolSpec */
+		ClientToolSpec: {
+			name: string;
+			description: string;
+			parameters?: {
+				[key: string]: unknown;
+			};
+			/**
+			 * @description "always": every call waits for a human decision (POST .../approvals/:toolCallId); "never": runs at once
+			 * @enum {string}
+			 */
+			approval?: "always" | "never";
+		};
+		/**
+		 * CompactionSettings
+		 * @description Context compaction of this session. The object replaces the session's previous one; a field left out takes the server's default (WHEELHOUSE_COMPACTION*).
+		 */
+		CompactionSettings: {
+			/** @description Compact automatically (at the threshold and on a context-overflow error). */
+			enabled?: boolean;
+			/** @description Compact before a model call when the context passes the model's context window minus this (at most half the window counts). */
+			reserveTokens?: number;
+			/** @description About how many tokens of the most recent messages are kept verbatim (at most half the threshold counts). */
+			keepRecentTokens?: number;
+		};
+		/**
+		 * CompactionState
+		 * @description Context compaction: the settings in force, the context's size, the latest compaction.
+		 */
+		CompactionState: {
+			enabled: boolean;
+			reserveTokens: number;
+			keepRecentTokens: number;
+			/** @description The model's context window. */
+			contextWindow: number;
+			/** @description A model call with a context above this compacts first. */
+			thresholdTokens: number;
+			/** @description The context the next model call would send, in tokens: the last answer's reported usage plus an estimate of what came after it. */
+			contextTokens: number;
+			/** @enum {string} */
+			status: "idle" | "compacting";
+			last: {
+				at: number;
+				/** @enum {string} */
+				reason: "threshold" | "overflow" | "manual";
+				tokensBefore: number;
+				tokensAfter: number;
+				firstKeptIndex: number;
+			} | null;
+			lastError: {
+				at: number;
+				/** @enum {string} */
+				reason: "threshold" | "overflow" | "manual";
+				message: string;
+			} | null;
+		};
+		/** CreateSessionBody */
+		CreateSessionBody: {
+			/** @description Start from this agent profile of the server config (`profiles`): its settings, with the fields given here winning (metadata is merged). */
+			profile?: string;
+			/** @description `"provider/id"` of GET /v1/models. */
+			model?: string;
+			systemPrompt?: string;
+			thinkingLevel?: components["schemas"]["ThinkingLevel"];
+			/** @description Server tools to enable (GET /v1/tools): exact names and `prefix*` patterns, e.g. `"files__*"` for every tool of the MCP server `files`. Patterns also match tools registered later (an MCP server that connects or lists a new tool). Default `["*"]`: every server tool, current and future. */
+			tools?: string[];
+			toolExecution?: components["schemas"]["ToolExecution"];
+			steeringMode?: components["schemas"]["QueueMode"];
+			followUpMode?: components["schemas"]["QueueMode"];
+			onInterrupt?: components["schemas"]["OnInterrupt"];
+			compaction?: components["schemas"]["CompactionSettings"];
+			budget?: components["schemas"]["SessionBudget"];
+			/** @description Free-form string map. */
+			metadata?: {
+				[key: string]: string;
+			};
+			/** @description A transcript to start from. */
+			messages?: components["schemas"]["AgentMessage"][];
+			/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+			clientTools?: components["schemas"]["ClientToolSpec"][];
+			/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
+			toolApprovals?: {
+				[key: string]: "always" | "never";
+			};
+		};
+		/**
+		 * ErrorCode
+		 * @description Stable error code (see docs/errors.md).
+		 * @enum {string}
+		 */
+		ErrorCode:
+			| "VALIDATION_FAILED"
+			| "INVALID_JSON"
+			| "JSON_TOO_DEEP"
+			| "MALFORMED_REQUEST"
+			| "INVALID_EVENT_ID"
+			| "INVALID_IDEMPOTENCY_KEY"
+			| "UNKNOWN_MODEL"
+			| "MODEL_UNAVAILABLE"
+			| "UNKNOWN_TOOL"
+			| "UNKNOWN_PROFILE"
+			| "UNAUTHORIZED"
+			| "FORBIDDEN"
+			| "NOT_FOUND"
+			| "SESSION_NOT_FOUND"
+			| "TOOL_CALL_NOT_FOUND"
+			| "RESPONSE_NOT_FOUND"
+			| "ENDPOINT_OFF"
+			| "THREAD_NOT_FOUND"
+			| "METHOD_NOT_ALLOWED"
+			| "REQUEST_TIMEOUT"
+			| "TOOL_CALL_FINISHED"
+			| "AGENT_BUSY"
+			| "BUDGET_EXHAUSTED"
+			| "KEY_BUDGET_EXHAUSTED"
+			| "INVALID_USAGE_RANGE"
+			| "NOTHING_TO_COMPACT"
+			| "COMPACTION_ABORTED"
+			| "IDEMPOTENCY_IN_PROGRESS"
+			| "PAYLOAD_TOO_LARGE"
+			| "UNSUPPORTED_MEDIA_TYPE"
+			| "NOTHING_TO_CONTINUE"
+			| "CANNOT_CONTINUE_FROM_ASSISTANT"
+			| "IDEMPOTENCY_KEY_REUSED"
+			| "QUEUE_FULL"
+			| "QUEUE_TOO_LARGE"
+			| "TOO_MANY_SESSIONS"
+			| "TOO_MANY_KEY_SESSIONS"
+			| "TOO_MANY_STREAMS"
+			| "RATE_LIMITED"
+			| "TOO_MANY_RUNS"
+			| "HEADERS_TOO_LARGE"
+			| "MODEL_ERROR"
+			| "COMPACTION_FAILED"
+			| "INTERNAL_ERROR"
+			| "SHUTTING_DOWN"
+			| "ABORT_NOT_DELIVERED"
+			| "STORE_UNAVAILABLE";
+		/**
+		 * ErrorEnvelope
+		 * @description Every error response.
+		 */
+		ErrorEnvelope: {
+			error: {
+				code: components["schemas"]["ErrorCode"];
+				/** @description What went wrong and what to fix. */
+				message: string;
+				details?: unknown;
+			};
+		};
+		/** Health */
+		Health: {
+			status: string;
+			unavailable?: string[];
+		} & {
+			[key: string]: unknown;
+		};
+		/**
+		 * IfBusy
+		 * @description While a run is active: `reject` (default) → 409 AGENT_BUSY; `steer` / `followUp` → queued, 202; `interrupt` → abort the run, then start this prompt.
+		 * @enum {string}
+		 */
+		IfBusy: "reject" | "steer" | "followUp" | "interrupt";
+		/** ImageContent */
+		ImageContent: {
+			/** @enum {string} */
+			type: "image";
+			/** @description Base64, without a data: prefix. */
+			data: string;
+			mimeType: string;
+		};
+		/** InteractionAccepted */
+		InteractionAccepted: {
+			toolCallId: string;
+			/**
+			 * @description Delivered to the waiting tool call; the run continues.
+			 * @enum {string}
+			 */
+			status: "accepted";
+		};
+		/**
+		 * KeyBudgetState
+		 * @description The API key's budget (config `keyBudgets`) and what is left of it; null when the key has none.
+		 */
+		KeyBudgetState: {
+			/**
+			 * @description Calendar period, UTC.
+			 * @enum {string}
+			 */
+			period: "day" | "month";
+			/** @description First day of the current period (YYYY-MM-DD, UTC). */
+			periodStart: string;
+			maxTokens: number | null;
+			maxCostUsd: number | null;
+			maxTurnsPerRun: number | null;
+			usedTokens: number;
+			usedCostUsd: number;
+			remainingTokens: number | null;
+			remainingCostUsd: number | null;
+			/** @description The limit reached: prompts are refused (429 KEY_BUDGET_EXHAUSTED) until the period ends. */
+			exhausted: "maxTokens" | "maxCostUsd" | null;
+		};
+		/**
+		 * MessageInput
+		 * @description The text of a user message, or a full UserMessage.
+		 */
+		MessageInput: string | components["schemas"]["UserMessageInput"];
+		/** MessagePage */
+		MessagePage: {
+			messages: components["schemas"]["AgentMessage"][];
+			offset: number;
+			total: number;
+			/** @description Pass as `offset` for the next page; absent on the last. */
+			nextOffset?: number;
+		};
+		/** Model */
+		Model: {
+			/** @description `"provider/id"` */
+			id: string;
+			provider: string;
+			modelId: string;
+			name: string;
+			api: string;
+			reasoning: boolean;
+			input: string[];
+			contextWindow: number;
+			maxTokens: number;
+			cost: {
+				[key: string]: unknown;
+			};
+			/** @description True for faux/echo: a scripted stand-in, not an LLM. */
+			standIn: boolean;
+			/** @description Whether a session can use it: the stand-in, a model whose server needs no key, or one whose provider has a key configured (sessions are refused the others: MODEL_UNAVAILABLE). */
+			available: boolean;
+		};
+		/** ModelList */
+		ModelList: {
+			defaultModel: string;
+			models: components["schemas"]["Model"][];
+		};
+		/**
+		 * OnInterrupt
+		 * @description What happens to a run the server process died during (a crash, a kill; in a cluster, the loss of its replica), once the server is back: `"continue"` (default) starts a new run from the last stored message by itself (a tool call that was in flight is run again only if its tool is declared idempotent; otherwise the model gets an error result saying the result was not recorded); `"stop"` leaves the session `interrupted` until POST /v1/sessions/:id/continue.
+		 * @enum {string}
+		 */
+		OnInterrupt: "continue" | "stop";
+		/**
+		 * OpenAIError
+		 * @description An error in OpenAI's shape.
+		 */
+		OpenAIError: {
+			error: {
+				message: string;
+				/** @description invalid_request_error, authentication_error, not_found_error or server_error */
+				type: string;
+				param: null;
+				/** @description Stable error code (see docs/errors.md). */
+				code: string;
+			};
+		};
+		/**
+		 * PatchSessionBody
+		 * @description Fields to change (a field left out stays as it is). Model, system prompt and thinking level apply from the next model call, `toolApprovals` from the next tool call, the rest (`tools`, `clientTools`, modes) from the next run at the latest.
+		 */
+		PatchSessionBody: {
+			/** @description `"provider/id"` of GET /v1/models. */
+			model?: string;
+			systemPrompt?: string;
+			thinkingLevel?: components["schemas"]["ThinkingLevel"];
+			/** @description Server tools to enable (GET /v1/tools): exact names and `prefix*` patterns, e.g. `"files__*"` for every tool of the MCP server `files`. Patterns also match tools registered later (an MCP server that connects or lists a new tool). Default `["*"]`: every server tool, current and future. */
+			tools?: string[];
+			toolExecution?: components["schemas"]["ToolExecution"];
+			steeringMode?: components["schemas"]["QueueMode"];
+			followUpMode?: components["schemas"]["QueueMode"];
+			onInterrupt?: components["schemas"]["OnInterrupt"];
+			compaction?: components["schemas"]["CompactionSettings"];
+			budget?: components["schemas"]["SessionBudget"];
+			metadata?: {
+				[key: string]: string;
+			};
+			/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+			clientTools?: components["schemas"]["ClientToolSpec"][];
+			/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
+			toolApprovals?: {
+				[key: string]: "always" | "never";
+			};
+		};
+		/** PendingToolCall */
+		PendingToolCall: {
+			toolCallId: string;
+			toolName: string;
+			args: unknown;
+			createdAt: number;
+			/** @description When the wait times out (epoch ms) */
+			expiresAt: number;
+			/** @description Left by a previous server process; can no longer be answered */
+			orphaned?: boolean;
+		};
+		/**
+		 * PiProxyError
+		 * @description An error, in the shape pi's streamProxy reads: a string `error`.
+		 */
+		PiProxyError: {
+			/** @description What went wrong and what to fix. */
+			error: string;
+			/** @description Stable error code (see docs/errors.md). */
+			code: string;
+		};
+		/** PromptBody */
+		PromptBody: {
+			message: components["schemas"]["MessageInput"];
+			images?: components["schemas"]["ImageContent"][];
+			ifBusy?: components["schemas"]["IfBusy"];
+		};
+		/** QueueBody */
+		QueueBody: {
+			message: components["schemas"]["MessageInput"];
+			images?: components["schemas"]["ImageContent"][];
+		};
+		/**
+		 * QueueMode
+		 * @description How many queued messages one poll delivers.
+		 * @enum {string}
+		 */
+		QueueMode: "all" | "one-at-a-time";
+		/**
+		 * QueuedAccepted
+		 * @description The message is stored in the queue.
+		 */
+		QueuedAccepted: {
+			/** @enum {string} */
+			status: "queued";
+			/** @enum {string} */
+			queue: "steer" | "followUp";
+			queuedId: number;
+			/** @description Messages in that queue now, this one included. */
+			queueLength: number;
+			/** @description True when no run is active: the message waits for the next run. */
+			idle: boolean;
+			note: string;
+		};
+		/** QueuedMessage */
+		QueuedMessage: {
+			id: number;
+			message: components["schemas"]["AgentMessage"];
+			createdAt: number;
+		};
+		/**
+		 * RunAccepted
+		 * @description The run started; follow it on GET /v1/sessions/:id/events.
+		 */
+		RunAccepted: {
+			/** @enum {string} */
+			status: "started";
+			runId: string;
+			/** @description Id of the run's `agent_start`: resume `/events` with `after = firstEventId - 1`. */
+			firstEventId: number;
+		};
+		/**
+		 * Session
+		 * @description A session's config and live state.
+		 */
+		Session: {
+			id: string;
+			createdAt: number;
+			updatedAt: number;
+			model: string;
+			systemPrompt: string;
+			thinkingLevel: string;
+			/** @description The session's tool selectors, as configured */
+			tools: string[];
+			/** @description Names of the tools the model is offered from the next run: the server tools `tools` selects, then client-side tools */
+			activeTools: string[];
+			toolExecution: string;
+			steeringMode: string;
+			followUpMode: string;
+			onInterrupt: components["schemas"]["OnInterrupt"];
+			metadata: {
+				[key: string]: string;
+			};
+			/** @enum {string} */
+			status: "idle" | "running" | "interrupted";
+			interruptedAt: number | null;
+			runId: string | null;
+			isStreaming: boolean;
+			pendingToolCalls: string[];
+			errorMessage: string | null;
+			queue: {
+				steering: components["schemas"]["QueuedMessage"][];
+				followUp: components["schemas"]["QueuedMessage"][];
+				steeringCount: number;
+				followUpCount: number;
+			};
+			messageCount: number;
+			/** @description Id of the last event on the session's stream (0 before any). */
+			lastEventId: number;
+			usage: components["schemas"]["Usage"];
+			/** @description Tool calls waiting for approval */
+			pendingApprovals?: components["schemas"]["PendingToolCall"][];
+			/** @description Client tool calls waiting for a result */
+			pendingClientToolCalls?: components["schemas"]["PendingToolCall"][];
+			clientTools?: components["schemas"]["ClientToolSpec"][];
+			toolApprovals?: {
+				[key: string]: "always" | "never";
+			};
+			compaction?: components["schemas"]["CompactionState"];
+			budget?: components["schemas"]["SessionBudgetState"];
+			keyBudget?: components["schemas"]["KeyBudgetState"] | null;
+		} & {
+			[key: string]: unknown;
+		};
+		/**
+		 * SessionBudget
+		 * @description Spending limits of this session, checked before each model call: a run that reaches one ends (its last message names the limit), and a prompt on a spent budget is refused (409 BUDGET_EXHAUSTED). The object replaces the previous one; a field left out is no limit.
+		 */
+		SessionBudget: {
+			/** @description Tokens the session may use in all (input, output and cache). */
+			maxTokens?: number;
+			/** @description US dollars the session may spend, at the model's prices. */
+			maxCostUsd?: number;
+			/** @description Model calls one run may make. */
+			maxTurnsPerRun?: number;
+		};
+		/**
+		 * SessionBudgetState
+		 * @description The session's budget and what is left of it.
+		 */
+		SessionBudgetState: {
+			maxTokens: number | null;
+			maxCostUsd: number | null;
+			maxTurnsPerRun: number | null;
+			usedTokens: number;
+			usedCostUsd: number;
+			remainingTokens: number | null;
+			remainingCostUsd: number | null;
+			turnsThisRun: number | null;
+			/** @description The limit reached: prompts are refused (409 BUDGET_EXHAUSTED) until it is raised. */
+			exhausted: "maxTokens" | "maxCostUsd" | null;
+		};
+		/** SessionList */
+		SessionList: {
+			sessions: components["schemas"]["SessionSummary"][];
+			/** @description Pass as `cursor` for the next page; absent on the last. */
+			nextCursor?: string;
+		};
+		/** SessionSummary */
+		SessionSummary: {
+			id: string;
+			createdAt: number;
+			updatedAt: number;
+			lastActiveAt: number;
+			model: string;
+			status: string;
+			messageCount: number;
+			metadata: {
+				[key: string]: string;
+			};
+		};
+		/** StreamToken */
+		StreamToken: {
+			/** @description Pass as `?token=` to GET /v1/sessions/:id/events of this session only. */
+			token: string;
+			/** @description Milliseconds since the epoch after which the token opens no stream (a stream already open stays open). */
+			expiresAt: number;
+			/** @description The session's events path with the token, ready for `new EventSource()`. */
+			eventsUrl: string;
+		};
+		/** TextContent */
+		TextContent: {
+			/** @enum {string} */
+			type: "text";
+			text: string;
+		} & {
+			[key: string]: unknown;
+		};
+		/**
+		 * ThinkingLevel
+		 * @description Reasoning level; `off` sends none.
+		 * @enum {string}
+		 */
+		ThinkingLevel: "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
+		/** Tool */
+		Tool: {
+			name: string;
+			label: string;
+			description: string;
+			parameters: {
+				[key: string]: unknown;
+			};
+			/** @description Where the tool comes from: builtin, library, module, mcp, http, ... */
+			origin: string;
+			/** @description Declared safe to run again with the same arguments: a call cut short by the death of the server process runs again when its session continues (otherwise the model gets an error result). */
+			idempotent: boolean;
+		} & {
+			[key: string]: unknown;
+		};
+		/**
+		 * ToolExecution
+		 * @enum {string}
+		 */
+		ToolExecution: "parallel" | "sequential";
+		/** ToolList */
+		ToolList: {
+			tools: components["schemas"]["Tool"][];
+		};
+		/**
+		 * Usage
+		 * @description Token usage and cost in USD.
+		 */
+		Usage: {
+			input: number;
+			output: number;
+			cacheRead: number;
+			cacheWrite: number;
+			totalTokens: number;
+			cost: {
+				total: number;
+			} & {
+				[key: string]: unknown;
+			};
+		} & {
+			[key: string]: unknown;
+		};
+		/**
+		 * UsageReport
+		 * @description The caller's usage by day and by model, from the messages that spent it.
+		 */
+		UsageReport: {
+			/** @description The caller's key (its owner id, never the key); null with auth off. */
+			ownerId: string | null;
+			from: string;
+			to: string;
+			total: {
+				input: number;
+				output: number;
+				cacheRead: number;
+				cacheWrite: number;
+				totalTokens: number;
+				/** @description USD, from the model's prices. */
+				costUsd: number;
+				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
+				turns: number;
+			};
+			byDay: {
+				day: string;
+				input: number;
+				output: number;
+				cacheRead: number;
+				cacheWrite: number;
+				totalTokens: number;
+				/** @description USD, from the model's prices. */
+				costUsd: number;
+				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
+				turns: number;
+			}[];
+			byModel: {
+				provider: string;
+				model: string;
+				input: number;
+				output: number;
+				cacheRead: number;
+				cacheWrite: number;
+				totalTokens: number;
+				/** @description USD, from the model's prices. */
+				costUsd: number;
+				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
+				turns: number;
+			}[];
+			/** @description One row per day and model. */
+			rows: {
+				day: string;
+				provider: string;
+				model: string;
+				input: number;
+				output: number;
+				cacheRead: number;
+				cacheWrite: number;
+				totalTokens: number;
+				/** @description USD, from the model's prices. */
+				costUsd: number;
+				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
+				turns: number;
+			}[];
+			budget: components["schemas"]["KeyBudgetState"] | null;
+		};
+		/**
+		 * UserMessageInput
+		 * @description A pi-ai UserMessage; `timestamp` defaults to now.
+		 */
+		UserMessageInput: {
+			/** @enum {string} */
+			role: "user";
+			content: string | (components["schemas"]["TextContent"] | components["schemas"]["ImageContent"])[];
+			timestamp?: number;
+		};
+	};
+	responses: {
+		/** @description Every error response. */
+		ErrorEnvelope: {
+			headers: {
+				[name: string]: unknown;
+			};
+			content: {
+				"application/json": components["schemas"]["ErrorEnvelope"];
+			};
+		};
+		/** @description An error in OpenAI's shape. */
+		OpenAIError: {
+			headers: {
+				[name: string]: unknown;
+			};
+			content: {
+				"application/json": components["schemas"]["OpenAIError"];
+			};
+		};
+		/** @description An error, in the shape pi's streamProxy reads: a string `error`. */
+		PiProxyError: {
+			headers: {
+				[name: string]: unknown;
+			};
+			content: {
+				"application/json": components["schemas"]["PiProxyError"];
+			};
+		};
+	};
+	parameters: never;
+	requestBodies: never;
+	headers: never;
+	pathItems: never;
+}
+export type $defs = Record<string, never>;
+export interface operations {
+	getOpenapiJson: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description The OpenAPI 3.1 document. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						[key: string]: unknown;
+					};
+				};
+			};
+		};
+	};
+	getMetrics: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description Prometheus text exposition format (version 0.0.4). */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/plain": string;
+				};
+			};
+		};
+	};
+	getHealthz: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Health"];
+				};
+			};
+		};
+	};
+	getReadyz: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Health"];
+				};
+			};
+			/** @description Service Unavailable */
+			503: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Health"];
+				};
+			};
+		};
+	};
+	getModels: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ModelList"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getTools: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ToolList"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSessions: {
+		parameters: {
+			query?: {
+				cursor?: string;
+				limit?: number;
+			};
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["SessionList"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessions: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["CreateSessionBody"];
+			};
+		};
+		responses: {
+			/** @description A session's config and live state. */
+			201: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Session"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSessionsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description A session's config and live state. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Session"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	deleteSessionsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						deleted: boolean;
+						id: string;
+					};
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	patchSessionsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		/** @description Fields to change (a field left out stays as it is). Model, system prompt and thinking level apply from the next model call, `toolApprovals` from the next tool call, the rest (`tools`, `clientTools`, modes) from the next run at the latest. */
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["PatchSessionBody"];
+			};
+		};
+		responses: {
+			/** @description A session's config and live state. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Session"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSessionsByIdMessages: {
+		parameters: {
+			query?: {
+				offset?: number;
+				limit?: number;
+			};
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["MessagePage"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdPrompt: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["PromptBody"];
+			};
+		};
+		responses: {
+			/** @description With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			/** @description Accepted */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["RunAccepted"] | components["schemas"]["QueuedAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdContinue: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			/** @description The run started; follow it on GET /v1/sessions/:id/events. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["RunAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdSteer: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["QueueBody"];
+			};
+		};
+		responses: {
+			/** @description The message is stored in the queue. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["QueuedAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdFollowUp: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["QueueBody"];
+			};
+		};
+		responses: {
+			/** @description The message is stored in the queue. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["QueuedAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	deleteSessionsByIdQueue: {
+		parameters: {
+			query?: {
+				kind?: "steer" | "followUp";
+			};
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ClearQueueResult"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdAbort: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["AbortResult"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSessionsByIdEvents: {
+		parameters: {
+			query?: {
+				/** @description Resume after this event id (same as the Last-Event-ID header, which wins). */
+				after?: string;
+				/** @description A stream token from POST /v1/sessions/:id/stream-token, in place of the Authorization header (for EventSource). Checked when the stream opens. */
+				token?: string;
+			};
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdStreamToken: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["StreamToken"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdCompact: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description What the summary should focus on or keep, added to the summary request. */
+					instructions?: string;
+					/** @description Tokens of recent messages to keep verbatim this time (default: the session's setting). 0 keeps only the latest turn. */
+					keepRecentTokens?: number;
+				};
+			};
+		};
+		responses: {
+			/** @description The compaction is done and stored; the next model call sees the summary and the kept messages. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						/** @enum {boolean} */
+						compacted: true;
+						/** @description Index of the compaction message in the transcript. */
+						messageIndex: number;
+						/** @description Estimated tokens of the context before. */
+						tokensBefore: number;
+						/** @description Estimated tokens of the context after: the summary and the kept messages. */
+						tokensAfter: number;
+						message: components["schemas"]["AgentMessage"];
+					};
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getUsage: {
+		parameters: {
+			query?: {
+				/** @description First day, YYYY-MM-DD (UTC). Default: the 1st of the month of `to`. */
+				from?: string;
+				/** @description Last day, YYYY-MM-DD (UTC), inclusive. Default: today. */
+				to?: string;
+			};
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description The caller's usage by day and by model, from the messages that spent it. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["UsageReport"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdToolResultsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+				toolCallId: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["ClientToolResult"];
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["InteractionAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdApprovalsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+				toolCallId: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["ApprovalDecision"];
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["InteractionAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	putSessionsByIdToolDeclarations: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		/** @description Fields to change; a field left out stays as it is. */
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+					clientTools?: components["schemas"]["ClientToolSpec"][];
+					/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
+					toolApprovals?: {
+						[key: string]: "always" | "never";
+					};
+				};
+			};
+		};
+		responses: {
+			/** @description A session's config and live state. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Session"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getToolsMcpServers: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						servers: {
+							name: string;
+							/** @enum {string} */
+							transport: "stdio" | "http";
+							/** @enum {string} */
+							state: "connecting" | "connected" | "failed" | "stopped";
+							/** @description Reconnect attempt in progress (0 while connected) */
+							attempt: number;
+							lastError?: string;
+							toolCount: number;
+							connectedAt?: number;
+							serverInfo?: {
+								name: string;
+								version: string;
+							};
+							/** @description Names of its tools as sessions see them (server__tool) */
+							tools: string[];
+							/** @description Tools the server lists that sessions are not given (name on the server, and why), e.g. ones that require task-based execution */
+							skippedTools?: {
+								name: string;
+								reason: string;
+							}[];
+						}[];
+					};
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getOpenaiModels: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						/** @enum {string} */
+						object: "list";
+						data: {
+							/** @description "provider/id" of a model, or the name of an agent profile */
+							id: string;
+							/** @enum {string} */
+							object: "model";
+							created: number;
+							/** @description The provider, or "wheelhouse-profile" for an agent profile */
+							owned_by: string;
+						}[];
+					};
+				};
+			};
+			"4XX": components["responses"]["OpenAIError"];
+			"5XX": components["responses"]["OpenAIError"];
+		};
+	};
+	postOpenaiChatCompletions: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** @description A Chat Completions request (other fields are accepted and ignored). */
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description A Wheelhouse model, "provider/id", or the name of an agent profile of the server config (GET /openai/v1/models lists both). */
+					model: string;
+					/** @description The conversation; it ends with a user message, or with the results of the client tools called */
+					messages: ({
+						role: string;
+					} & {
+						[key: string]: unknown;
+					})[];
+					stream?: boolean;
+					stream_options?: {
+						include_usage?: boolean;
+					} & {
+						[key: string]: unknown;
+					};
+					/** @description Function tools the client executes: the model's calls come back as tool_calls */
+					tools?: ({
+						type: string;
+					} & {
+						[key: string]: unknown;
+					})[];
+				} & {
+					[key: string]: unknown;
+				};
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json":
+						| ({
+								id: string;
+								/** @enum {string} */
+								object: "chat.completion";
+								created: number;
+								model: string;
+								choices: {
+									[key: string]: unknown;
+								}[];
+								usage: {
+									[key: string]: unknown;
+								};
+						  } & {
+								[key: string]: unknown;
+						  })
+						| unknown;
+				};
+			};
+			"4XX": components["responses"]["OpenAIError"];
+			"5XX": components["responses"]["OpenAIError"];
+		};
+	};
+	postOpenaiResponses: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** @description A Responses request (other fields are accepted and ignored). */
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description A Wheelhouse model, "provider/id", or the name of an agent profile of the server config (GET /openai/v1/models lists both). */
+					model: string;
+					input:
+						| string
+						| {
+								[key: string]: unknown;
+						  }[];
+					instructions?: string | null;
+					/** @description Continues the session of that response. */
+					previous_response_id?: string | null;
+					stream?: boolean;
+					tools?: ({
+						type: string;
+					} & {
+						[key: string]: unknown;
+					})[];
+					metadata?: {
+						[key: string]: string;
+					};
+				} & {
+					[key: string]: unknown;
+				};
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json":
+						| ({
+								id: string;
+								/** @enum {string} */
+								object: "response";
+								status: string;
+								model: string;
+								output: {
+									[key: string]: unknown;
+								}[];
+						  } & {
+								[key: string]: unknown;
+						  })
+						| unknown;
+				};
+			};
+			"4XX": components["responses"]["OpenAIError"];
+			"5XX": components["responses"]["OpenAIError"];
+		};
+	};
+	getOpenaiResponsesById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description A response. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						id: string;
+						/** @enum {string} */
+						object: "response";
+						status: string;
+						model: string;
+						output: {
+							[key: string]: unknown;
+						}[];
+					} & {
+						[key: string]: unknown;
+					};
+				};
+			};
+			"4XX": components["responses"]["OpenAIError"];
+			"5XX": components["responses"]["OpenAIError"];
+		};
+	};
+	postOpenaiResponsesByIdCancel: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description A response. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						id: string;
+						/** @enum {string} */
+						object: "response";
+						status: string;
+						model: string;
+						output: {
+							[key: string]: unknown;
+						}[];
+					} & {
+						[key: string]: unknown;
+					};
+				};
+			};
+			"4XX": components["responses"]["OpenAIError"];
+			"5XX": components["responses"]["OpenAIError"];
+		};
+	};
+	postAguiRun: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** @description An AG-UI RunAgentInput (protocol 1.0). */
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description The conversation: a Wheelhouse session, created on the first run (or a session id, ses_...) */
+					threadId: string;
+					/** @description The client's id of this run, echoed in RUN_STARTED and RUN_FINISHED */
+					runId: string;
+					parentRunId?: string;
+					/** @description The AG-UI protocol the client speaks (`@ag-ui/client` 1.0 sends "1.0"). Absent or below 1: events in the shape clients before 1.0 accept (no `RUN_FINISHED.outcome`, tool results as text) */
+					protocolVersion?: string;
+					/** @description Shared state: kept for the thread and shown to the model */
+					state?: unknown;
+					/** @description The whole conversation; what follows the last assistant message is new (user messages, tool results) */
+					messages: ({
+						id: string;
+						role: string;
+					} & {
+						[key: string]: unknown;
+					})[];
+					/** @description Tools the client executes: a call ends the run with its id pending */
+					tools?: ({
+						/** @description 1 to 64 letters, digits, _ or - */
+						name: string;
+						description: string;
+						parameters?: unknown;
+					} & {
+						[key: string]: unknown;
+					})[];
+					/** @description Shown to the model for this run */
+					context?: ({
+						description: string;
+						value: string;
+					} & {
+						[key: string]: unknown;
+					})[];
+					/** @description Ignored but for `wheelhouse` */
+					forwardedProps?: {
+						/** @description Wheelhouse settings of the thread's session */
+						wheelhouse?: {
+							/** @description An agent profile of the server config: its settings apply to the thread's session (the fields beside it win) */
+							profile?: string;
+							/** @description "provider/id" (see GET /v1/models) */
+							model?: string;
+							thinkingLevel?: components["schemas"]["ThinkingLevel"];
+							/** @description Server tools of the thread's session (names or "prefix*"); default every server tool */
+							tools?: string[];
+						};
+					} & {
+						[key: string]: unknown;
+					};
+					/** @description Not supported: this server sends no interrupts (approvals are CUSTOM events) */
+					resume?: unknown[];
+				} & {
+					[key: string]: unknown;
+				};
+			};
+		};
+		responses: {
+			/** @description AG-UI events as Server-Sent Events: one `data:` line of JSON per event, as @ag-ui/client reads them. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getAguiThreadsByIdEvents: {
+		parameters: {
+			query?: {
+				/** @description The AG-UI protocol the client speaks; default "1.0". Below 1 (e.g. "0.0.59"): events in the shape clients before 1.0 accept */
+				protocolVersion?: string;
+			};
+			header?: never;
+			path: {
+				/** @description The thread (see RunAgentInput.threadId) */
+				threadId: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description AG-UI events as Server-Sent Events: one `data:` line of JSON per event, as @ag-ui/client reads them. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postApiStream: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** @description What pi's streamProxy sends. */
+		requestBody: {
+			content: {
+				"application/json": {
+					/** @description A pi-ai Model; the server uses its own model with this provider and id (GET /v1/models): `baseUrl`, `headers` and every other field sent are ignored. */
+					model: {
+						provider: string;
+						id: string;
+					} & {
+						[key: string]: unknown;
+					};
+					/** @description A pi-ai Context. */
+					context: {
+						systemPrompt?: string;
+						/** @description pi-ai messages. */
+						messages: ({
+							role: string;
+						} & {
+							[key: string]: unknown;
+						})[];
+						tools?: ({
+							name: string;
+							description: string;
+							parameters: {
+								[key: string]: unknown;
+							};
+						} & {
+							[key: string]: unknown;
+						})[];
+					} & {
+						[key: string]: unknown;
+					};
+					/** @description Stream options; `headers`, and any API key, are ignored. */
+					options?: {
+						temperature?: number;
+						maxTokens?: number;
+						/** @enum {string} */
+						reasoning?: "minimal" | "low" | "medium" | "high" | "xhigh";
+						/** @enum {string} */
+						cacheRetention?: "none" | "short" | "long";
+						sessionId?: string;
+						/** @enum {string} */
+						transport?: "sse" | "websocket" | "websocket-cached" | "auto";
+						thinkingBudgets?: {
+							minimal?: number;
+							low?: number;
+							medium?: number;
+							high?: number;
+						};
+						maxRetryDelayMs?: number;
+						metadata?: {
+							[key: string]: unknown;
+						};
+						/** @description Ignored: the server sends its own headers. */
+						headers?: {
+							[key: string]: string;
+						};
+					} & {
+						[key: string]: unknown;
+					};
+				} & {
+					[key: string]: unknown;
+				};
+			};
+		};
+		responses: {
+			/** @description Server-Sent Events, `data: <json>` lines only: `start`, then `text_*`, `thinking_*`, `toolcall_*` events, then exactly one `done` or `error`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			"4XX": components["responses"]["PiProxyError"];
+			"5XX": components["responses"]["PiProxyError"];
+		};
+	};
+}
