@@ -458,7 +458,7 @@ export interface paths {
 			path?: never;
 			cookie?: never;
 		};
-		/** A response this server answered (kept in memory: the latest ones) */
+		/** A response this server answered (stored with its session: the latest 1000 of each) */
 		get: operations["getOpenaiResponsesById"];
 		put?: never;
 		post?: never;
