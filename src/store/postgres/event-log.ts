@@ -3,7 +3,7 @@
  * the streaming window of the message in flight, and the reads that merge the window with the
  * rows. When buffers are written is the commit queue's business (`commit.ts`).
  *
- * The on-disk format is the SQLite store's batch format (`../sqlite/event-batch.ts`: one row per
+ * The on-disk format is the SQLite store's batch format (`../sql/event-batch.ts`: one row per
  * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without its
  * message references. The deltas of a streaming message stay in a memory window from the
  * message's `message_start` to its `message_end` (`deltaRetention: "while-streaming"`).
@@ -15,7 +15,7 @@
  * leave the process. A crash therefore never leads to a reused id.
  */
 import type { EventPage } from "../shared.js";
-import { decodeBatch, encodeEvent, encodeSkip } from "../sqlite/event-batch.js";
+import { decodeBatch, encodeEvent, encodeSkip } from "../sql/event-batch.js";
 import type { StoredEvent } from "../types.js";
 import { named, type Queryable } from "./connection.js";
 import type { EventBatch, SessionState, WorkingSet } from "./working-set.js";

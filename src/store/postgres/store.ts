@@ -23,7 +23,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, closedError, duplicateRunError, EventPage } from "../shared.js";
-import { type RunRow, toRunRecord, toSessionRecord } from "../sqlite/rows.js";
+import { type RunRow, toRunRecord, toSessionRecord } from "../sql/rows.js";
 import type {
 	IdempotencyRecord,
 	LeaseStore,

@@ -17,8 +17,8 @@
  * reservation, so ids continue without a gap after a graceful restart.
  */
 import type { EventPage } from "../shared.js";
+import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "../sql/event-batch.js";
 import type { StoredEvent } from "../types.js";
-import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "./event-batch.js";
 import type { EventBatch } from "./event-writer.js";
 import type { Statements } from "./statements.js";
 import type { SessionState, WorkingSet } from "./working-set.js";

@@ -8,11 +8,11 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
+import type { RefTarget } from "../sql/event-batch.js";
+import { type RunRow, ZERO_USAGE_JSON } from "../sql/rows.js";
 import type { RunEnd, UsageTotals } from "../types.js";
 import { type UsageEntry, usageEntriesOf } from "../usage.js";
 import type { CommitQueue } from "./commit-queue.js";
-import type { RefTarget } from "./event-batch.js";
-import { type RunRow, ZERO_USAGE_JSON } from "./rows.js";
 import type { Statements } from "./statements.js";
 import type { SessionState, WorkingSet } from "./working-set.js";
 

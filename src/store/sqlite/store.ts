@@ -26,6 +26,18 @@ import {
 	encodeCursor,
 	sumAssistantUsage,
 } from "../shared.js";
+import {
+	patchConfig,
+	pickConfig,
+	type RunRow,
+	type SessionRow,
+	toIdempotencyRecord,
+	toPendingInteraction,
+	toQueuedMessage,
+	toRunRecord,
+	toSessionRecord,
+	ZERO_USAGE_JSON,
+} from "../sql/rows.js";
 import type {
 	IdempotencyRecord,
 	MessagePage,
@@ -55,18 +67,6 @@ import { EventLog, ID_RESERVATION } from "./event-log.js";
 import { LATEST_SCHEMA_VERSION } from "./migrations.js";
 import { openDatabase, resolveSettings, type SqliteSettings, type SqliteStoreOptions } from "./open.js";
 import type { OwnerLock } from "./owner-lock.js";
-import {
-	patchConfig,
-	pickConfig,
-	type RunRow,
-	type SessionRow,
-	toIdempotencyRecord,
-	toPendingInteraction,
-	toQueuedMessage,
-	toRunRecord,
-	toSessionRecord,
-	ZERO_USAGE_JSON,
-} from "./rows.js";
 import { RunWrites } from "./run-writes.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteWebhookOutbox } from "./webhook-outbox.js";

@@ -4,8 +4,9 @@
  * synchronous writes find their session here or write nothing; reads of other sessions look at
  * the disk without joining them.
  */
+
+import type { RefTarget } from "../sql/event-batch.js";
 import type { StoredEvent } from "../types.js";
-import type { RefTarget } from "./event-batch.js";
 import type { Statements } from "./statements.js";
 
 /** One session's write state. */

@@ -1,5 +1,5 @@
 /**
- * The SQLite store's rows and their mapping to the store's records: column names to fields, JSON
+ * The rows of both SQL stores (same tables, same columns) and their mapping to the store's records: column names to fields, JSON
  * columns parsed, copies returned (callers never share objects with the store).
  */
 import type { AgentMessage } from "../../agent/types.js";
