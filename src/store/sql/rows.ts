@@ -14,6 +14,7 @@ import type {
 	SessionConfig,
 	SessionRecord,
 	SessionRunStatus,
+	UsageRow,
 	UsageTotals,
 } from "../types.js";
 
@@ -180,5 +181,36 @@ export function toQueuedMessage(r: QueueRow): QueuedMessage {
 		kind: r.kind,
 		message: JSON.parse(r.data) as AgentMessage,
 		createdAt: r.created_at,
+	};
+}
+
+/** A row of `usage_daily` (the owner `""` stands for none). */
+export interface UsageDailyRow {
+	owner_id: string;
+	day: string;
+	provider: string;
+	model: string;
+	input: number;
+	output: number;
+	cache_read: number;
+	cache_write: number;
+	total_tokens: number;
+	cost_usd: number;
+	turns: number;
+}
+
+export function toUsageRow(r: UsageDailyRow): UsageRow {
+	return {
+		ownerId: r.owner_id === "" ? null : r.owner_id,
+		day: r.day,
+		provider: r.provider,
+		model: r.model,
+		input: r.input,
+		output: r.output,
+		cacheRead: r.cache_read,
+		cacheWrite: r.cache_write,
+		totalTokens: r.total_tokens,
+		costUsd: r.cost_usd,
+		turns: r.turns,
 	};
 }

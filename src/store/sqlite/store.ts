@@ -36,6 +36,8 @@ import {
 	toQueuedMessage,
 	toRunRecord,
 	toSessionRecord,
+	toUsageRow,
+	type UsageDailyRow,
 	ZERO_USAGE_JSON,
 } from "../sql/rows.js";
 import type {
@@ -71,21 +73,6 @@ import { RunWrites } from "./run-writes.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteWebhookOutbox } from "./webhook-outbox.js";
 import { WorkingSet } from "./working-set.js";
-
-/** A row of `usage_daily`. */
-interface UsageDailyRow {
-	owner_id: string;
-	day: string;
-	provider: string;
-	model: string;
-	input: number;
-	output: number;
-	cache_read: number;
-	cache_write: number;
-	total_tokens: number;
-	cost_usd: number;
-	turns: number;
-}
 
 export { DEFAULT_DB_PATH, type SqliteStoreOptions } from "./open.js";
 
@@ -501,19 +488,7 @@ export class SqliteSessionStore implements SessionStore {
 		checkUsageQuery(query);
 		this.commits.settle();
 		const rows = this.s.readUsage.all(query.ownerId ?? "", query.fromDay, query.toDay) as UsageDailyRow[];
-		return rows.map((r) => ({
-			ownerId: r.owner_id === "" ? null : r.owner_id,
-			day: r.day,
-			provider: r.provider,
-			model: r.model,
-			input: r.input,
-			output: r.output,
-			cacheRead: r.cache_read,
-			cacheWrite: r.cache_write,
-			totalTokens: r.total_tokens,
-			costUsd: r.cost_usd,
-			turns: r.turns,
-		}));
+		return rows.map(toUsageRow);
 	}
 
 	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {
