@@ -4,7 +4,7 @@
  * synchronous writes find their session here or write nothing. A session leaves it when it is
  * deleted, released, or lost (another store took its lease: its token is stale).
  */
-import type { BufferState } from "../sql/event-buffer.js";
+import { type BufferState, newBufferState } from "../sql/event-buffer.js";
 import { SessionStates, type Tally } from "../sql/working-set.js";
 import type { LeaseRow } from "./leases.js";
 
@@ -41,23 +41,13 @@ export interface SessionState extends BufferState {
 export function stateFromLease(sessionId: string, row: LeaseRow): SessionState {
 	const written = Math.max(row.batch_last ?? 0, row.last_event_id);
 	const last = Math.max(written, row.event_id_reserved);
-	return {
-		sessionId,
+	return newBufferState(sessionId, written, last, {
 		token: row.lease_token,
-		last,
 		reserved: last,
 		reservedDurable: last,
-		written,
-		trimmedThrough: 0,
-		pending: "",
-		pendingFirst: 0,
-		pendingLast: 0,
-		pendingCount: 0,
-		retry: [],
-		streaming: undefined,
-		refs: [],
+		retry: [] as EventBatch[],
 		tally: { messages: row.message_count, runId: row.current_run_id, running: row.status === "running" },
-	};
+	});
 }
 
 export class WorkingSet extends SessionStates<SessionState> {}

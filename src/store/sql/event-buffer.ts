@@ -42,6 +42,31 @@ export interface BufferState {
 	refs: RefTarget[];
 }
 
+/**
+ * The state of a session whose log on disk ends at `written` and whose ids run to `last`, with
+ * nothing buffered; `extra` is the store's own part of the state.
+ */
+export function newBufferState<X extends object>(
+	sessionId: string,
+	written: number,
+	last: number,
+	extra: X,
+): BufferState & X {
+	return {
+		sessionId,
+		last,
+		written,
+		trimmedThrough: 0,
+		pending: "",
+		pendingFirst: 0,
+		pendingLast: 0,
+		pendingCount: 0,
+		streaming: undefined,
+		refs: [],
+		...extra,
+	};
+}
+
 /** The events whose data may repeat whole stored messages (written with references to them). */
 const REF_EVENTS = new Set(["message_start", "message_end", "turn_end", "agent_end"]);
 

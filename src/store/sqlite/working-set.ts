@@ -4,7 +4,7 @@
  * synchronous writes find their session here or write nothing; reads of other sessions look at
  * the disk without joining them.
  */
-import type { BufferState } from "../sql/event-buffer.js";
+import { type BufferState, newBufferState } from "../sql/event-buffer.js";
 import { SessionStates, type Tally } from "../sql/working-set.js";
 import type { Statements } from "./statements.js";
 
@@ -29,20 +29,7 @@ export interface IdsOnDisk {
 
 /** The state of a session whose ids on disk are as given, with nothing buffered. */
 export function newSessionState(sessionId: string, written: number, last: number, reserved: number): SessionState {
-	return {
-		sessionId,
-		last,
-		reserved,
-		written,
-		trimmedThrough: 0,
-		pending: "",
-		pendingFirst: 0,
-		pendingLast: 0,
-		pendingCount: 0,
-		streaming: undefined,
-		tally: undefined,
-		refs: [],
-	};
+	return newBufferState(sessionId, written, last, { reserved, tally: undefined });
 }
 
 export class WorkingSet extends SessionStates<SessionState> {
