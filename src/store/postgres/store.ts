@@ -30,7 +30,6 @@ import { type RunRow, toRunRecord, toSessionRecord } from "../sql/rows.js";
 import type {
 	IdempotencyRecord,
 	LeaseStore,
-	MessagePage,
 	NewSession,
 	NewWebhookDelivery,
 	PendingInteraction,
@@ -318,19 +317,12 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	async listMessages(
-		sessionId: string,
-		options: { offset?: number; limit?: number } = {},
-	): Promise<MessagePage | undefined> {
-		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
-		const total = await this.countMessages(sessionId);
-		if (total === undefined) return undefined;
+	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
 		const rows = await this.query<{ data: string }>(
 			"SELECT data FROM messages WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
 			[sessionId, offset, limit],
 		);
-		return { messages: rows.map((r) => JSON.parse(r.data) as AgentMessage), offset, total };
+		return rows.map((r) => r.data);
 	}
 
 	async countMessages(sessionId: string): Promise<number | undefined> {

@@ -5,7 +5,8 @@
  * run writes and commit queue; how they reach the database is its own.
  */
 import type { AgentMessage } from "../../agent/types.js";
-import { closedError } from "../shared.js";
+import { checkLimit, closedError } from "../shared.js";
+import type { MessagePage } from "../types.js";
 import type { BufferState } from "./event-buffer.js";
 import type { SessionStates } from "./working-set.js";
 
@@ -80,4 +81,21 @@ export abstract class SqlStoreEngine<S extends BufferState> {
 	}
 
 	abstract deleteSessions(sessionIds: string[]): Promise<number>;
+
+	async listMessages(
+		sessionId: string,
+		options: { offset?: number; limit?: number } = {},
+	): Promise<MessagePage | undefined> {
+		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
+		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
+		const total = await this.countMessages(sessionId);
+		if (total === undefined) return undefined;
+		const rows = await this.messageRows(sessionId, offset, limit);
+		return { messages: rows.map((d) => JSON.parse(d) as AgentMessage), offset, total };
+	}
+
+	abstract countMessages(sessionId: string): Promise<number | undefined>;
+
+	/** The JSON of `limit` transcript messages from `offset` on (the caller counted them first). */
+	protected abstract messageRows(sessionId: string, offset: number, limit: number): Promise<string[]>;
 }

@@ -44,7 +44,6 @@ import {
 } from "../sql/rows.js";
 import type {
 	IdempotencyRecord,
-	MessagePage,
 	NewSession,
 	NewWebhookDelivery,
 	PendingInteraction,
@@ -270,16 +269,8 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	async listMessages(
-		sessionId: string,
-		options: { offset?: number; limit?: number } = {},
-	): Promise<MessagePage | undefined> {
-		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
-		const total = await this.countMessages(sessionId);
-		if (total === undefined) return undefined;
-		const rows = this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
-		return { messages: rows.map((d) => JSON.parse(d) as AgentMessage), offset, total };
+	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
+		return this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
 	}
 
 	async countMessages(sessionId: string): Promise<number | undefined> {
