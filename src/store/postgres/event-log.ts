@@ -3,8 +3,8 @@
  * and restored around commits, and the reads that merge the rows with the streaming window. When
  * buffers are written is the commit queue's business (`commit.ts`).
  *
- * The on-disk format is the SQLite store's batch format (`../sql/event-batch.ts`: one row per
- * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without its
+ * The on-disk format is the one the SQLite store writes too (`../sql/event-batch.ts`: one row per
+ * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without
  * message references.
  *
  * Ids are reserved in blocks in the session's row ahead of use (`event_id_reserved`): when the

@@ -4,7 +4,7 @@
  * (`commit-queue.ts`); what the callers need back at once (the transcript length, the current run,
  * whether a run is active) comes from the session's tally, kept in step with the queue. The
  * messages a run stores are remembered as reference targets, so the events that repeat them are
- * written with references (`event-batch.ts`).
+ * written with references (`../sql/event-batch.ts`).
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
