@@ -3,7 +3,7 @@
  * rejects a malformed batch instead of returning garbage.
  */
 import { describe, expect, it } from "vitest";
-import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "../../src/store/sqlite/event-batch.js";
+import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "../../src/store/sql/event-batch.js";
 import type { StoredEvent } from "../../src/store/types.js";
 
 function decodeAll(firstId: number, text: string, messages: string[] = []): StoredEvent[] {

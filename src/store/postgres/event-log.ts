@@ -1,12 +1,11 @@
 /**
- * The PostgreSQL store's event log in memory: appends into per-session buffers, id reservation,
- * the streaming window of the message in flight, and the reads that merge the window with the
- * rows. When buffers are written is the commit queue's business (`commit.ts`).
+ * The PostgreSQL store's event log: id reservation, the buffers of `../sql/event-buffer.ts` taken
+ * and restored around commits, and the reads that merge the rows with the streaming window. When
+ * buffers are written is the commit queue's business (`commit.ts`).
  *
- * The on-disk format is the SQLite store's batch format (`../sqlite/event-batch.ts`: one row per
- * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without its
- * message references. The deltas of a streaming message stay in a memory window from the
- * message's `message_start` to its `message_end` (`deltaRetention: "while-streaming"`).
+ * The on-disk format is the one the SQLite store writes too (`../sql/event-batch.ts`: one row per
+ * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without
+ * message references.
  *
  * Ids are reserved in blocks in the session's row ahead of use (`event_id_reserved`): when the
  * next id comes within half a block of the reservation, the next commit extends it by a block, so
@@ -15,7 +14,8 @@
  * leave the process. A crash therefore never leads to a reused id.
  */
 import type { EventPage } from "../shared.js";
-import { decodeBatch, encodeEvent, encodeSkip } from "../sqlite/event-batch.js";
+import { decodeBatch } from "../sql/event-batch.js";
+import { EventBuffer } from "../sql/event-buffer.js";
 import type { StoredEvent } from "../types.js";
 import { named, type Queryable } from "./connection.js";
 import type { EventBatch, SessionState, WorkingSet } from "./working-set.js";
@@ -33,21 +33,16 @@ export interface Bump {
 	reserved: number;
 }
 
-export class EventLog {
-	private readonly dirty = new Set<SessionState>();
+export class EventLog extends EventBuffer<SessionState> {
 	private readonly bumps = new Set<SessionState>();
-	private bufferedCount = 0;
 
 	constructor(
 		private readonly sessions: WorkingSet,
-		readonly maxEventsPerSession: number,
+		maxEventsPerSession: number,
 		/** Runs after an event went into a buffer (the commit queue decides when buffers are written). */
-		private readonly afterBuffered: () => void,
-	) {}
-
-	/** Events buffered in all sessions. */
-	get buffered(): number {
-		return this.bufferedCount;
+		afterBuffered: () => void,
+	) {
+		super(maxEventsPerSession, afterBuffered);
 	}
 
 	/** True while an id past a session's durable reservation has been handed out (the barrier must write it). */
@@ -61,10 +56,6 @@ export class EventLog {
 		return this.bumps.size > 0;
 	}
 
-	private get trimSlack(): number {
-		return Math.floor(this.maxEventsPerSession / 4);
-	}
-
 	/** Assigns the next id of `state`'s session and buffers the event. Returns the id. */
 	append(state: SessionState, type: string, data: string, at: number): number {
 		const id = state.last + 1;
@@ -72,28 +63,7 @@ export class EventLog {
 			state.reserved = id + ID_RESERVATION;
 			this.bumps.add(state);
 		}
-		state.last = id;
-		if (type === "message_start") state.streaming = [];
-		if (state.streaming) {
-			state.streaming.push({ id, type, data, createdAt: at });
-			if (state.streaming.length > this.maxEventsPerSession + this.trimSlack) {
-				state.streaming.splice(0, state.streaming.length - this.maxEventsPerSession);
-			}
-			if (type === "message_end") state.streaming = undefined;
-			else if (type === "message_update") return id;
-		}
-		if (state.pending === "") {
-			state.pendingFirst = id;
-			this.dirty.add(state);
-		} else if (id !== state.pendingLast + 1) {
-			state.pending += encodeSkip(id - state.pendingLast - 1, at);
-		}
-		state.pending += encodeEvent(type, data, at);
-		state.pendingLast = id;
-		state.pendingCount++;
-		this.bufferedCount++;
-		this.afterBuffered();
-		return id;
+		return this.buffer(state, id, type, data, at);
 	}
 
 	/** Takes every buffered batch (failed ones first) out of the buffers, for one commit. */
@@ -191,7 +161,7 @@ export class EventLog {
 		const state = this.sessions.get(sessionId);
 		const last = await this.lastOf(db, sessionId);
 		if (last === undefined) return [];
-		const from = Math.max(afterId, last - this.maxEventsPerSession);
+		const from = this.readFrom(afterId, last);
 		const streaming = state?.streaming;
 		const windowStart = streaming?.[0]?.id ?? Number.POSITIVE_INFINITY;
 		let cursor = from;
@@ -219,12 +189,7 @@ export class EventLog {
 			}
 			if (rows.length < ROWS_PER_READ) done = true;
 		}
-		if (streaming && page.open) {
-			for (const e of streaming) {
-				if (e.id <= from) continue;
-				if (!page.add({ ...e })) break;
-			}
-		}
+		this.readWindow(streaming, from, page);
 		return page.events;
 	}
 
@@ -240,7 +205,6 @@ export class EventLog {
 					[sessionId],
 				)
 			).rows[0]?.first_id ?? state?.streaming?.[0]?.id;
-		if (first === undefined) return undefined;
-		return Math.max(1, last - this.maxEventsPerSession + 1);
+		return this.oldestOf(last, first);
 	}
 }

@@ -3,7 +3,7 @@
  * `facade_records` table's statements, each write a durable one (`commit.ts`).
  */
 import { findFacadeLimit, MAX_FACADE_RECORDS_PER_KIND } from "../shared.js";
-import { type FacadeRecordRow, toFacadeRecord } from "../sqlite/facade-records.js";
+import { type FacadeRecordRow, toFacadeRecord } from "../sql/rows.js";
 import type { FacadeRecord } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Read } from "./connection.js";

@@ -3,7 +3,7 @@
  * `idempotency_keys` table's statements. `writeIdempotencyKey` also runs inside another durable
  * write's transaction (an enqueue), so a request's effect and its record commit together.
  */
-import { toIdempotencyRecord } from "../sqlite/rows.js";
+import { toIdempotencyRecord } from "../sql/rows.js";
 import type { IdempotencyRecord } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Queryable, Read } from "./connection.js";

@@ -4,7 +4,7 @@
  * webhook deliveries go into the same transaction, so the interaction and its announcement commit
  * together.
  */
-import { toPendingInteraction } from "../sqlite/rows.js";
+import { toPendingInteraction } from "../sql/rows.js";
 import type { NewWebhookDelivery, PendingInteraction } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Read } from "./connection.js";

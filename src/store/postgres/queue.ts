@@ -4,7 +4,7 @@
  * is a run write (`run-writes.ts`); an enqueue's idempotency record commits with it.
  */
 import type { AgentMessage } from "../../agent/types.js";
-import { toQueuedMessage } from "../sqlite/rows.js";
+import { toQueuedMessage } from "../sql/rows.js";
 import type { IdempotencyRecord, QueuedMessage, QueueKind } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Read } from "./connection.js";

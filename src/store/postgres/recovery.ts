@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, sumAssistantUsage } from "../shared.js";
-import type { SessionRow } from "../sqlite/rows.js";
+import type { SessionRow } from "../sql/rows.js";
 import type { NewWebhookDelivery, UsageTotals } from "../types.js";
 import type { Queryable } from "./connection.js";
 import { DB_NOW_MS } from "./leases.js";

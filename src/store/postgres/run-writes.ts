@@ -7,7 +7,7 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError } from "../shared.js";
-import { ZERO_USAGE_JSON } from "../sqlite/rows.js";
+import { ZERO_USAGE_JSON } from "../sql/rows.js";
 import type { RunEnd, UsageTotals } from "../types.js";
 import { usageEntriesOf } from "../usage.js";
 import { runUsageJson } from "./barrier-batch.js";

@@ -6,7 +6,7 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, decodeCursor, duplicateSessionError, encodeCursor } from "../shared.js";
-import { patchConfig, pickConfig, type SessionRow, ZERO_USAGE_JSON } from "../sqlite/rows.js";
+import { patchConfig, pickConfig, type SessionRow, ZERO_USAGE_JSON } from "../sql/rows.js";
 import type { NewSession, SessionConfig, SessionPage, SessionRecord } from "../types.js";
 import type { Queryable, Read } from "./connection.js";
 import { ID_RESERVATION } from "./event-log.js";

@@ -2,7 +2,8 @@
  * The PostgreSQL store's options, each checked (misuse throws with the allowed range) before
  * anything connects.
  */
-import { checkLimit, DEFAULT_MAX_EVENTS_PER_SESSION, maxIdempotencyKeys } from "../shared.js";
+import { checkLimit } from "../shared.js";
+import { type EngineSettings, resolveEngineSettings } from "../sql/settings.js";
 import type { StoreOptions } from "../types.js";
 import { checkSchemaName, type DatabaseUrl, parseDatabaseUrl } from "./url.js";
 
@@ -43,17 +44,12 @@ export interface PostgresStoreOptions extends StoreOptions {
 	onFlushError?: (error: Error) => void;
 }
 
-export interface PostgresSettings {
+export interface PostgresSettings extends EngineSettings {
 	url: DatabaseUrl;
 	schema: string;
 	poolSize: number;
 	cluster: boolean;
 	leaseTtlMs: number;
-	maxEventsPerSession: number;
-	maxIdempotencyKeys: number;
-	flushIntervalMs: number;
-	syncDelayMs: number;
-	maxBatchEvents: number;
 	retryDelayMs: number;
 	connectTimeoutMs: number;
 	onFlushError: (error: Error) => void;
@@ -74,17 +70,7 @@ export function resolveSettings(options: PostgresStoreOptions): PostgresSettings
 		poolSize: checkLimit("poolSize", options.poolSize, DEFAULT_POOL_SIZE, 1, 1000),
 		cluster: options.cluster === true,
 		leaseTtlMs: checkLimit("leaseTtlMs", options.leaseTtlMs, DEFAULT_LEASE_TTL_MS, 30, 3_600_000),
-		maxEventsPerSession: checkLimit(
-			"maxEventsPerSession",
-			options.maxEventsPerSession,
-			DEFAULT_MAX_EVENTS_PER_SESSION,
-			1,
-			10_000_000,
-		),
-		maxIdempotencyKeys: maxIdempotencyKeys(options.maxIdempotencyKeysPerSession),
-		flushIntervalMs: checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000),
-		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 0, 0, 60_000),
-		maxBatchEvents: checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000),
+		...resolveEngineSettings(options),
 		retryDelayMs: checkLimit("retryDelayMs", options.retryDelayMs, 1000, 1, 600_000),
 		connectTimeoutMs: checkLimit("connectTimeoutMs", options.connectTimeoutMs, 5000, 1, 600_000),
 		onFlushError:

@@ -2,12 +2,14 @@
  * The PostgreSQL `SessionStore`, on node-postgres: its public methods, each a few statements
  * around the parts that do the work —
  *
+ * - `../sql/`: what both SQL stores share — the synchronous writes (`engine.ts`), the event
+ *   buffer and streaming window (`event-buffer.ts`), the rows and the log's on-disk format;
  * - `settings.ts`, `url.ts`: the options, checked before anything connects;
  * - `connection.ts`: the pool, transactions, and which failures mean "unreachable";
  * - `migrations.ts`, `owner-lock.ts`: the schema (checked, owned when single-replica, migrated);
  * - `working-set.ts`, `lease-holder.ts`, `leases.ts`: the sessions whose lease this store holds,
  *   joining, renewing, releasing and losing them, and the lease SQL;
- * - `event-log.ts`: buffered event appends, id reservation, the streaming window, reads;
+ * - `event-log.ts`: id reservation, batches taken and restored around commits, reads;
  * - `run-writes.ts`: run starts, messages, run ends and drained messages, with their usage rows;
  * - `commit.ts`: which writes share which transaction, fencing, retries;
  * - `sessions.ts`, `recovery.ts`: the session rows' SQL, and marking crashed runs interrupted;
@@ -23,12 +25,12 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, closedError, duplicateRunError, EventPage } from "../shared.js";
-import { type RunRow, toRunRecord, toSessionRecord } from "../sqlite/rows.js";
+import { SqlStoreEngine } from "../sql/engine.js";
+import { type RunRow, toRunRecord, toSessionRecord } from "../sql/rows.js";
 import type {
 	FacadeRecord,
 	IdempotencyRecord,
 	LeaseStore,
-	MessagePage,
 	NewSession,
 	NewWebhookDelivery,
 	PendingInteraction,
@@ -89,9 +91,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 	return store;
 }
 
-export class PostgresSessionStore implements SessionStore, LeaseStore {
+export class PostgresSessionStore extends SqlStoreEngine<SessionState> implements SessionStore, LeaseStore {
 	readonly kind = "postgres" as const;
-	readonly deltaRetention = "while-streaming" as const;
 	readonly maxEventsPerSession: number;
 	readonly schemaVersion = LATEST_PG_SCHEMA_VERSION;
 	/** This store's lease holder id (host, pid, and a random part: two stores in one process differ). */
@@ -101,10 +102,10 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	readonly ready: Promise<void>;
 	private readonly settings: PostgresSettings;
 	private readonly pool: pg.Pool;
-	private readonly sessions = new WorkingSet();
-	private readonly log: EventLog;
-	private readonly commits: CommitQueue;
-	private readonly runs: RunWrites;
+	protected readonly sessions = new WorkingSet();
+	protected readonly log: EventLog;
+	protected readonly commits: CommitQueue;
+	protected readonly runs: RunWrites;
 	private readonly outbox: PgWebhookOutbox;
 	private readonly queue: PgQueue;
 	private readonly pending: PgPendingInteractions;
@@ -115,10 +116,10 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	private readonly leases: LeaseHolder;
 	private lock: PgOwnerLock | undefined;
 	private renewTimer: NodeJS.Timeout | undefined;
-	private closed = false;
 	private closing: Promise<void> | undefined;
 
 	constructor(options: PostgresStoreOptions) {
+		super();
 		this.settings = resolveSettings(options);
 		this.maxEventsPerSession = this.settings.maxEventsPerSession;
 		this.leaseTtlMs = this.settings.leaseTtlMs;
@@ -179,10 +180,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 	private async begin(): Promise<void> {
 		if (this.closed) throw closedError();
 		await this.ready;
-		if (this.closed) throw closedError();
-	}
-
-	private open(): void {
 		if (this.closed) throw closedError();
 	}
 
@@ -280,10 +277,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		return listSessionPage(this.read, options, (row) => this.toRecord(row));
 	}
 
-	async deleteSession(sessionId: string): Promise<boolean> {
-		return (await this.deleteSessions([sessionId])) > 0;
-	}
-
 	async deleteSessions(sessionIds: string[]): Promise<number> {
 		await this.begin();
 		// Their buffered events are about to be deleted: drop them instead of writing them first.
@@ -310,24 +303,6 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		return (await this.join(sessionId)) !== undefined;
 	}
 
-	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
-		this.open();
-		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
-		const state = this.sessions.get(sessionId);
-		return state && this.log.append(state, type, data, createdAt ?? Date.now());
-	}
-
-	lastEventId(sessionId: string): number | undefined {
-		this.open();
-		return this.sessions.get(sessionId)?.last;
-	}
-
-	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
-		this.open();
-		const state = this.sessions.get(sessionId);
-		return state && this.runs.appendMessages(state, messages);
-	}
-
 	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
 		this.open();
 		const state = this.sessions.get(sessionId);
@@ -338,42 +313,20 @@ export class PostgresSessionStore implements SessionStore, LeaseStore {
 		return this.runs.endRun(state, runId, end, put);
 	}
 
-	touchSession(sessionId: string, at: number): boolean {
-		this.open();
-		if (!this.sessions.get(sessionId)) return false;
-		this.commits.touch(sessionId, at);
-		return true;
-	}
-
 	// --- commit barrier -------------------------------------------------------------------------
 
 	async sync(): Promise<void> {
 		await this.commits.sync();
 	}
 
-	get syncPending(): boolean {
-		return this.commits.pending;
-	}
-
-	observeCommits(observer: ((ms: number) => void) | undefined): void {
-		this.commits.commitObserver = observer;
-	}
-
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	async listMessages(
-		sessionId: string,
-		options: { offset?: number; limit?: number } = {},
-	): Promise<MessagePage | undefined> {
-		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
-		const total = await this.countMessages(sessionId);
-		if (total === undefined) return undefined;
+	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
 		const rows = await this.query<{ data: string }>(
 			"SELECT data FROM messages WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
 			[sessionId, offset, limit],
 		);
-		return { messages: rows.map((r) => JSON.parse(r.data) as AgentMessage), offset, total };
+		return rows.map((r) => r.data);
 	}
 
 	async countMessages(sessionId: string): Promise<number | undefined> {

@@ -3,6 +3,7 @@
  * `UsageRow`s, and the calls of no session added to them. The rows of sessions' calls are written
  * with the messages they count (`run-writes.ts`).
  */
+import { toUsageRow, type UsageDailyRow } from "../sql/rows.js";
 import type { UsageQuery, UsageRow } from "../types.js";
 import { checkUsageQuery, type UsageEntry } from "../usage.js";
 import type { Queryable, Read } from "./connection.js";
@@ -38,21 +39,6 @@ export async function recordUsage(tx: Queryable, owner: string, entries: readonl
 	);
 }
 
-/** A row of `usage_daily`. */
-interface UsageDailyRow {
-	owner_id: string;
-	day: string;
-	provider: string;
-	model: string;
-	input: number;
-	output: number;
-	cache_read: number;
-	cache_write: number;
-	total_tokens: number;
-	cost_usd: number;
-	turns: number;
-}
-
 /** See `UsageStore.readUsage`. */
 export async function readUsage(read: Read, query: UsageQuery): Promise<UsageRow[]> {
 	checkUsageQuery(query);
@@ -60,17 +46,5 @@ export async function readUsage(read: Read, query: UsageQuery): Promise<UsageRow
 		"SELECT * FROM usage_daily WHERE owner_id = $1 AND day >= $2 AND day <= $3 ORDER BY day, provider, model",
 		[query.ownerId ?? "", query.fromDay, query.toDay],
 	);
-	return rows.map((r) => ({
-		ownerId: r.owner_id === "" ? null : r.owner_id,
-		day: r.day,
-		provider: r.provider,
-		model: r.model,
-		input: r.input,
-		output: r.output,
-		cacheRead: r.cache_read,
-		cacheWrite: r.cache_write,
-		totalTokens: r.total_tokens,
-		costUsd: r.cost_usd,
-		turns: r.turns,
-	}));
+	return rows.map(toUsageRow);
 }

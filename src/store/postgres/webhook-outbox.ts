@@ -6,7 +6,7 @@
  * them instead of waiting for each other or sending one twice.
  */
 import { checkLimit } from "../shared.js";
-import { type OutboxRow, toDelivery } from "../sqlite/webhook-outbox.js";
+import { type OutboxRow, toDelivery } from "../sql/outbox-rows.js";
 import type { NewWebhookDelivery, WebhookDelivery, WebhookOutbox, WebhookStatus } from "../types.js";
 import type { CommitQueue } from "./commit.js";
 import type { Queryable } from "./connection.js";

@@ -18,8 +18,8 @@
  */
 import type Database from "better-sqlite3";
 import { closedError } from "../shared.js";
+import { inlineRefs, type RefTarget } from "../sql/event-batch.js";
 import { Checkpointer } from "./checkpoints.js";
-import { inlineRefs, type RefTarget } from "./event-batch.js";
 import type { EventLog } from "./event-log.js";
 import { type EventBatch, EventWriter } from "./event-writer.js";
 import type { SqliteSettings } from "./open.js";

@@ -1,14 +1,8 @@
 /**
- * The SQLite store's event log in memory: appends into per-session buffers, id reservation, the
- * streaming window of the message in flight, and the reads that merge the buffer with the disk.
- * When the buffers are written is the commit queue's business (`commit-queue.ts`).
- *
- * Appends are the hot path (one per SSE event), so they are buffered per session as one string of
- * frames and written as one `event_batches` row per session per flush (`event-batch.ts`). The
- * deltas of a streaming message are not written at all: they stay in a per-session memory window
- * from the message's `message_start` to its `message_end` (`deltaRetention: "while-streaming"`),
- * and a batch records the ids they took with a skip frame. The cap per session applies at once to
- * what the reads return; on disk whole batches are deleted once all their ids fall out of it.
+ * The SQLite store's event log: id reservation, the buffers of `../sql/event-buffer.ts` as
+ * `event_batches` rows (one per session per flush, `../sql/event-batch.ts`), and the reads that
+ * merge the disk with the streaming window. When the buffers are written is the commit queue's
+ * business (`commit-queue.ts`).
  *
  * Event ids must stay monotonic even when a crash loses buffered events, so ids are *reserved* on
  * disk ahead of use: when a session's next id passes its reservation, the log durably bumps
@@ -17,8 +11,9 @@
  * reservation, so ids continue without a gap after a graceful restart.
  */
 import type { EventPage } from "../shared.js";
+import { decodeBatch } from "../sql/event-batch.js";
+import { EventBuffer } from "../sql/event-buffer.js";
 import type { StoredEvent } from "../types.js";
-import { decodeBatch, encodeEvent, encodeEventWithRefs, encodeSkip } from "./event-batch.js";
 import type { EventBatch } from "./event-writer.js";
 import type { Statements } from "./statements.js";
 import type { SessionState, WorkingSet } from "./working-set.js";
@@ -26,32 +21,17 @@ import type { SessionState, WorkingSet } from "./working-set.js";
 /** Event ids reserved on disk per bump; bounds the id gap a crash can leave. */
 export const ID_RESERVATION = 1024;
 
-/** The events whose data may repeat whole stored messages (written with references to them). */
-const REF_EVENTS = new Set(["message_start", "message_end", "turn_end", "agent_end"]);
-
-export class EventLog {
-	/** Sessions with buffered events, and how many events are buffered in all. */
-	private readonly dirty = new Set<SessionState>();
-	private bufferedCount = 0;
-
+export class EventLog extends EventBuffer<SessionState> {
 	constructor(
 		private readonly s: Statements,
 		private readonly sessions: WorkingSet,
-		readonly maxEventsPerSession: number,
+		maxEventsPerSession: number,
 		/** Runs before an id reservation is written (the writer thread must not hold the write lock). */
 		private readonly beforeReserve: () => void,
 		/** Runs after an event went into a buffer (the commit queue decides when buffers are written). */
-		private readonly afterBuffered: () => void,
-	) {}
-
-	/** Events buffered in all sessions. */
-	get buffered(): number {
-		return this.bufferedCount;
-	}
-
-	/** Physical trimming runs once a quarter of the cap has fallen out of it, not on every flush. */
-	private get trimSlack(): number {
-		return Math.floor(this.maxEventsPerSession / 4);
+		afterBuffered: () => void,
+	) {
+		super(maxEventsPerSession, afterBuffered);
 	}
 
 	/**
@@ -67,36 +47,7 @@ export class EventLog {
 			this.s.reserveIds.run(reserved, state.sessionId);
 			state.reserved = reserved;
 		}
-		state.last = id;
-		// The deltas of a streaming message live in memory only (resume within this process gets them
-		// from `streaming`); what is written is the message's `message_start` and `message_end`, which
-		// carries the whole message. This keeps most of the bytes of a streamed answer off the disk.
-		if (type === "message_start") state.streaming = [];
-		if (state.streaming) {
-			state.streaming.push({ id, type, data, createdAt: at });
-			// Its ids are consecutive: what is past the cap is outside the log anyway (reads apply the
-			// cap by id). Cut in steps of a quarter so appends stay O(1).
-			if (state.streaming.length > this.maxEventsPerSession + this.trimSlack) {
-				state.streaming.splice(0, state.streaming.length - this.maxEventsPerSession);
-			}
-			if (type === "message_end") state.streaming = undefined;
-			else if (type === "message_update") return id;
-		}
-		if (state.pending === "") {
-			state.pendingFirst = id;
-			this.dirty.add(state);
-		} else if (id !== state.pendingLast + 1) {
-			state.pending += encodeSkip(id - state.pendingLast - 1, at);
-		}
-		if (state.refs.length > 0 && REF_EVENTS.has(type)) {
-			state.pending += encodeEventWithRefs(type, data, at, state.refs);
-			if (type === "agent_end") state.refs = [];
-		} else state.pending += encodeEvent(type, data, at);
-		state.pendingLast = id;
-		state.pendingCount++;
-		this.bufferedCount++;
-		this.afterBuffered();
-		return id;
+		return this.buffer(state, id, type, data, at);
 	}
 
 	/**
@@ -107,8 +58,7 @@ export class EventLog {
 		const state = this.sessions.get(sessionId);
 		const last = state?.last ?? this.sessions.idsOnDisk(sessionId)?.last;
 		if (last === undefined) return [];
-		// Ids at or below the cap's floor are outside the log even if their batch is still on disk.
-		const from = Math.max(afterId, last - this.maxEventsPerSession);
+		const from = this.readFrom(afterId, last);
 		// From the streaming message's `message_start` on, the memory window has every event (the
 		// disk has the same ones minus the deltas): the disk serves what is before it.
 		const streaming = state?.streaming;
@@ -134,12 +84,7 @@ export class EventLog {
 				if (done || !page.open) break;
 			}
 		}
-		if (streaming && page.open) {
-			for (const e of streaming) {
-				if (e.id <= from) continue;
-				if (!page.add({ ...e })) break;
-			}
-		}
+		this.readWindow(streaming, from, page);
 		return page.events;
 	}
 
@@ -147,12 +92,9 @@ export class EventLog {
 	oldest(sessionId: string): number | undefined {
 		const state = this.sessions.get(sessionId);
 		const last = state?.last ?? this.sessions.idsOnDisk(sessionId)?.last;
-		// Ids below the cap's floor are trimmed; every retained event at or above it is read back (the
-		// deltas of ended messages were never retained: a resume from inside one is not a reset).
 		if (last === undefined || last === 0) return undefined;
 		const first = (this.s.firstBatch.pluck().get(sessionId) as number | undefined) ?? state?.streaming?.[0]?.id;
-		if (first === undefined) return undefined;
-		return Math.max(1, last - this.maxEventsPerSession + 1);
+		return this.oldestOf(last, first);
 	}
 
 	/** The sessions whose buffers a commit scoped to `scope` writes (every dirty one when omitted). */

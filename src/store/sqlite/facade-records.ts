@@ -4,29 +4,12 @@
  */
 import type Database from "better-sqlite3";
 import { findFacadeLimit, MAX_FACADE_RECORDS_PER_KIND } from "../shared.js";
+import { type FacadeRecordRow, toFacadeRecord } from "../sql/rows.js";
 import type { FacadeRecord, FacadeRecordStore } from "../types.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { Statement } from "./statements.js";
 
 /** A `facade_records` row as both SQL stores read it (same columns). */
-export interface FacadeRecordRow {
-	session_id: string;
-	kind: string;
-	key: string;
-	data: string;
-	created_at: number | string;
-}
-
-export function toFacadeRecord(row: FacadeRecordRow): FacadeRecord {
-	return {
-		sessionId: row.session_id,
-		kind: row.kind,
-		key: row.key,
-		data: row.data,
-		createdAt: Number(row.created_at),
-	};
-}
-
 export class SqliteFacadeRecords implements FacadeRecordStore {
 	private readonly sessionExists: Statement;
 	private readonly remove: Statement;

@@ -7,7 +7,7 @@
  * All pending migrations run in one transaction: a crash mid-migration leaves the old version.
  */
 import type Database from "better-sqlite3";
-import { encodeEvent } from "./event-batch.js";
+import { encodeEvent } from "../sql/event-batch.js";
 
 export interface Migration {
 	version: number;

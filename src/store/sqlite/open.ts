@@ -5,7 +5,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { checkLimit, DEFAULT_MAX_EVENTS_PER_SESSION, maxIdempotencyKeys } from "../shared.js";
+import { checkLimit } from "../shared.js";
+import { type EngineSettings, resolveEngineSettings } from "../sql/settings.js";
 import type { StoreOptions } from "../types.js";
 import { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_WAL_LIMIT_BYTES } from "./event-writer.js";
 import { checkSchemaVersion, migrate } from "./migrations.js";
@@ -61,13 +62,8 @@ export interface SqliteStoreOptions extends StoreOptions {
 }
 
 /** The options, checked, with their defaults. */
-export interface SqliteSettings {
+export interface SqliteSettings extends EngineSettings {
 	path: string;
-	maxEventsPerSession: number;
-	maxIdempotencyKeys: number;
-	flushIntervalMs: number;
-	syncDelayMs: number;
-	maxBatchEvents: number;
 	synchronous: "NORMAL" | "FULL";
 	checkIntegrity: boolean;
 	threadWrites: boolean;
@@ -80,17 +76,7 @@ export interface SqliteSettings {
 export function resolveSettings(options: SqliteStoreOptions): SqliteSettings {
 	return {
 		path: options.path ?? DEFAULT_DB_PATH,
-		maxEventsPerSession: checkLimit(
-			"maxEventsPerSession",
-			options.maxEventsPerSession,
-			DEFAULT_MAX_EVENTS_PER_SESSION,
-			1,
-			10_000_000,
-		),
-		maxIdempotencyKeys: maxIdempotencyKeys(options.maxIdempotencyKeysPerSession),
-		flushIntervalMs: checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000),
-		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 0, 0, 60_000),
-		maxBatchEvents: checkLimit("maxBatchEvents", options.maxBatchEvents, 2000, 1, 1_000_000),
+		...resolveEngineSettings(options),
 		synchronous: options.synchronous === "full" ? "FULL" : "NORMAL",
 		checkIntegrity: options.checkIntegrity !== false,
 		threadWrites: options.eventWriter === "thread",

@@ -4,15 +4,15 @@
  * (`commit-queue.ts`); what the callers need back at once (the transcript length, the current run,
  * whether a run is active) comes from the session's tally, kept in step with the queue. The
  * messages a run stores are remembered as reference targets, so the events that repeat them are
- * written with references (`event-batch.ts`).
+ * written with references (`../sql/event-batch.ts`).
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, duplicateRunError, zeroUsage } from "../shared.js";
+import type { RefTarget } from "../sql/event-batch.js";
+import { type RunRow, ZERO_USAGE_JSON } from "../sql/rows.js";
 import type { RunEnd, UsageTotals } from "../types.js";
 import { type UsageEntry, usageEntriesOf } from "../usage.js";
 import type { CommitQueue } from "./commit-queue.js";
-import type { RefTarget } from "./event-batch.js";
-import { type RunRow, ZERO_USAGE_JSON } from "./rows.js";
 import type { Statements } from "./statements.js";
 import type { SessionState, WorkingSet } from "./working-set.js";
 

@@ -2,14 +2,16 @@
  * The SQLite `SessionStore` (the default), on better-sqlite3: its public methods, each a few
  * statements around the parts that do the work —
  *
+ * - `../sql/`: what both SQL stores share — the synchronous writes (`engine.ts`), the event
+ *   buffer and streaming window (`event-buffer.ts`), the rows and the log's on-disk format;
  * - `open.ts`: the options and the file (checked, owned, migrated);
  * - `working-set.ts`: the write state of the sessions this process writes to;
- * - `event-log.ts`: buffered event appends, id reservation, the streaming window, reads;
+ * - `event-log.ts`: id reservation, batch rows, reads;
  * - `run-writes.ts`: run starts, messages, run ends and drained messages, with their tallies;
  * - `commit-queue.ts`: which writes share which transaction, and when it commits;
- * - `rows.ts`, `statements.ts`, `migrations.ts`, `event-batch.ts` (the log's on-disk format),
- *   `checkpoints.ts` (WAL checkpoints between transactions), `event-writer.ts` (the writer thread
- *   of `eventWriter: "thread"`), `owner-lock.ts` (one process per file).
+ * - `statements.ts`, `migrations.ts`, `checkpoints.ts` (WAL checkpoints between transactions),
+ *   `event-writer.ts` (the writer thread of `eventWriter: "thread"`), `owner-lock.ts` (one process
+ *   per file).
  *
  * better-sqlite3 is synchronous: every method does its work within the call, and the asynchronous
  * ones return settled promises (see `../types.ts` for what callers may rely on).
@@ -19,17 +21,30 @@ import type { AgentMessage } from "../../agent/types.js";
 import {
 	addUsage,
 	checkLimit,
-	closedError,
 	decodeCursor,
 	duplicateSessionError,
 	EventPage,
 	encodeCursor,
 	sumAssistantUsage,
 } from "../shared.js";
+import { SqlStoreEngine } from "../sql/engine.js";
+import {
+	patchConfig,
+	pickConfig,
+	type RunRow,
+	type SessionRow,
+	toIdempotencyRecord,
+	toPendingInteraction,
+	toQueuedMessage,
+	toRunRecord,
+	toSessionRecord,
+	toUsageRow,
+	type UsageDailyRow,
+	ZERO_USAGE_JSON,
+} from "../sql/rows.js";
 import type {
 	FacadeRecord,
 	IdempotencyRecord,
-	MessagePage,
 	NewSession,
 	NewWebhookDelivery,
 	PendingInteraction,
@@ -57,37 +72,10 @@ import { SqliteFacadeRecords } from "./facade-records.js";
 import { LATEST_SCHEMA_VERSION } from "./migrations.js";
 import { openDatabase, resolveSettings, type SqliteSettings, type SqliteStoreOptions } from "./open.js";
 import type { OwnerLock } from "./owner-lock.js";
-import {
-	patchConfig,
-	pickConfig,
-	type RunRow,
-	type SessionRow,
-	toIdempotencyRecord,
-	toPendingInteraction,
-	toQueuedMessage,
-	toRunRecord,
-	toSessionRecord,
-	ZERO_USAGE_JSON,
-} from "./rows.js";
 import { RunWrites } from "./run-writes.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteWebhookOutbox } from "./webhook-outbox.js";
-import { WorkingSet } from "./working-set.js";
-
-/** A row of `usage_daily`. */
-interface UsageDailyRow {
-	owner_id: string;
-	day: string;
-	provider: string;
-	model: string;
-	input: number;
-	output: number;
-	cache_read: number;
-	cache_write: number;
-	total_tokens: number;
-	cost_usd: number;
-	turns: number;
-}
+import { type SessionState, WorkingSet } from "./working-set.js";
 
 export { DEFAULT_DB_PATH, type SqliteStoreOptions } from "./open.js";
 
@@ -96,9 +84,8 @@ export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteSession
 	return new SqliteSessionStore(options);
 }
 
-export class SqliteSessionStore implements SessionStore {
+export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements SessionStore {
 	readonly kind = "sqlite" as const;
-	readonly deltaRetention = "while-streaming" as const;
 	readonly maxEventsPerSession: number;
 	readonly path: string;
 	readonly schemaVersion = LATEST_SCHEMA_VERSION;
@@ -107,13 +94,12 @@ export class SqliteSessionStore implements SessionStore {
 	/** Ownership of the file (none for `:memory:`); released by `close()`. */
 	private readonly lock: OwnerLock | undefined;
 	private readonly s: Statements;
-	private readonly sessions: WorkingSet;
-	private readonly log: EventLog;
-	private readonly commits: CommitQueue;
-	private readonly runs: RunWrites;
+	protected readonly sessions: WorkingSet;
+	protected readonly log: EventLog;
+	protected readonly commits: CommitQueue;
+	protected readonly runs: RunWrites;
 	private readonly outbox: SqliteWebhookOutbox;
 	private readonly facade: SqliteFacadeRecords;
-	private closed = false;
 
 	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
 	get threads(): { writer: boolean; checkpoint: boolean } {
@@ -121,6 +107,7 @@ export class SqliteSessionStore implements SessionStore {
 	}
 
 	constructor(options: SqliteStoreOptions = {}) {
+		super();
 		// Every option is checked before the file is opened (and owned): a bad one leaves it untouched.
 		this.settings = resolveSettings(options);
 		this.path = this.settings.path;
@@ -148,10 +135,6 @@ export class SqliteSessionStore implements SessionStore {
 		this.runs = new RunWrites(this.s, this.sessions, this.commits);
 		this.outbox = new SqliteWebhookOutbox(this.db, this.commits);
 		this.facade = new SqliteFacadeRecords(this.db, this.commits);
-	}
-
-	private open(): void {
-		if (this.closed) throw closedError();
 	}
 
 	private row(sessionId: string): SessionRow | undefined {
@@ -236,10 +219,6 @@ export class SqliteSessionStore implements SessionStore {
 		};
 	}
 
-	async deleteSession(sessionId: string): Promise<boolean> {
-		return (await this.deleteSessions([sessionId])) > 0;
-	}
-
 	async deleteSessions(sessionIds: string[]): Promise<number> {
 		this.open();
 		// Their buffered events are about to be deleted: drop them instead of writing them first.
@@ -279,36 +258,11 @@ export class SqliteSessionStore implements SessionStore {
 		return true;
 	}
 
-	appendEvent(sessionId: string, type: string, data: string, createdAt?: number): number | undefined {
-		this.open();
-		if (type === "") throw new RangeError("appendEvent: type must be a non-empty event name");
-		const state = this.sessions.get(sessionId);
-		return state && this.log.append(state, type, data, createdAt ?? Date.now());
-	}
-
-	lastEventId(sessionId: string): number | undefined {
-		this.open();
-		return this.sessions.get(sessionId)?.last;
-	}
-
-	appendMessages(sessionId: string, messages: AgentMessage[]): number | undefined {
-		this.open();
-		const state = this.sessions.get(sessionId);
-		return state && this.runs.appendMessages(state, messages);
-	}
-
 	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
 		this.open();
 		const state = this.sessions.get(sessionId);
 		const put = webhooks && webhooks.length > 0 ? () => this.outbox.put(webhooks) : undefined;
 		return state !== undefined && this.runs.endRun(state, runId, end, put);
-	}
-
-	touchSession(sessionId: string, at: number): boolean {
-		this.open();
-		if (!this.sessions.get(sessionId)) return false;
-		this.commits.touch(sessionId, at);
-		return true;
 	}
 
 	// --- commit barrier -------------------------------------------------------------------------
@@ -317,26 +271,10 @@ export class SqliteSessionStore implements SessionStore {
 		this.commits.sync();
 	}
 
-	get syncPending(): boolean {
-		return this.commits.pending;
-	}
-
-	observeCommits(observer: ((ms: number) => void) | undefined): void {
-		this.commits.commitObserver = observer;
-	}
-
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	async listMessages(
-		sessionId: string,
-		options: { offset?: number; limit?: number } = {},
-	): Promise<MessagePage | undefined> {
-		const offset = checkLimit("offset", options.offset, 0, 0, Number.MAX_SAFE_INTEGER);
-		const limit = checkLimit("limit", options.limit, 100, 1, 1000);
-		const total = await this.countMessages(sessionId);
-		if (total === undefined) return undefined;
-		const rows = this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
-		return { messages: rows.map((d) => JSON.parse(d) as AgentMessage), offset, total };
+	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
+		return this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
 	}
 
 	async countMessages(sessionId: string): Promise<number | undefined> {
@@ -505,19 +443,7 @@ export class SqliteSessionStore implements SessionStore {
 		checkUsageQuery(query);
 		this.commits.settle();
 		const rows = this.s.readUsage.all(query.ownerId ?? "", query.fromDay, query.toDay) as UsageDailyRow[];
-		return rows.map((r) => ({
-			ownerId: r.owner_id === "" ? null : r.owner_id,
-			day: r.day,
-			provider: r.provider,
-			model: r.model,
-			input: r.input,
-			output: r.output,
-			cacheRead: r.cache_read,
-			cacheWrite: r.cache_write,
-			totalTokens: r.total_tokens,
-			costUsd: r.cost_usd,
-			turns: r.turns,
-		}));
+		return rows.map(toUsageRow);
 	}
 
 	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {

@@ -1,43 +1,15 @@
 /**
- * The SQLite store's webhook outbox (`WebhookOutbox` of ../types.ts): the `webhook_outbox` table,
- * its statements, and the row conversions. `put` runs inside a transaction the store opens — the
- * one of the fact a delivery reports (a run end, a pending interaction, a recovery) — so the
- * delivery and the fact commit together.
+ * The SQLite store's webhook outbox (`WebhookOutbox` of ../types.ts): the `webhook_outbox` table
+ * and its statements (rows map to records in ../sql/outbox-rows.ts). `put` runs inside a
+ * transaction the store opens — the one of the fact a delivery reports (a run end, a pending
+ * interaction, a recovery) — so the delivery and the fact commit together.
  */
 import type Database from "better-sqlite3";
 import { checkLimit } from "../shared.js";
+import { type OutboxRow, toDelivery } from "../sql/outbox-rows.js";
 import type { NewWebhookDelivery, WebhookDelivery, WebhookOutbox, WebhookStatus } from "../types.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { Statement } from "./statements.js";
-
-/** A `webhook_outbox` row as both SQL stores read it (same columns). */
-export interface OutboxRow {
-	id: string;
-	endpoint: string;
-	event_type: string;
-	payload: string;
-	created_at: number;
-	status: WebhookStatus;
-	attempts: number;
-	next_attempt_at: number;
-	last_error: string | null;
-	finished_at: number | null;
-}
-
-export function toDelivery(row: OutboxRow): WebhookDelivery {
-	return {
-		id: row.id,
-		endpoint: row.endpoint,
-		eventType: row.event_type,
-		payload: row.payload,
-		createdAt: row.created_at,
-		status: row.status,
-		attempts: row.attempts,
-		nextAttemptAt: row.next_attempt_at,
-		lastError: row.last_error,
-		finishedAt: row.finished_at,
-	};
-}
 
 export class SqliteWebhookOutbox implements WebhookOutbox {
 	private readonly insert: Statement;

@@ -4,49 +4,19 @@
  * synchronous writes find their session here or write nothing; reads of other sessions look at
  * the disk without joining them.
  */
-import type { StoredEvent } from "../types.js";
-import type { RefTarget } from "./event-batch.js";
+import { type BufferState, newBufferState } from "../sql/event-buffer.js";
+import { SessionStates, type Tally } from "../sql/working-set.js";
 import type { Statements } from "./statements.js";
 
-/** One session's write state. */
-export interface SessionState {
-	sessionId: string;
-	/** Highest event id assigned. */
-	last: number;
+/** One session's write state: its event buffer (`../sql/event-buffer.ts`) and what follows. */
+export interface SessionState extends BufferState {
 	/** Ids up to this are durably reserved (see `event-log.ts`). */
 	reserved: number;
-	/** Highest id on disk. */
-	written: number;
-	/** Batches with `last_id` up to this have been deleted by trimming. */
-	trimmedThrough: number;
-	/** Frames of the buffered events `pendingFirst..pendingLast`; empty when nothing is buffered. */
-	pending: string;
-	pendingFirst: number;
-	/** Id of the last buffered event (ids after it up to `last` are memory-only deltas). */
-	pendingLast: number;
-	pendingCount: number;
-	/**
-	 * Every event since the `message_start` of the message still streaming (deltas included), or
-	 * undefined when none streams: the only place that message's deltas are kept (see `event-log.ts`).
-	 */
-	streaming: StoredEvent[] | undefined;
 	/**
 	 * The session's message count and current run as the writes not yet committed leave them
 	 * (`commit-queue.ts`); undefined until first needed (then read from disk).
 	 */
 	tally: Tally | undefined;
-	/**
-	 * The messages stored since the current run started, until its `agent_end`: the events that
-	 * repeat them are written with references instead (`event-batch.ts`).
-	 */
-	refs: RefTarget[];
-}
-
-/** A session's message count, current run, and whether a run is active (see `SessionState.tally`). */
-export interface Tally {
-	messages: number;
-	runId: string | null;
-	running: boolean;
 }
 
 /** Ids of a session's event log as the disk has them. */
@@ -59,40 +29,22 @@ export interface IdsOnDisk {
 
 /** The state of a session whose ids on disk are as given, with nothing buffered. */
 export function newSessionState(sessionId: string, written: number, last: number, reserved: number): SessionState {
-	return {
-		sessionId,
-		last,
-		reserved,
-		written,
-		trimmedThrough: 0,
-		pending: "",
-		pendingFirst: 0,
-		pendingLast: 0,
-		pendingCount: 0,
-		streaming: undefined,
-		tally: undefined,
-		refs: [],
-	};
+	return newBufferState(sessionId, written, last, { reserved, tally: undefined });
 }
 
-export class WorkingSet {
-	private readonly states = new Map<string, SessionState>();
-
-	constructor(private readonly s: Statements) {}
-
-	/** The state of a session in the working set, or undefined. */
-	get(sessionId: string): SessionState | undefined {
-		return this.states.get(sessionId);
+export class WorkingSet extends SessionStates<SessionState> {
+	constructor(private readonly s: Statements) {
+		super();
 	}
 
 	/** Joins a session to the working set (loading its state); undefined if the session does not exist. */
 	join(sessionId: string): SessionState | undefined {
-		let state = this.states.get(sessionId);
+		let state = this.get(sessionId);
 		if (state) return state;
 		const ids = this.idsOnDisk(sessionId);
 		if (!ids) return undefined;
 		state = newSessionState(sessionId, ids.written, ids.last, ids.last);
-		this.states.set(sessionId, state);
+		this.set(state);
 		return state;
 	}
 
@@ -100,21 +52,12 @@ export class WorkingSet {
 	add(sessionId: string, messages: number, reserved: number): void {
 		const state = newSessionState(sessionId, 0, 0, reserved);
 		state.tally = { messages, runId: null, running: false };
-		this.states.set(sessionId, state);
-	}
-
-	/** A deleted session leaves the working set. */
-	delete(sessionId: string): void {
-		this.states.delete(sessionId);
-	}
-
-	values(): IterableIterator<SessionState> {
-		return this.states.values();
+		this.set(state);
 	}
 
 	/** The highest event id of a session, in the working set or not (0 for none); undefined if unknown. */
 	lastEventId(sessionId: string): number | undefined {
-		return this.states.get(sessionId)?.last ?? this.idsOnDisk(sessionId)?.last;
+		return this.get(sessionId)?.last ?? this.idsOnDisk(sessionId)?.last;
 	}
 
 	/** The ids of a session's log on disk, without joining it; undefined if the session does not exist. */
@@ -141,6 +84,6 @@ export class WorkingSet {
 
 	/** Forgets every tally (after a write that changed run statuses on disk behind them). */
 	resetTallies(): void {
-		for (const state of this.states.values()) state.tally = undefined;
+		for (const state of this.values()) state.tally = undefined;
 	}
 }

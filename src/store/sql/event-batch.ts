@@ -1,8 +1,8 @@
 /**
- * The on-disk form of the SQLite event log: one row per session per flush, holding the events of
- * consecutive ids `first_id..last_id` concatenated. One row per batch instead of one per event is
- * what makes persistence cheap enough for the SSE hot path (a row insert costs as much as
- * hundreds of string appends).
+ * The on-disk form of the SQL stores' event log (SQLite and PostgreSQL alike): one row per session
+ * per flush, holding the events of consecutive ids `first_id..last_id` concatenated. One row per
+ * batch instead of one per event is what makes persistence cheap enough for the SSE hot path (a row
+ * insert costs as much as hundreds of string appends).
  *
  * Each event is framed as `<createdAt>,<type length>,<data length>:<type><data>`, lengths in
  * UTF-16 code units (JavaScript string length), so any `type` and `data` round-trip exactly,

@@ -1,10 +1,11 @@
 /**
- * The SQLite store's rows and their mapping to the store's records: column names to fields, JSON
+ * The rows of both SQL stores (same tables, same columns) and their mapping to the store's records: column names to fields, JSON
  * columns parsed, copies returned (callers never share objects with the store).
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, zeroUsage } from "../shared.js";
 import type {
+	FacadeRecord,
 	IdempotencyRecord,
 	NewSession,
 	PendingInteraction,
@@ -14,6 +15,7 @@ import type {
 	SessionConfig,
 	SessionRecord,
 	SessionRunStatus,
+	UsageRow,
 	UsageTotals,
 } from "../types.js";
 
@@ -180,5 +182,55 @@ export function toQueuedMessage(r: QueueRow): QueuedMessage {
 		kind: r.kind,
 		message: JSON.parse(r.data) as AgentMessage,
 		createdAt: r.created_at,
+	};
+}
+
+/** A row of `usage_daily` (the owner `""` stands for none). */
+export interface UsageDailyRow {
+	owner_id: string;
+	day: string;
+	provider: string;
+	model: string;
+	input: number;
+	output: number;
+	cache_read: number;
+	cache_write: number;
+	total_tokens: number;
+	cost_usd: number;
+	turns: number;
+}
+
+export function toUsageRow(r: UsageDailyRow): UsageRow {
+	return {
+		ownerId: r.owner_id === "" ? null : r.owner_id,
+		day: r.day,
+		provider: r.provider,
+		model: r.model,
+		input: r.input,
+		output: r.output,
+		cacheRead: r.cache_read,
+		cacheWrite: r.cache_write,
+		totalTokens: r.total_tokens,
+		costUsd: r.cost_usd,
+		turns: r.turns,
+	};
+}
+
+/** A row of `facade_records` (both engines). */
+export interface FacadeRecordRow {
+	session_id: string;
+	kind: string;
+	key: string;
+	data: string;
+	created_at: number | string;
+}
+
+export function toFacadeRecord(row: FacadeRecordRow): FacadeRecord {
+	return {
+		sessionId: row.session_id,
+		kind: row.kind,
+		key: row.key,
+		data: row.data,
+		createdAt: Number(row.created_at),
 	};
 }
