@@ -1,7 +1,7 @@
 /**
  * Builds the playground page (src/playground) into a folder the server serves (default
  * dist/playground): `app.js` is src/playground/main.ts bundled by esbuild with its libraries
- * (wheelhouse/client, marked, DOMPurify) for the browser; `index.html` and `style.css` are copied.
+ * (wheelhouse-agents/client, marked, DOMPurify) for the browser; `index.html` and `style.css` are copied.
  * `npm run build` runs it after tsc; the browser tests call {@link buildPlayground} into a temp folder.
  */
 import { copyFileSync, mkdirSync } from "node:fs";

@@ -1,16 +1,16 @@
 /**
- * `wheelhouse/client`: talk to a Wheelhouse server from a browser or Node: `WheelhouseClient` has a
+ * `wheelhouse-agents/client`: talk to a Wheelhouse server from a browser or Node: `WheelhouseClient` has a
  * typed method per `/v1` operation; the stream helpers read its SSE streams.
  *
  * ```ts
- * import { WheelhouseClient } from "wheelhouse/client";
+ * import { WheelhouseClient } from "wheelhouse-agents/client";
  * const client = new WheelhouseClient({ baseUrl, apiKey });
  * const session = await client.createSession({ model: "faux/echo" });
  * for await (const event of client.streamPrompt(session.id, "hi")) console.log(event.type);
  * ```
  *
  * ```ts
- * import { streamPrompt, MessageAssembler } from "wheelhouse/client";
+ * import { streamPrompt, MessageAssembler } from "wheelhouse-agents/client";
  * const assembler = new MessageAssembler();
  * for await (const { data } of streamPrompt({ baseUrl, sessionId, message: "hi" })) {
  *   const event = assembler.apply(data); // pi-shaped AgentEvent, partial message rebuilt

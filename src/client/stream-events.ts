@@ -145,7 +145,7 @@ export async function* streamEvents(options: StreamEventsOptions): AsyncGenerato
 }
 
 function warnParseError(error: Error): void {
-	console.warn(`wheelhouse/client: malformed SSE line ignored: ${error.message}`);
+	console.warn(`wheelhouse-agents/client: malformed SSE line ignored: ${error.message}`);
 }
 
 function parseData(data: string, event: string): any {

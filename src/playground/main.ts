@@ -1,5 +1,5 @@
 /**
- * The playground page: a browser client of the `/v1` API written against `wheelhouse/client`
+ * The playground page: a browser client of the `/v1` API written against `wheelhouse-agents/client`
  * (the event stream over fetch with the `Authorization` header, resumed with `Last-Event-ID` after
  * any drop; `MessageAssembler` rebuilds the streaming message). Sessions on the left, the chat in
  * the middle (with steer / follow-up / abort, the queues, approvals and client tool forms), every
@@ -32,7 +32,7 @@ import {
 } from "./sidebar.js";
 import { Timeline } from "./timeline.js";
 
-/** Reconnects `wheelhouse/client` makes at the server's `retry:` pace before the page backs off itself. */
+/** Reconnects `wheelhouse-agents/client` makes at the server's `retry:` pace before the page backs off itself. */
 const MAX_RETRIES = 10;
 /** The page's own backoff between those rounds, doubling up to the maximum; it never gives up. */
 const RETRY_BASE_MS = 1000;

@@ -1,5 +1,5 @@
 /**
- * `wheelhouse/server`: the HTTP/SSE server as a library. `buildApp` returns a Fastify instance
+ * `wheelhouse-agents/server`: the HTTP/SSE server as a library. `buildApp` returns a Fastify instance
  * that is not listening yet (call `app.listen`, or `app.inject` in tests); `loadConfig` reads the
  * same environment and config file as `npm start` (`configWarnings` lists what it passes over:
  * `buildApp` logs them); `openStore` opens the session store.

@@ -1,5 +1,5 @@
 /**
- * docs/client.md's first example runs as pasted against a real server: `wheelhouse/client` resolves to
+ * docs/client.md's first example runs as pasted against a real server: `wheelhouse-agents/client` resolves to
  * src/client and `localhost:3000` to the test server; nothing else changes. The example's tool call
  * waits for approval, so its approval branch runs too.
  */
@@ -33,7 +33,7 @@ it("the WheelhouseClient example in docs/client.md runs", { timeout: 60_000 }, a
 	writeFileSync(
 		file,
 		example
-			.replace('"wheelhouse/client"', JSON.stringify(path.join(repoRoot, "src/client/index.ts")))
+			.replace('"wheelhouse-agents/client"', JSON.stringify(path.join(repoRoot, "src/client/index.ts")))
 			.replace("localhost:3000", new URL(server.url).host),
 	);
 	const { stdout } = await exec(process.execPath, ["--import", "tsx", file], { cwd: repoRoot, timeout: 30_000 });

@@ -39,7 +39,7 @@ async function transcript(id: string): Promise<any[]> {
 	return body.messages ?? body.items ?? body.data ?? (body as any);
 }
 
-describe("wheelhouse/client against the real server", () => {
+describe("wheelhouse-agents/client against the real server", () => {
 	it("rebuilds every partial of an echoed answer and ends with the stored message", async () => {
 		const id = await createSession();
 		const words = Array.from({ length: 60 }, (_, i) => `word${i}`);

@@ -89,7 +89,7 @@ function endOnFailure(sse: SseConnection, replay: Promise<void>): void {
  * The last frame of a run's stream on a replica that lost the session's lease (cluster mode: it
  * stalled, another replica took the run over): `stream_dropped` with reason `lease_lost`, naming
  * the session's event stream and the last id this stream sent, after which the client resumes
- * there (where it sees `run_interrupted` and what follows). `wheelhouse/client`'s `streamPrompt`
+ * there (where it sees `run_interrupted` and what follows). `wheelhouse-agents/client`'s `streamPrompt`
  * does so by itself.
  */
 export function leaseLostFrame(sessionId: string, lastEventId: number | undefined): string {
