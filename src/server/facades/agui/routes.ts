@@ -89,7 +89,12 @@ export const aguiFacade: FastifyPluginAsync<AguiFacadeOptions> = async (app, { i
 					{ session, interactions, encoder, signal: abort.signal },
 					async () => {
 						run = await begun.start(request.traceContext);
-						threads.rememberSent(session, begun.sentIds);
+						try {
+							await threads.rememberSent(session, begun.sentIds);
+						} catch (err) {
+							// The run started: ids that could not be stored do not stop it (sent again, such a message is prompted again).
+							request.log.warn({ err, sessionId: session.id }, "could not store the AG-UI thread's message ids");
+						}
 						try {
 							await threads.keepState(session, input.state);
 						} catch (err) {

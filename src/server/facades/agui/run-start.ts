@@ -221,9 +221,13 @@ export function createRunStart(deps: RunStartDeps): (ownerId: string | null, inp
 		if (!session) return createThread(ownerId, input);
 		const calls = callsOf(session.agent.state.messages);
 		const tail = tailOf(input.messages, calls);
-		const prompt = tail.prompt.filter((entry) => !threads.holds(session, entry.id));
+		const held = await threads.held(
+			session,
+			[...tail.prompt, ...tail.toolResults].map((entry) => entry.id),
+		);
+		const prompt = tail.prompt.filter((entry) => !held.has(entry.id));
 		// Results the session holds are ours (server tools); a client's result for a call that has one came too late.
-		const results = tail.toolResults.filter((entry) => !threads.holds(session, entry.id)).map((entry) => entry.message);
+		const results = tail.toolResults.filter((entry) => !held.has(entry.id)).map((entry) => entry.message);
 		const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
 
 		if (results.length > 0) {

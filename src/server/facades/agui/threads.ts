@@ -8,11 +8,14 @@
  * sends). A thread id that is a session id (`ses_` and 32 hex digits) names that session itself,
  * so an AG-UI client can drive a session made with `/v1`; such a thread is never created.
  *
- * The client's ids of the user messages the facade prompted with are remembered (in memory, the
- * latest per session) so that a message the client sends again, after a run it aborted before
- * any answer, is not prompted twice; ids of the `wh-<index>` form need no memory (transcript.ts).
+ * The client's ids of the user messages the facade prompted with are stored with the session (its
+ * facade records, the latest 1,000 per session, deleted with it) so that a message the client
+ * sends again, after a run it aborted before any answer, is not prompted twice, whichever process
+ * serves the request (a restarted one, another replica); ids of the `wh-<index>` form need no
+ * record (transcript.ts).
  */
 import { createHash } from "node:crypto";
+import type { SessionStore } from "../../../store/types.js";
 import { ApiError } from "../../errors.js";
 import type { LiveSession } from "../../session/live-session.js";
 import type { NewSessionInput, SessionManager } from "../../session/manager.js";
@@ -22,14 +25,15 @@ import { indexOfId } from "./transcript.js";
 const SESSION_ID = /^ses_[0-9a-f]{32}$/;
 /** Where a thread's shared state is kept: a key of its session's metadata (JSON). */
 export const STATE_KEY = "agui.state";
-/** Sessions whose prompted ids are remembered, and ids per session (the oldest are forgotten first). */
-const MAX_SESSIONS_REMEMBERED = 10_000;
-const MAX_IDS_PER_SESSION = 64;
+/** The facade record kind of a client's message id the session was prompted with (no data). */
+const SENT = "agui.message";
 
 export class Threads {
-	private readonly sent = new Map<string, string[]>();
+	private readonly store: SessionStore;
 
-	constructor(private readonly sessions: SessionManager) {}
+	constructor(private readonly sessions: SessionManager) {
+		this.store = sessions.store;
+	}
 
 	/** The id of the session of `threadId` for this owner, and whether the facade may create it. */
 	sessionIdOf(ownerId: string | null, threadId: string): { id: string; creatable: boolean } {
@@ -57,22 +61,26 @@ export class Threads {
 		return this.sessions.create(ownerId, input, id);
 	}
 
-	/** Remembers the client's ids of messages the session now holds. */
-	rememberSent(session: LiveSession, ids: readonly string[]): void {
-		if (ids.length === 0) return;
-		const known = this.sent.get(session.id) ?? [];
-		this.sent.delete(session.id);
-		known.push(...ids);
-		if (known.length > MAX_IDS_PER_SESSION) known.splice(0, known.length - MAX_IDS_PER_SESSION);
-		this.sent.set(session.id, known);
-		if (this.sent.size > MAX_SESSIONS_REMEMBERED) this.sent.delete(this.sent.keys().next().value as string);
+	/** Stores the client's ids of messages the session now holds (durably when this resolves). */
+	async rememberSent(session: LiveSession, ids: readonly string[]): Promise<void> {
+		const records = [...new Set(ids)].filter((id) => indexOfId(id) === undefined);
+		if (records.length === 0) return;
+		await this.store.putFacadeRecords(
+			session.id,
+			records.map((key) => ({ kind: SENT, key, data: "" })),
+			Date.now(),
+		);
 	}
 
-	/** Whether the session already holds the client's message `id` (one of ours, or one it was prompted with). */
-	holds(session: LiveSession, id: string): boolean {
-		const index = indexOfId(id);
-		if (index !== undefined) return index < session.agent.state.messages.length;
-		return this.sent.get(session.id)?.includes(id) ?? false;
+	/** Which of the client's message `ids` the session already holds (ours, or ones it was prompted with). */
+	async held(session: LiveSession, ids: readonly string[]): Promise<Set<string>> {
+		const held = new Set<string>();
+		const length = session.agent.state.messages.length;
+		for (const id of new Set(ids)) {
+			const index = indexOfId(id);
+			if (index !== undefined ? index < length : await this.store.getFacadeRecord(session.id, SENT, id)) held.add(id);
+		}
+		return held;
 	}
 
 	/**
