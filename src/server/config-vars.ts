@@ -79,6 +79,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 			"`on` serves the playground page (a browser client of the `/v1` API) at `/` and `/playground`, open without a key (it holds no data and asks for one); `off` serves nothing there.",
 	},
 	{
+		env: "WHEELHOUSE_DOCS",
+		key: "docs",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on` serves the API reference (Swagger UI over `/openapi.json`) at `/docs`, open without a key like the playground (the calls made from it need one, given to its Authorize button); `off` serves nothing there.",
+	},
+	{
 		env: "WHEELHOUSE_PI_PROXY",
 		key: "piProxy",
 		kind: "enum",
@@ -448,6 +456,7 @@ export const ServerConfigSchema = Type.Object(
 		auth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
 		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		docs: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		piProxy: Type.Union([Type.Literal("auto"), Type.Literal("on"), Type.Literal("off")]),
 		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),
