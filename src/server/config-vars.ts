@@ -52,7 +52,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description:
-			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json` and the playground page needs `Authorization: Bearer <key>`.",
+			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json`, the playground page and the API reference at `/docs` needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_AUTH",
