@@ -46,7 +46,6 @@ export const DOCS_CSP = [
  */
 export const docsRoutes: FastifyPluginAsync = async (app) => {
 	const { default: swaggerUi } = await import("@fastify/swagger-ui");
-	const root = app;
 
 	app.addHook("onRoute", function openDocsRoute(route: RouteOptions) {
 		route.config = { ...(route.config as object), public: true };
@@ -54,13 +53,11 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
 		const url = route.url;
 		if (url === `${DOCS_PREFIX}/json`) {
 			route.handler = async function docsJson(_request, reply) {
-				return reply
-					.type("application/json; charset=utf-8")
-					.send(JSON.stringify(await root.openApiDocument()));
+				return reply.type("application/json; charset=utf-8").send(JSON.stringify(await app.openApiDocument()));
 			};
 		} else if (url === `${DOCS_PREFIX}/yaml`) {
 			route.handler = async function docsYaml(_request, reply) {
-				return reply.type("application/yaml; charset=utf-8").send(await openApiYaml(root));
+				return reply.type("application/yaml; charset=utf-8").send(await openApiYaml(app));
 			};
 		} else if (url === `${DOCS_PREFIX}/static/index.html`) {
 			route.handler = async function docsIndexRedirect(_request, reply) {
@@ -84,6 +81,12 @@ export const docsRoutes: FastifyPluginAsync = async (app) => {
 		// No badge from validator.swagger.io (the page calls no other origin).
 		validatorUrl: false,
 	});
+};
+
+// The document comes from openApiPlugin (openapi.ts), registered first.
+(docsRoutes as unknown as Record<symbol, unknown>)[Symbol.for("plugin-meta")] = {
+	name: "wheelhouse-docs",
+	decorators: { fastify: ["openApiDocument"] },
 };
 
 /** The stand-in for `@fastify/swagger` in the `/docs` context (see `docsRoutes`). */

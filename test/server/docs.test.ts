@@ -42,7 +42,10 @@ async function serve(options: Parameters<typeof startServer>[0] = {}): Promise<T
 }
 
 /** GET with the request target sent exactly as given (fetch would resolve dot segments first). */
-function rawGet(server: TestServer, target: string): Promise<{ status: number; body: string }> {
+function rawGet(
+	server: TestServer,
+	target: string,
+): Promise<{ status: number; body: string; location: string | undefined }> {
 	const { hostname, port } = new URL(server.url);
 	return new Promise((resolve, reject) => {
 		const req = httpRequest({ host: hostname, port, path: target, method: "GET" }, (res) => {
@@ -51,7 +54,7 @@ function rawGet(server: TestServer, target: string): Promise<{ status: number; b
 			res.on("data", (chunk: string) => {
 				body += chunk;
 			});
-			res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+			res.on("end", () => resolve({ status: res.statusCode ?? 0, body, location: res.headers.location }));
 		});
 		req.on("error", reject);
 		req.end();
@@ -96,6 +99,8 @@ describe("/docs over HTTP", () => {
 		const redirect = await fetch(`${server.url}/docs/static/index.html`, { redirect: "manual" });
 		expect(redirect.status).toBe(302);
 		expect(redirect.headers.get("location")).toBe("/docs/");
+		const absolute = await rawGet(server, "http://evil.example/docs/static/index.html");
+		expect([absolute.status, absolute.location]).toEqual([302, "/docs/"]);
 		// The page is open; the API behind it is not.
 		expect((await server.request("GET", "/v1/models")).status).toBe(401);
 		expect((await server.request("GET", "/docs-nope")).status).toBe(401);
@@ -117,6 +122,13 @@ describe("/docs over HTTP", () => {
 			expect(res.status, target).not.toBe(200);
 			expect(res.body, target).not.toMatch(/"version"|root:|module\.exports/);
 		}
+	});
+
+	it("answers 404 for a file Swagger UI does not have", async () => {
+		const server = await serve({ config: { apiKeys: [KEY] } });
+		const res = await server.request("GET", "/docs/static/nope.js");
+		expect(res.status).toBe(404);
+		expect(res.body.error.code).toBe("NOT_FOUND");
 	});
 
 	it("is left out of the OpenAPI document", async () => {
