@@ -433,6 +433,10 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 		if (dir) await app.register(playgroundRoutes, { dir });
 		else app.log.warn("the playground page is not built (no dist/playground): run `npm run build` to serve it");
 	}
+	if (config.docs === "on") {
+		const { docsRoutes } = await import("./docs.js");
+		await app.register(docsRoutes);
+	}
 
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.

@@ -3,7 +3,7 @@
  *
  * With API keys configured every request needs `Authorization: Bearer <key>` unless the route it
  * matched is declared open (`config: { public: true }`: `/healthz`, `/readyz`, `/openapi.json`, the
- * playground page and its assets).
+ * playground page and its assets, the API reference at `/docs` and its assets).
  * The decision reads the route the router chose, never the URL text: the router decodes
  * percent-encoding and accepts absolute-form targets (`GET http://host/v1/...`), so any test of
  * the URL's spelling can be walked around. A request that matches no route needs a key too (its

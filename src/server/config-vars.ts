@@ -52,7 +52,7 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		kind: "list",
 		default: "",
 		description:
-			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json` and the playground page needs `Authorization: Bearer <key>`.",
+			"Comma-separated API keys of at least 8 characters each; when set, every route but `/healthz`, `/readyz`, `/openapi.json`, the playground page and the API reference at `/docs` needs `Authorization: Bearer <key>`.",
 	},
 	{
 		env: "WHEELHOUSE_AUTH",
@@ -77,6 +77,14 @@ export const CONFIG_VARS: readonly ConfigVar[] = [
 		default: "on",
 		description:
 			"`on` serves the playground page (a browser client of the `/v1` API) at `/` and `/playground`, open without a key (it holds no data and asks for one); `off` serves nothing there.",
+	},
+	{
+		env: "WHEELHOUSE_DOCS",
+		key: "docs",
+		kind: "enum",
+		default: "on",
+		description:
+			"`on` serves the API reference (Swagger UI over `/openapi.json`) at `/docs`, open without a key like the playground (the calls made from it need one, given to its Authorize button); `off` serves nothing there.",
 	},
 	{
 		env: "WHEELHOUSE_PI_PROXY",
@@ -448,6 +456,7 @@ export const ServerConfigSchema = Type.Object(
 		auth: Type.Union([Type.Literal("keys"), Type.Literal("none")]),
 		corsOrigins: Type.Array(Type.String({ minLength: 1 })),
 		playground: Type.Union([Type.Literal("on"), Type.Literal("off")]),
+		docs: Type.Union([Type.Literal("on"), Type.Literal("off")]),
 		piProxy: Type.Union([Type.Literal("auto"), Type.Literal("on"), Type.Literal("off")]),
 		streamTokenTtlMs: Int(1000, 86_400_000),
 		defaultModel: Type.String({ pattern: "^$|^[^/\\s]+/\\S+$" }),

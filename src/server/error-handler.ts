@@ -215,7 +215,8 @@ export function installErrorHandling(app: FastifyInstance): void {
 
 	app.setNotFoundHandler(function handleNotFound(request: FastifyRequest, reply: FastifyReply) {
 		const allowed = allowedMethods(app, request.url);
-		if (allowed.length > 0) {
+		// A route of this method that found nothing to serve (a static file route) is a 404, not a 405.
+		if (allowed.length > 0 && !allowed.includes(request.method)) {
 			return reply
 				.code(405)
 				.header("allow", allowed.join(", "))

@@ -5,8 +5,8 @@
  *
  * Register {@link openApiPlugin} before the routes (it collects them through an `onRoute` hook).
  * The document is generated on its first request, by @fastify/swagger on a scratch Fastify
- * instance given the same routes, and kept: a server nobody asks for it never loads swagger and
- * the YAML and JSON-schema libraries it brings.
+ * instance given the same routes, and kept: a server nobody asks for it never renders it, nor
+ * loads @fastify/swagger and the JSON-schema libraries it brings.
  * Routes need no OpenAPI-specific fields: the `transform` here derives each operation's tag from
  * its URL and marks every operation not declared open (`config: { public: true }`) as needing
  * the bearer key. A schema with a `title` (or an `$id`) is written once under
