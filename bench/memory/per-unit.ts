@@ -148,26 +148,35 @@ async function startServer(root: string): Promise<Server> {
 	return { url, pid: child.pid!, stop };
 }
 
-async function createSession(url: string): Promise<string> {
-	const res = await fetch(`${url}/v1/sessions`, {
-		method: "POST",
-		headers: { "content-type": "application/json" },
-		body: JSON.stringify({ model: "faux/echo" }),
-	});
-	const json = (await res.json()) as { id?: string };
-	if (res.status !== 201 || !json.id) throw new Error(`POST /v1/sessions: ${res.status} ${JSON.stringify(json)}`);
-	return json.id;
+/**
+ * Creates one session. A 5xx is retried (up to 3 times) and counted in `retried`, so that a transient
+ * server error costs the job neither its run nor its honesty: the count is printed with the figure.
+ */
+async function createSession(url: string, retried: { count: number }): Promise<string> {
+	for (let attempt = 0; ; attempt++) {
+		const res = await fetch(`${url}/v1/sessions`, {
+			method: "POST",
+			headers: { "content-type": "application/json" },
+			body: JSON.stringify({ model: "faux/echo" }),
+		});
+		const json = (await res.json()) as { id?: string };
+		if (res.status === 201 && json.id) return json.id;
+		if (res.status < 500 || attempt === 3) {
+			throw new Error(`POST /v1/sessions: ${res.status} ${JSON.stringify(json)}`);
+		}
+		retried.count++;
+	}
 }
 
 /** Creates `n` sessions, `CREATE_CONCURRENCY` requests at a time. */
-async function createSessions(url: string, n: number): Promise<string[]> {
+async function createSessions(url: string, n: number, retried: { count: number }): Promise<string[]> {
 	const ids: string[] = [];
 	let next = 0;
 	await Promise.all(
 		Array.from({ length: Math.min(CREATE_CONCURRENCY, n) }, async () => {
 			while (next < n) {
 				next++;
-				ids.push(await createSession(url));
+				ids.push(await createSession(url, retried));
 			}
 		}),
 	);
@@ -229,19 +238,25 @@ interface JobResult {
 
 async function sessionsHeld(server: Server): Promise<JobResult> {
 	// A few first, not counted: the code paths' first use (lazy modules, compiled code, statement caches).
-	await createSessions(server.url, WARMUP_SESSIONS);
+	const retried = { count: 0 };
+	await createSessions(server.url, WARMUP_SESSIONS, retried);
 	const before = await settledRss(server.pid);
-	const ids = await createSessions(server.url, SESSIONS);
+	const ids = await createSessions(server.url, SESSIONS, retried);
 	const after = await settledRss(server.pid);
 	// Still held: the last one answers without a reload from the store.
 	const res = await fetch(`${server.url}/v1/sessions/${ids[0]}`);
 	await res.arrayBuffer();
 	if (!res.ok) throw new Error(`GET a created session: ${res.status}`);
-	return { before, after, perUnit: ((after.mb - before.mb) * 1024) / SESSIONS, note: `${ids.length} sessions` };
+	return {
+		before,
+		after,
+		perUnit: ((after.mb - before.mb) * 1024) / SESSIONS,
+		note: `${ids.length} sessions, ${retried.count} POSTs retried after a 5xx`,
+	};
 }
 
 async function idleSubscribers(server: Server): Promise<JobResult> {
-	const ids = await createSessions(server.url, Math.ceil(SUBSCRIBERS / PER_SESSION));
+	const ids = await createSessions(server.url, Math.ceil(SUBSCRIBERS / PER_SESSION), { count: 0 });
 	const before = await settledRss(server.pid);
 	const open: ClientRequest[] = [];
 	try {
@@ -265,7 +280,7 @@ async function idleSubscribers(server: Server): Promise<JobResult> {
 }
 
 async function concurrentStreams(server: Server): Promise<JobResult> {
-	const ids = await createSessions(server.url, STREAM_COUNT);
+	const ids = await createSessions(server.url, STREAM_COUNT, { count: 0 });
 	const before = await settledRss(server.pid);
 	const prompt = JSON.stringify({ message: Array.from({ length: STREAM_TOKENS }, (_, i) => `w${i}`).join(" ") });
 	let peak = rssMb(server.pid);
