@@ -3,7 +3,8 @@
  * concurrent SSE streams, against `@mariozechner/pi-agent-core` behind a bare `node:http` SSE
  * endpoint (reference-server.mjs), in one run on one machine.
  *
- *   npx tsx bench/memory/index.ts [--quick]
+ *   npx tsx bench/memory/index.ts [--quick]   (then the per-unit figures of per-unit.ts)
+ *   npx tsx bench/memory/index.ts --per-unit   only the memory per unit of work (per-unit.ts)
  *     BENCH_MEMORY_STREAMS=100  BENCH_MEMORY_TOKENS=200  BENCH_MEMORY_DELAY_MS=10
  *     BENCH_MEMORY_IDLE_MS=5000  BENCH_MEMORY_SETTLE_MS=12000  BENCH_MEMORY_REPEATS=3 (1 with --quick)
  *     BENCH_MEMORY_BASELINE=/path/to/another/checkout   adds that checkout's built server (its
@@ -30,6 +31,7 @@ import { createServer } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { runPerUnit } from "./per-unit.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../..");
@@ -264,6 +266,10 @@ function median(values: number[]): number {
 }
 
 execFileSync(process.execPath, [path.join(repoRoot, "scripts/ensure-built.mjs")], { cwd: repoRoot, stdio: "inherit" });
+if (process.argv.includes("--per-unit")) {
+	await runPerUnit();
+	process.exit(0);
+}
 
 console.log(`load average at the start: ${loadavg()[0]!.toFixed(1)}`);
 const samples = new Map<string, Sample[]>(KINDS.map((kind) => [kind.name, []]));
@@ -328,3 +334,4 @@ console.log(
 	`  ${ours.afterSettled <= GOAL_AFTER_MB ? "met    " : "NOT met"}  after ${STREAMS} streams ≤ ${GOAL_AFTER_MB} MB (${ours.afterSettled.toFixed(1)}; at 1 s: ${ours.after.toFixed(1)})`,
 );
 console.log(`load average at the end: ${loadavg()[0]!.toFixed(1)}`);
+await runPerUnit();
