@@ -25,12 +25,11 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { request } from "node:http";
-import { createServer } from "node:net";
+import { mkdtempSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, median, readStream, rssMb } from "./helpers.js";
 import { runPerUnit } from "./per-unit.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -142,29 +141,6 @@ const KINDS: ServerKind[] = [
 	},
 ];
 
-/** A free loopback port (closed again before the server takes it). */
-async function freePort(): Promise<number> {
-	const probe = createServer();
-	probe.listen(0, "127.0.0.1");
-	await once(probe, "listening");
-	const { port } = probe.address() as { port: number };
-	probe.close();
-	await once(probe, "close");
-	return port;
-}
-
-/** The process's resident set in MB (Linux: /proc; elsewhere: ps). */
-function rssMb(pid: number): number {
-	try {
-		const status = readFileSync(`/proc/${pid}/status`, "utf8");
-		const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]);
-		if (kb > 0) return kb / 1024;
-	} catch {
-		// not Linux: ask ps
-	}
-	return Number(execFileSync("ps", ["-o", "rss=", "-p", String(pid)], { encoding: "utf8" }).trim()) / 1024;
-}
-
 async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
 	const deadline = Date.now() + 60_000;
 	for (;;) {
@@ -182,34 +158,6 @@ async function waitHealthy(url: string, child: ChildProcess): Promise<void> {
 }
 
 /** One SSE stream read to its end; resolves with the number of events. */
-function stream(url: string, body: string | undefined): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const req = request(
-			url,
-			{
-				method: body === undefined ? "GET" : "POST",
-				headers: { accept: "text/event-stream", "content-type": "application/json" },
-				agent: false,
-			},
-			(res) => {
-				if (res.statusCode !== 200) reject(new Error(`${url}: HTTP ${res.statusCode}`));
-				let events = 0;
-				let tail = "";
-				res.setEncoding("utf8");
-				res.on("data", (chunk: string) => {
-					const text = tail + chunk;
-					for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 2)) events++;
-					tail = text.slice(text.lastIndexOf("\n\n") + 2);
-				});
-				res.on("end", () => resolve(events));
-				res.on("error", reject);
-			},
-		);
-		req.on("error", reject);
-		req.end(body);
-	});
-}
-
 interface Sample {
 	idleMb: number;
 	idleSettledMb: number;
@@ -243,7 +191,7 @@ async function measure(kind: ServerKind): Promise<Sample> {
 			peakMb = Math.max(peakMb, rssMb(child.pid!));
 		}, 25);
 		const counts = await Promise.all(
-			paths.map((p) => stream(`${url}${p}`, kind.createSession ? JSON.stringify({ message: prompt }) : undefined)),
+			paths.map((p) => readStream(`${url}${p}`, kind.createSession ? JSON.stringify({ message: prompt }) : undefined)),
 		);
 		clearInterval(sampler);
 		peakMb = Math.max(peakMb, rssMb(child.pid!));
@@ -257,12 +205,6 @@ async function measure(kind: ServerKind): Promise<Sample> {
 		if (child.exitCode === null) await once(child, "exit");
 		rmSync(dir, { recursive: true, force: true });
 	}
-}
-
-function median(values: number[]): number {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 execFileSync(process.execPath, [path.join(repoRoot, "scripts/ensure-built.mjs")], { cwd: repoRoot, stdio: "inherit" });

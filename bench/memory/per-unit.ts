@@ -26,10 +26,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { type ClientRequest, request } from "node:http";
-import { createServer } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort, median, readStream, rssMb } from "./helpers.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, "../..");
@@ -52,11 +52,6 @@ interface Settled {
 	settled: boolean;
 }
 
-function rssMb(pid: number): number {
-	const status = readFileSync(`/proc/${pid}/status`, "utf8");
-	return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1]) / 1024;
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Reads RSS every 500 ms until three readings in a row lie within 1% of each other. */
@@ -72,16 +67,6 @@ async function settledRss(pid: number): Promise<Settled> {
 		if (Date.now() > deadline) return { mb: readings.at(-1)!, settled: false };
 		await sleep(500);
 	}
-}
-
-async function freePort(): Promise<number> {
-	const probe = createServer();
-	probe.listen(0, "127.0.0.1");
-	await once(probe, "listening");
-	const { port } = probe.address() as { port: number };
-	probe.close();
-	await once(probe, "close");
-	return port;
 }
 
 /** A running server process of one checkout. */
@@ -201,31 +186,6 @@ function openSubscriber(url: string): Promise<ClientRequest> {
 	});
 }
 
-/** POSTs a prompt with Accept: text/event-stream and reads the stream to its end; resolves with its event count. */
-function streamPrompt(url: string, body: string): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const req = request(
-			url,
-			{ method: "POST", headers: { accept: "text/event-stream", "content-type": "application/json" }, agent: false },
-			(res) => {
-				if (res.statusCode !== 200) reject(new Error(`${url}: HTTP ${res.statusCode}`));
-				let events = 0;
-				let tail = "";
-				res.setEncoding("utf8");
-				res.on("data", (chunk: string) => {
-					const text = tail + chunk;
-					for (let at = text.indexOf("\n\n"); at >= 0; at = text.indexOf("\n\n", at + 2)) events++;
-					tail = text.slice(text.lastIndexOf("\n\n") + 2);
-				});
-				res.on("end", () => resolve(events));
-				res.on("error", reject);
-			},
-		);
-		req.on("error", reject);
-		req.end(body);
-	});
-}
-
 /** One job's figures: before and after (settled), the per-unit delta, and the peak for streams. */
 interface JobResult {
 	before: Settled;
@@ -287,7 +247,7 @@ async function concurrentStreams(server: Server): Promise<JobResult> {
 	const sampler = setInterval(() => {
 		peak = Math.max(peak, rssMb(server.pid));
 	}, 25);
-	const counts = await Promise.all(ids.map((id) => streamPrompt(`${server.url}/v1/sessions/${id}/prompt`, prompt)));
+	const counts = await Promise.all(ids.map((id) => readStream(`${server.url}/v1/sessions/${id}/prompt`, prompt)));
 	clearInterval(sampler);
 	peak = Math.max(peak, rssMb(server.pid));
 	const after = await settledRss(server.pid);
@@ -306,12 +266,6 @@ const JOBS = [
 	{ name: `KB per idle SSE subscriber (${SUBSCRIBERS})`, run: idleSubscribers },
 	{ name: `${STREAM_COUNT} streams x ${STREAM_TOKENS} tokens, MB`, run: concurrentStreams },
 ] as const;
-
-function median(values: number[]): number {
-	const sorted = [...values].sort((a, b) => a - b);
-	const mid = Math.floor(sorted.length / 2);
-	return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 const mark = (s: Settled) => `${s.mb.toFixed(1)}${s.settled ? "" : "*"}`;
 
