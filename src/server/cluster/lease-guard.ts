@@ -27,6 +27,7 @@
  * The window left is the one between a check and the write it allows: a stall exactly there
  * still lets that one write out. The fresh fraction leaves a third of the TTL for it.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { StreamFn } from "../../agent/types.js";
 import { errorStream } from "../../ai/stream.js";
@@ -104,7 +105,7 @@ export class LeaseGuard implements WriteBarrier {
 				}
 				this.failures++;
 				const wait = Math.min(RETRY_FIRST_MS * 2 ** (this.failures - 1), this.leases.leaseTtlMs / 3);
-				await new Promise((resolve) => setTimeout(resolve, wait).unref());
+				await sleep(wait, undefined, { ref: false });
 			}
 		})().finally(() => {
 			this.confirming = undefined;
