@@ -35,6 +35,38 @@ module.exports = {
 			from: { path: "^src/(client|cli)/" },
 			to: { path: "node_modules/(fastify|@fastify/|better-sqlite3|pg|ioredis|pino)" },
 		},
+		// Inside src/server the folders are layers too: the session runtime (runtime/) knows nothing of
+		// HTTP or of the protocols the facades speak; configuration reads nothing else of the server;
+		// the facades are adapters that only the app (http/app.ts) wires in. No import breaks them, and
+		// any violation fails.
+		{
+			name: "runtime-below-http",
+			severity: "error",
+			comment: "src/server/runtime (sessions, runs, compaction, budgets, schedules) imports nothing of http/ or facades/",
+			from: { path: "^src/server/runtime/" },
+			to: { path: "^src/server/(http|facades)/" },
+		},
+		{
+			name: "config-reads-nothing-else",
+			severity: "error",
+			comment: "src/server/config imports only config/ of the server (every layer reads it; it reads none)",
+			from: { path: "^src/server/config/" },
+			to: { path: "^src/server/", pathNot: "^src/server/config/" },
+		},
+		{
+			name: "observability-below-http",
+			severity: "error",
+			comment: "src/server/observability (metrics, tracing, webhooks) imports nothing of facades/ or cluster/",
+			from: { path: "^src/server/observability/" },
+			to: { path: "^src/server/(facades|cluster)/" },
+		},
+		{
+			name: "facades-wired-by-the-app-only",
+			severity: "error",
+			comment: "nothing but src/server/http/app.ts imports a facade (a facade is an adapter over the session port)",
+			from: { path: "^src/server/", pathNot: "^src/server/(facades/|http/app\\.ts$)" },
+			to: { path: "^src/server/facades/" },
+		},
 		{
 			name: "entry-points-are-roots",
 			severity: "error",

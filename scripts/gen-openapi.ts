@@ -2,14 +2,14 @@
  * Writes openapi.yaml from the route schemas: `npm run openapi`.
  *
  * The app is built with a fixed configuration (no environment, memory store, built-in tools), so
- * the document depends only on the code; test/server/openapi.test.ts fails when the committed file
+ * the document depends only on the code; test/server/http/openapi.test.ts fails when the committed file
  * differs from what this renders.
  */
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { buildApp } from "../src/server/app.js";
-import { openApiYaml } from "../src/server/openapi.js";
+import { buildApp } from "../src/server/http/app.js";
+import { openApiYaml } from "../src/server/http/openapi.js";
 import { createMemoryStore } from "../src/store/memory.js";
 
 export const OPENAPI_FILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../openapi.yaml");

@@ -1,5 +1,5 @@
 /**
- * Writes the playground's screenshots to docs/img (README and docs/playground.md show them): a
+ * Writes the playground's screenshots to docs/img (README.md and docs/playground.md show them): a
  * session mid-run with a queued follow-up, the event timeline, an approval waiting, a finished
  * tool call as a card with the run's usage, the page on a phone, and the sign-in. Runs a server
  * (stand-in model) and the system's Chromium (`CHROMIUM_PATH`, default /usr/bin/chromium):
@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { buildApp } from "../src/server/app.js";
+import { buildApp } from "../src/server/http/app.js";
 import { buildPlayground } from "./build-playground.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

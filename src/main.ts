@@ -14,13 +14,14 @@
 import { pathToFileURL } from "node:url";
 import type { AgentTool } from "./agent/types.js";
 import { redactUrl } from "./ai/redact-url.js";
-import { buildApp } from "./server/app.js";
-import { type ClusterSettings, resolveClusterSettings } from "./server/cluster/settings.js";
-import { ConfigError, loadConfig, redactConfig, type ServerConfig } from "./server/config.js";
-import { listenAndAnnounce } from "./server/listen.js";
-import { markInterruptedRuns, resumeAfterRestart } from "./server/recovery.js";
-import { WebhookEvents } from "./server/webhooks/events.js";
-import { resolveWebhookSettings, type WebhookSettings } from "./server/webhooks/settings.js";
+import { resolveClusterSettings } from "./server/cluster/settings.js";
+import { ConfigError, loadConfig, redactConfig } from "./server/config/config.js";
+import { A2aPushReporter } from "./server/facades/a2a/push.js";
+import { buildApp } from "./server/http/app.js";
+import { listenAndAnnounce } from "./server/http/listen.js";
+import { WebhookEvents } from "./server/observability/webhooks/events.js";
+import { resolveWebhookSettings } from "./server/observability/webhooks/settings.js";
+import { markInterruptedRuns, resumeAfterRestart } from "./server/runtime/recovery.js";
 import { openStore, PostgresSessionStore } from "./store/index.js";
 import type { SessionStore } from "./store/types.js";
 
@@ -41,40 +42,22 @@ async function loadToolModules(paths: string[]): Promise<AgentTool<any>[]> {
 	return tools;
 }
 
+/** `check()`'s value; a {@link ConfigError} it throws stops startup with its message. */
+function orExit<T>(check: () => T): T {
+	try {
+		return check();
+	} catch (err) {
+		if (!(err instanceof ConfigError)) throw err;
+		process.stderr.write(`${err.message}\n`);
+		process.exit(1);
+	}
+}
+
 async function main(): Promise<void> {
-	let config: ServerConfig;
-	try {
-		config = loadConfig(process.env);
-	} catch (err) {
-		if (err instanceof ConfigError) {
-			process.stderr.write(`${err.message}\n`);
-			process.exit(1);
-		}
-		throw err;
-	}
-
-	let webhooks: WebhookSettings | undefined;
-	try {
-		webhooks = resolveWebhookSettings(config, process.env);
-	} catch (err) {
-		if (err instanceof ConfigError) {
-			process.stderr.write(`${err.message}\n`);
-			process.exit(1);
-		}
-		throw err;
-	}
-
+	const config = orExit(() => loadConfig(process.env));
+	const webhooks = orExit(() => resolveWebhookSettings(config, process.env));
 	// Cluster mode's settings are checked before the store opens: it opens differently in a cluster.
-	let cluster: ClusterSettings | undefined;
-	try {
-		cluster = resolveClusterSettings(config);
-	} catch (err) {
-		if (err instanceof ConfigError) {
-			process.stderr.write(`${err.message}\n`);
-			process.exit(1);
-		}
-		throw err;
-	}
+	const cluster = orExit(() => resolveClusterSettings(config));
 
 	let store: SessionStore;
 	// Where the store is, for messages: the file, or the PostgreSQL URL without its password.
@@ -100,7 +83,13 @@ async function main(): Promise<void> {
 			await store.ready;
 			storeNote = `PostgreSQL store at ${where}, schema "${store.schema}": ${store.cluster ? "one replica of a cluster" : "runs as one replica (instance-owner lock held)"}`;
 		}
-		interrupted = await markInterruptedRuns(store, recoveredAt, webhooks && new WebhookEvents(webhooks));
+		// An interrupted A2A task's push notification goes in the same commit (push.ts).
+		interrupted = await markInterruptedRuns(
+			store,
+			recoveredAt,
+			webhooks && new WebhookEvents(webhooks),
+			new A2aPushReporter(),
+		);
 	} catch (err) {
 		process.stderr.write(`Cannot open the ${config.store} store at ${where}: ${(err as Error).message}\n`);
 		process.exit(1);

@@ -18,10 +18,10 @@
 import type { AgentMessage } from "../../src/agent/types.js";
 import { registerFauxProvider } from "../../src/ai/providers/faux.js";
 import type { AssistantMessage, Usage } from "../../src/ai/types.js";
-import { buildApp } from "../../src/server/app.js";
-import type { CompactionExtension } from "../../src/server/compaction/extension.js";
-import { estimateTokens } from "../../src/server/compaction/tokens.js";
-import type { LiveSession } from "../../src/server/session/live-session.js";
+import { buildApp } from "../../src/server/http/app.js";
+import type { CompactionExtension } from "../../src/server/runtime/compaction/extension.js";
+import { estimateTokens } from "../../src/server/runtime/compaction/tokens.js";
+import type { LiveSession } from "../../src/server/runtime/session/live-session.js";
 
 const quick = process.argv.includes("--quick");
 /** Calls per round (each adds 2 messages) and rounds per case. */
@@ -121,7 +121,7 @@ async function perCall(
 	return { median: at(0.5), p90: at(0.9) };
 }
 
-const hook = (session: LiveSession) => (ctx: AgentMessage[]) => session.agent.transformContext!(ctx);
+const hook = (session: LiveSession) => (ctx: AgentMessage[]) => compaction.of(session)!.transformContext(ctx);
 const fullEstimate = (ctx: AgentMessage[]) => {
 	let tokens = 0;
 	for (const message of ctx) tokens += estimateTokens(message);
@@ -131,9 +131,9 @@ const fullEstimate = (ctx: AgentMessage[]) => {
 const rows: { case: string; size: number; us: { median: number; p90: number } }[] = [];
 for (const size of SIZES) {
 	const reported = await liveSession(transcriptOf(size, true));
-	rows.push({ case: "reported usage", size, us: await perCall(reported.agent.state.messages, hook(reported), true) });
+	rows.push({ case: "reported usage", size, us: await perCall(reported.messages, hook(reported), true) });
 	const silent = await liveSession(transcriptOf(size, false));
-	rows.push({ case: "no usage", size, us: await perCall(silent.agent.state.messages, hook(silent), false) });
+	rows.push({ case: "no usage", size, us: await perCall(silent.messages, hook(silent), false) });
 
 	const compacted = await liveSession(transcriptOf(size, true));
 	faux.setResponses([{ content: "## Goal\nthe summary", usage: { ...zero, totalTokens: 500 } }]);
@@ -142,7 +142,7 @@ for (const size of SIZES) {
 	rows.push({
 		case: "after a compaction",
 		size,
-		us: await perCall(compacted.agent.state.messages, hook(compacted), true),
+		us: await perCall(compacted.messages, hook(compacted), true),
 	});
 	rows.push({ case: "baseline: full estimate", size, us: await perCall(transcriptOf(size, true), fullEstimate, true) });
 }

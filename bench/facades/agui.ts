@@ -21,11 +21,11 @@ import { cpus, loadavg } from "node:os";
 import { Agent } from "../../src/agent/agent.js";
 import type { StreamFn } from "../../src/agent/types.js";
 import { registerFauxProvider } from "../../src/ai/providers/faux.js";
-import { buildApp } from "../../src/server/app.js";
-import { createEchoModel, streamEchoText } from "../../src/server/echo-model.js";
 import { AguiEncoder } from "../../src/server/facades/agui/encoder.js";
-import { formatEventFrame } from "../../src/server/sse/frames.js";
+import { buildApp } from "../../src/server/http/app.js";
+import { createEchoModel, streamEchoText } from "../../src/server/runtime/echo-model.js";
 import { encodeWireData } from "../../src/wire/events.js";
+import { formatEventFrame } from "../../src/wire/sse-frames.js";
 
 const QUICK = process.argv.includes("--quick");
 const REPEATS = Number(process.env.BENCH_AGUI_REPEATS ?? (QUICK ? 1 : 5));

@@ -86,7 +86,7 @@ function raisedLimits(root: string): Record<string, string> {
 		WHEELHOUSE_MAX_SESSIONS_PER_KEY: String(Math.max(10_000, SESSIONS * 2)),
 		WHEELHOUSE_MAX_STREAMS_PER_KEY: String(Math.max(1000, SUBSCRIBERS * 2)),
 	};
-	const known = readFileSync(path.join(root, "src/server/config-vars.ts"), "utf8");
+	const known = readFileSync(path.join(root, "src/server/config/config-vars.ts"), "utf8");
 	return Object.fromEntries(Object.entries(wanted).filter(([name]) => known.includes(`"${name}"`)));
 }
 

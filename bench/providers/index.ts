@@ -362,7 +362,7 @@ async function main(): Promise<void> {
 			`  → wheelhouse vs SDK: ${speedup.toFixed(2)}x the SDK's chunks/s (CPU: ${(sdk.cpuMs / ours.cpuMs).toFixed(2)}x; goal ≥ 2x: ${speedup >= 2 ? "met" : "NOT met"})`,
 		);
 	} else console.log("  → openai SDK: skipped (set OPENAI_SDK_PATH to an installed `openai` package directory)");
-	report(chatRaw, chatFloor, ours, " (content-only chunks skip JSON.parse: contentOnlyDelta)");
+	report(chatRaw, chatFloor, ours);
 	console.log();
 
 	// ---- Anthropic Messages ----

@@ -8,7 +8,13 @@
  *                                            CPU ratios are judged: wall times swing too much there)
  *   npm run bench:guard -- --record          measure and write release-figures.json (commit, date, load)
  *   npm run bench:guard -- --against <ref>   also that commit's servers (built from `git archive`), in
- *                                            the same rounds, for the drift since then
+ *                                            the same rounds, for the drift since then; several refs
+ *                                            separated by commas bisect a drift in one run
+ *   npm run bench:guard -- --stores sqlite   only those stores' servers of the --against refs (memory,
+ *                                            sqlite; both by default)
+ *   npm run bench:guard -- --tree <ref> --record
+ *                                            measure that commit instead of this tree: records a
+ *                                            release's figures after the fact, on a quiet machine
  *   BENCH_GUARD_ROUNDS (8), BENCH_GUARD_SINGLE (16 runs per store), BENCH_GUARD_TOLERANCE (0.2 = 20%)
  *
  * Every figure is a ratio of two servers measured in the same run, so the load of the machine
@@ -45,7 +51,11 @@ const TOLERANCE = Number(process.env.BENCH_GUARD_TOLERANCE ?? 0.2);
 const SESSIONS = Number(process.env.BENCH_SSE_SESSIONS ?? 100);
 const TOKENS = 200;
 const RECORD = process.argv.includes("--record");
-const AGAINST = process.argv.includes("--against") ? process.argv[process.argv.indexOf("--against") + 1] : undefined;
+const option = (name: string) =>
+	process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
+const AGAINST = option("--against")?.split(",").filter(Boolean) ?? [];
+const TREE = option("--tree");
+const STORES = (option("--stores") ?? "memory,sqlite").split(",");
 const TOOL_PROMPT = '/tool calculate {"expression":"6*7"}';
 
 /** The figures a release records and the guard compares (all ratios; lower is better). */
@@ -192,7 +202,7 @@ async function main(): Promise<number> {
 	const dirty = execFileSync("git", ["-C", REPO, "status", "--porcelain", "--untracked-files=no"], {
 		encoding: "utf8",
 	}).trim();
-	const head = `${commitOf("HEAD")}${dirty ? " + changes" : ""}`;
+	const head = TREE ? commitOf(TREE) : `${commitOf("HEAD")}${dirty ? " + changes" : ""}`;
 	const startedAt = Date.now();
 	const loadedAtStart = loadavg()[0] > cpus().length;
 	try {
@@ -201,23 +211,25 @@ async function main(): Promise<number> {
 				`${SESSIONS} sessions x ${TOKENS} tokens, ${ROUNDS} rounds, ${SINGLE} single runs per store`,
 		);
 		const answer = await recordAnswer();
+		// The measured tree: this checkout, or with --tree a commit built from `git archive`.
+		const treeRoot = TREE ? checkoutOf(TREE, dbDir, "tree") : undefined;
+		const storesOf = (at: string, root: string | undefined, suffix: string, stores = STORES): Variant[] =>
+			[
+				{ name: `memory${suffix}`, start: { kind: "wheelhouse", store: "memory" } as ServerStart, root },
+				{
+					name: `SQLite${suffix}`,
+					start: { kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, `sqlite-${at}.db`) } as ServerStart,
+					root,
+				},
+			].filter((v) => stores.includes(v.name.startsWith("memory") ? "memory" : "sqlite"));
 		const variants: Variant[] = [
 			{ name: "baseline (bare Fastify)", start: { kind: "fastify", prompts: { [words(TOKENS)]: answer } } },
-			{ name: "memory", start: { kind: "wheelhouse", store: "memory" } },
-			{ name: "SQLite", start: { kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, "sqlite.db") } },
+			// Both stores of the measured tree always run: the recorded figures need both.
+			...storesOf("tree", treeRoot, TREE ? ` at ${commitOf(TREE)}` : "", ["memory", "sqlite"]),
 		];
-		let againstRoot: string | undefined;
-		if (AGAINST) {
-			againstRoot = checkoutOf(AGAINST, dbDir);
-			const at = commitOf(AGAINST);
-			variants.push(
-				{ name: `memory at ${at}`, start: { kind: "wheelhouse", store: "memory" }, root: againstRoot },
-				{
-					name: `SQLite at ${at}`,
-					start: { kind: "wheelhouse", store: "sqlite", dbPath: path.join(dbDir, "against.db") },
-					root: againstRoot,
-				},
-			);
+		for (const [i, ref] of AGAINST.entries()) {
+			const at = commitOf(ref);
+			variants.push(...storesOf(at, checkoutOf(ref, dbDir, `against-${i}`), ` at ${at}`));
 		}
 		const { walls, cpus: cpuMs } = await concurrentRounds(variants);
 		const base = walls[0] as number[];
@@ -241,7 +253,7 @@ async function main(): Promise<number> {
 					`${fmt(cpuRatios[i] as number)}x | ${fmt(100 * busy, 0)}% |`,
 			);
 		});
-		const single = await singleRuns(dbDir);
+		const single = await singleRuns(dbDir, treeRoot);
 		const firstToken = med(single.sqlite.first) / med(single.memory.first);
 		const toolRun = med(single.sqlite.tool) / med(single.memory.tool);
 		console.log(

@@ -9,8 +9,12 @@
  *   npx tsx bench/sse/idle-profile.ts [--store memory|sqlite] [--against <ref>] [file-fragment ...]
  *   BENCH_IDLE_JOBS (4 jobs of 100 clients creating a session and streaming 200 tokens, per server);
  *   BENCH_IDLE_REVERSE=1 profiles the `--against` server first
+ *   BENCH_IDLE_TOP=N also prints, per server, the N files (and GC) with the most self time in ms per
+ *   job, with the other server's figure beside it: where a drift between two trees went
+ *   BENCH_IDLE_SAVE=<dir> also writes each server's profile there (`<server>.cpuprofile`, for Chrome
+ *   DevTools or any V8 profile viewer)
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promptRequest, words } from "./harness.js";
@@ -31,6 +35,8 @@ const SESSIONS = 100;
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const STORE = (arg("--store") ?? "memory") as "memory" | "sqlite";
 const AGAINST = arg("--against");
+const TOP = Number(process.env.BENCH_IDLE_TOP ?? 0);
+const SAVE = process.env.BENCH_IDLE_SAVE;
 const FRAGMENTS = process.argv.slice(2).filter((a, i, all) => !a.startsWith("--") && !all[i - 1]?.startsWith("--"));
 
 function job(url: string) {
@@ -60,14 +66,37 @@ function shares(profile: Profile): Record<string, number> {
 	return out;
 }
 
-async function profileOf(root?: string, dbPath?: string): Promise<Record<string, number>> {
+/** Self time per file (ms per job), files named from src/ or node_modules/ on, GC and the program apart. */
+function perFile(profile: Profile): Map<string, number> {
+	const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+	const out = new Map<string, number>();
+	for (let i = 0; i < profile.samples.length; i++) {
+		const { functionName, url } = (nodes.get(profile.samples[i] as number) as ProfileNode).callFrame;
+		if (functionName === "(idle)") continue;
+		const key = url
+			? url.replace(/^.*?\/(src|node_modules)\//, "$1/").replace(/^node_modules\/((@[^/]+\/)?[^/]+)\/.*$/, "$1")
+			: functionName;
+		out.set(key, (out.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000 / JOBS);
+	}
+	return out;
+}
+
+async function profileOf(
+	name: string,
+	root?: string,
+	dbPath?: string,
+): Promise<{ shares: Record<string, number>; files: Map<string, number> }> {
 	const server = await ServerChild.start({ kind: "wheelhouse", store: STORE, dbPath }, root);
 	try {
 		for (let w = 0; w < 3; w++) await runClient(job(server.url)); // warm-up
 		await server.ask({ type: "profile-start", cpuIntervalUs: 100 }, "profiling");
 		for (let j = 0; j < JOBS; j++) await runClient(job(server.url));
 		const { cpu } = await server.ask({ type: "profile-stop" }, "profiled");
-		return shares(cpu as Profile);
+		if (SAVE) {
+			mkdirSync(SAVE, { recursive: true });
+			writeFileSync(path.join(SAVE, `${name.replace(/\W/g, "_")}.cpuprofile`), JSON.stringify(cpu));
+		}
+		return { shares: shares(cpu as Profile), files: perFile(cpu as Profile) };
 	} finally {
 		await server.stop();
 	}
@@ -86,12 +115,32 @@ try {
 	// The first server profiled showed more idle time than its identical twin after it (an A/A run):
 	// BENCH_IDLE_REVERSE=1 profiles the other one first.
 	if (process.env.BENCH_IDLE_REVERSE === "1") servers.reverse();
+	const files: Map<string, number>[] = [];
 	for (const [name, root] of servers) {
-		const s = await profileOf(root, path.join(dir, `${name.replace(/\W/g, "_")}.db`));
+		const profiled = await profileOf(name, root, path.join(dir, `${name.replace(/\W/g, "_")}.db`));
+		const s = profiled.shares;
+		files.push(profiled.files);
 		console.log(
 			`  ${name}: ${Object.entries(s)
 				.map(([k, v]) => `${k} ${(100 * v).toFixed(2)}%`)
 				.join(", ")}`,
+		);
+	}
+	for (const [i, [name]] of servers.entries()) {
+		if (!TOP) break;
+		const mine = files[i] as Map<string, number>;
+		const other = files[1 - i];
+		const otherName = servers[1 - i]?.[0];
+		console.log(`\n  ${name}: self time, ms per job${other ? ` (${otherName} beside it)` : ""}`);
+		for (const [file, ms] of [...mine].sort((a, b) => b[1] - a[1]).slice(0, TOP)) {
+			console.log(
+				`    ${ms.toFixed(2).padStart(8)}${other ? ` ${(other.get(file) ?? 0).toFixed(2).padStart(8)}` : ""}  ${file}`,
+			);
+		}
+		const total = [...mine.values()].reduce((a, b) => a + b, 0);
+		const otherTotal = other ? [...other.values()].reduce((a, b) => a + b, 0) : 0;
+		console.log(
+			`    ${total.toFixed(2).padStart(8)}${other ? ` ${otherTotal.toFixed(2).padStart(8)}` : ""}  busy in all`,
 		);
 	}
 	console.log(

@@ -662,8 +662,8 @@ async function mainMetricsOnly(): Promise<void> {
 }
 
 /** The checkout of `ref` in a temporary folder, with this checkout's node_modules; returns its path. */
-export function checkoutOf(ref: string, into: string): string {
-	const root = path.join(into, "base");
+export function checkoutOf(ref: string, into: string, name = "base"): string {
+	const root = path.join(into, name);
 	mkdirSync(root);
 	execFileSync("sh", ["-c", `git -C "$0" archive "$1" | tar -x -C "$2"`, REPO, ref, root]);
 	symlinkSync(path.join(REPO, "node_modules"), path.join(root, "node_modules"));

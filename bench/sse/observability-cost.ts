@@ -21,8 +21,8 @@
  *
  * - `OTLP export`: the exporter's encoding and sending (its frames are on the stack);
  * - `OpenTelemetry SDK`: the SDK's span work (start, attributes, end, the batch processor);
- * - `tracing hooks`: the rest of src/server/tracing (request, run, model-call and tool spans);
- * - `metrics`: src/server/metrics.ts and prom-client;
+ * - `tracing hooks`: the rest of src/server/observability/tracing (request, run, model-call and tool spans);
+ * - `metrics`: src/server/observability/metrics.ts and prom-client;
  * - `GC`: garbage collection (not attributable by the profile: compare the two servers);
  * - `server`: everything else.
  *
@@ -76,7 +76,7 @@ function partOfFrame(frame: CallFrame): Part | undefined {
 	if (/@opentelemetry\/(otlp-|exporter-)/.test(url)) return "OTLP export";
 	if (url.includes("@opentelemetry/")) return "OpenTelemetry SDK";
 	if (url.includes("prom-client") || url.includes("/src/server/metrics")) return "metrics";
-	if (url.includes("/src/server/tracing/")) return "tracing hooks";
+	if (url.includes("/src/server/observability/tracing/")) return "tracing hooks";
 	if (url.includes("/src/") || url.includes("/bench/")) return "server";
 	return undefined;
 }

@@ -6,7 +6,7 @@
  */
 import { Agent } from "../../src/agent/agent.js";
 import type { StreamFn } from "../../src/agent/types.js";
-import { createEchoModel, streamEchoText } from "../../src/server/echo-model.js";
+import { createEchoModel, streamEchoText } from "../../src/server/runtime/echo-model.js";
 
 export async function pipelineFloorUsPerEvent(deltas: number, rounds = 12): Promise<number> {
 	const model = createEchoModel();

@@ -2,7 +2,7 @@
  * Where a server's CPU went, by package: reads the V8 CPU profiles that `BENCH_SSE_CPU_PROF=<dir>`
  * makes bench/sse write (one per server child) and prints, per profile, the share of busy time
  * (idle excluded) spent in the observability code — each OpenTelemetry package, prom-client, and
- * src/server/tracing and metrics — and in garbage collection. Self time only: what a package's
+ * src/server/observability/tracing and metrics — and in garbage collection. Self time only: what a package's
  * functions cost themselves, not the GC their allocations cause.
  *
  *   BENCH_SSE_CPU_PROF=/tmp/prof npx tsx bench/sse/index.ts --tracing
@@ -29,7 +29,7 @@ function categoryOf(node: ProfileNode): string | undefined {
 	const otel = /@opentelemetry\/[a-z-]+/.exec(url);
 	if (otel) return otel[0];
 	if (url.includes("prom-client")) return "prom-client";
-	if (url.includes("src/server/tracing/")) return "src/server/tracing";
+	if (url.includes("src/server/observability/tracing/")) return "src/server/observability/tracing";
 	if (url.includes("src/server/metrics")) return "src/server/metrics";
 	if (functionName === "(garbage collector)") return "GC";
 	if (functionName === "(idle)") return "idle";

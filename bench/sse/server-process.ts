@@ -84,7 +84,7 @@ async function stopProfiling(): Promise<{ cpu: unknown; heap: unknown }> {
 
 async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" }>): Promise<string> {
 	const { Type } = await import("@sinclair/typebox");
-	const { buildApp } = await import("../../src/server/app.js");
+	const { buildApp } = await import("../../src/server/http/app.js");
 	const { createMemoryStore, openPostgresStore, openSqliteStore } = await import("../../src/store/index.js");
 	const store =
 		start.store === "sqlite"
@@ -104,19 +104,20 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 			}),
 	};
 	// Tracing: the SDK the server builds from the standard OTEL_* variables, built here with the
-	// server's own code (src/server/tracing/sdk.ts) and handed to it, so that the bench can flush it.
+	// server's own code (src/server/observability/tracing/sdk.ts) and handed to it, so that the bench can flush it.
 	const env = start.otlpEndpoint
 		? { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: start.otlpEndpoint, OTEL_SERVICE_NAME: "wheelhouse-bench" }
 		: undefined;
 	let tracer: { provider: import("@opentelemetry/api").TracerProvider; shutdown(): Promise<void> } | undefined;
 	if (env) {
-		const { tracingSettingsFrom } = await import("../../src/server/tracing/settings.js");
-		const { startTracerProvider } = await import("../../src/server/tracing/sdk.js");
+		const { tracingSettingsFrom } = await import("../../src/server/observability/tracing/settings.js");
+		const { startTracerProvider } = await import("../../src/server/observability/tracing/sdk.js");
 		const settings = tracingSettingsFrom(env);
 		if (!settings.export) throw new Error("bench: the OTEL_* variables turned no exporter on");
 		tracer = await startTracerProvider(settings.export);
-		// The spans the app noted and not yet handed to the SDK, then the SDK's queue.
-		flushSpans = async () => app.wheelhouse.tracing?.flush();
+		// The SDK's queue of ended spans (the SDK's providers have forceFlush).
+		const provider = tracer.provider as import("@opentelemetry/api").TracerProvider & { forceFlush(): Promise<void> };
+		flushSpans = () => provider.forceFlush();
 	}
 	const app = await buildApp({
 		store,

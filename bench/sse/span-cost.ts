@@ -7,7 +7,7 @@
  *
  *   npx tsx bench/sse/span-cost.ts   (BENCH_SPAN_COST_RUNS=20000 runs of three spans)
  *
- * Spans are made as the server makes them: the same SDK (src/server/tracing/sdk.ts, OTLP over
+ * Spans are made as the server makes them: the same SDK (src/server/observability/tracing/sdk.ts, OTLP over
  * HTTP/protobuf to the bench's collector in its own process), attributes of the same count and
  * kind, a server span parenting the other two; the export is flushed every 512 spans (the batch
  * processor's batch size) and counted. Each figure is the median of five rounds, CPU time of this
@@ -23,8 +23,8 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { type Attributes, ROOT_CONTEXT, type Span, SpanKind, type Tracer, trace } from "@opentelemetry/api";
 import { Counter, Histogram, Registry } from "prom-client";
-import { startTracerProvider } from "../../src/server/tracing/sdk.js";
-import { tracingSettingsFrom } from "../../src/server/tracing/settings.js";
+import { startTracerProvider } from "../../src/server/observability/tracing/sdk.js";
+import { tracingSettingsFrom } from "../../src/server/observability/tracing/settings.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -53,7 +53,7 @@ const openaiSpecs: Spec[] = [
 
 // Only ids and prices with a source (the reference's @mariozechner/pi-ai 0.73.1 model list): the
 // first entry is the default model for an ANTHROPIC_API_KEY, so a guessed id would fail every
-// session. Newer models: add them with the `models` config (README, Configuration).
+// session. Newer models: add them with the `models` config (docs/configuration.md).
 const anthropicSpecs: Spec[] = [
 	["claude-opus-4-7", "Claude Opus 4.7", true, [5, 25, 0.5, 6.25], 1_000_000, 128_000, { xhigh: "xhigh" }],
 	["claude-opus-4-6", "Claude Opus 4.6", true, [5, 25, 0.5, 6.25], 1_000_000, 128_000, { xhigh: "max" }],

@@ -5,15 +5,9 @@
  * Ctrl-C aborts the run, twice exits; approvals and client tools ask in the terminal.
  */
 import * as readline from "node:readline";
-import {
-	type QueuedAccepted,
-	type ReceivedEvent,
-	type Session,
-	type SessionSummary,
-	type WheelhouseClient,
-	WheelhouseError,
-} from "../client/index.js";
-import { EXIT } from "./options.js";
+import type { QueuedAccepted, ReceivedEvent, Session, SessionSummary, WheelhouseClient } from "../client/index.js";
+import { titleFrom } from "../client/session-title.js";
+import { describeFailure, EXIT } from "./options.js";
 import { brief, outcomeOf, type Style, sessionLine, textOf } from "./render.js";
 
 export interface ChatFlags {
@@ -34,7 +28,7 @@ const HELP = `Type a message and press Enter. While the agent answers, a line yo
 Alt+Enter queues the line as a follow-up instead (delivered when the agent would stop).
   /followup <text>   queue a follow-up
   /sessions          the sessions on the server, newest first
-  /resume <id>       switch to a session (shows its last messages)
+  /resume <id|n>     switch to a session, by id or its number in /sessions
   /new               start a new session
   /model [<id>]      the models, or switch this session's model
   /usage             tokens and cost: this session and your key this month
@@ -59,6 +53,8 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	let run: { abort: AbortController; done: Promise<void> } | undefined;
 	const pending: Pending[] = [];
 	let lastSigint = 0;
+	/** The ids the last `/sessions` showed, in its order (`/resume 2` is the second). */
+	let listed: string[] = [];
 	/** Lines typed (or piped) before the session is chosen wait for it. */
 	let setupDone!: (ok: boolean) => void;
 	const ready = new Promise<boolean>((resolve) => {
@@ -69,10 +65,15 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	let inputEnded = false;
 
 	/** Writes `text` above the input line, which is redrawn below it. */
-	const print = (text: string) => {
+	/** Whole lines (a status said mid-answer) that piped output writes once the answer's line is complete. */
+	const held: string[] = [];
+	/** Writes `text` after the output so far, and the lines of `above` before its incomplete last line. */
+	const print = (text: string, above = "") => {
 		if (!tty) {
 			out.write(text);
 			partial = (partial + text).slice((partial + text).lastIndexOf("\n") + 1);
+			if (above) held.push(above);
+			if (!partial && held.length) out.write(held.splice(0).join(""));
 			return;
 		}
 		readline.cursorTo(out, 0);
@@ -83,14 +84,18 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 			readline.clearScreenDown(out);
 		}
 		const all = partial + text;
-		out.write(all);
+		out.write(above + all);
 		partial = all.slice(all.lastIndexOf("\n") + 1);
 		if (partial) out.write("\n");
 		if (inputEnded) return;
 		rl.setPrompt(promptText());
 		rl.prompt(true);
 	};
-	const line = (text: string) => print(`${partial ? "\n" : ""}${text}\n`);
+	/**
+	 * Writes one line. While an answer's line is being streamed the line goes above it (a terminal)
+	 * or after it (piped output), so that a status said mid-answer never splits the answer's words.
+	 */
+	const line = (text: string) => (partial ? print("", `${text}\n`) : print(`${text}\n`));
 	const promptText = () => {
 		const question = pending[0];
 		if (question?.kind === "approval") return s.yellow(`approve ${question.toolName}? [y/n] `);
@@ -102,8 +107,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		rl.setPrompt(promptText());
 		rl.prompt(true);
 	};
-	const failure = (error: unknown) =>
-		line(s.red(error instanceof WheelhouseError ? `${error.code ?? error.status}: ${error.message}` : String(error)));
+	const failure = (error: unknown) => line(s.red(describeFailure(error, client.baseUrl)));
 
 	const queued = (accepted: QueuedAccepted) =>
 		line(
@@ -116,6 +120,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		session = await client.getSession(id);
 		sessionId = session.id;
 		line(s.dim(`session ${sessionId} · ${session.model} · ${session.messageCount} messages · /help for commands`));
+		await explainStandIn();
 		if (showHistory && session.messageCount > 0) {
 			const page = await client.messages(sessionId, { offset: Math.max(0, session.messageCount - 6), limit: 6 });
 			for (const message of page.messages) {
@@ -127,11 +132,33 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 	};
 
 	const newSession = async () => {
-		const created = await client.createSession({
-			...(flags.model ? { model: flags.model } : {}),
-			metadata: { title: "wheelhouse chat" },
-		});
+		const created = await client.createSession(flags.model ? { model: flags.model } : {});
 		await useSession(created.id, false);
+	};
+
+	/** Models already explained: the hint is said once per model, not at every session switch. */
+	const explained = new Set<string>();
+	/** Says what a stand-in model does, so that an echo is not taken for a broken agent. */
+	const explainStandIn = async () => {
+		const model = session?.model;
+		if (!model || explained.has(model)) return;
+		explained.add(model);
+		const { models } = await client.models();
+		if (!models.some((m) => m.id === model && m.standIn)) return;
+		line(
+			s.dim(
+				`${model} is a stand-in that repeats your message (no LLM, no key needed); //tool calculate {"expression": "6*7"} makes it call a tool. Start the server with OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY for a real model.`,
+			),
+		);
+	};
+
+	/** A session without a title is named after its first prompt, as the playground names it. */
+	const titleAfter = (prompt: string) => {
+		const current = session;
+		const title = titleFrom(prompt);
+		if (!current || current.metadata?.title || !title) return;
+		current.metadata = { ...current.metadata, title };
+		client.updateSession(current.id, { metadata: current.metadata }).catch(failure);
 	};
 
 	const handleEvent = async (event: ReceivedEvent) => {
@@ -251,15 +278,21 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				const all: SessionSummary[] = [];
 				for await (const summary of client.allSessions()) all.push(summary);
 				all.sort((a, b) => b.lastActiveAt - a.lastActiveAt);
-				for (const summary of all.slice(0, 20)) line(sessionLine(summary, s, sessionId));
+				listed = all.slice(0, 20).map((summary) => summary.id);
+				for (const [i, summary] of all.slice(0, 20).entries())
+					line(`${String(i + 1).padStart(2)}) ${sessionLine(summary, s, sessionId)}`);
 				if (all.length > 20) line(s.dim(`… and ${all.length - 20} more`));
 				return true;
 			}
-			case "resume":
-				if (!arg) line(s.red("/resume <session id> (see /sessions)"));
+			case "resume": {
+				// A number is the session of that number in the last /sessions list.
+				const id = /^\d+$/.test(arg) ? listed[Number(arg) - 1] : arg;
+				if (!arg) line(s.red("/resume <session id, or its number in /sessions>"));
+				else if (!id) line(s.red(`no session ${arg} in the last /sessions list`));
 				else if (run) line(s.red("a run is active: wait for it or /abort first"));
-				else await useSession(arg, true);
+				else await useSession(id, true);
 				return true;
+			}
 			case "new":
 				if (run) line(s.red("a run is active: wait for it or /abort first"));
 				else await newSession();
@@ -330,6 +363,7 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 		}
 		line(`${s.bold("you: ")}${message}`);
 		startRun(message);
+		titleAfter(message);
 		return true;
 	};
 

@@ -5,9 +5,9 @@
  * Arguments are parsed with `node:util` parseArgs; see docs/cli.md.
  */
 import { parseArgs } from "node:util";
-import { WheelhouseError } from "../client/index.js";
+import type { WheelhouseClient } from "../client/index.js";
 import { chatCommand } from "./chat.js";
-import { CONNECTION_OPTIONS, connect, DEFAULT_URL, EXIT, UsageError } from "./options.js";
+import { CONNECTION_OPTIONS, connect, DEFAULT_URL, describeFailure, EXIT, UsageError } from "./options.js";
 import { style } from "./render.js";
 import { runCommand } from "./run.js";
 import { tailCommand } from "./tail.js";
@@ -45,6 +45,7 @@ const OPTIONS = {
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
 	const io = { stdout: process.stdout, stderr: process.stderr };
 	const colour = (stream: NodeJS.WriteStream) => stream.isTTY === true && !env.NO_COLOR;
+	let client: WheelhouseClient | undefined;
 	try {
 		const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
 		const [command, ...rest] = positionals;
@@ -52,7 +53,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 			io.stdout.write(`${USAGE}\n`);
 			return command || values.help ? EXIT.ok : EXIT.usage;
 		}
-		const client = connect(values, env);
+		client = connect(values, env);
 		switch (command) {
 			case "chat":
 				if (rest.length) throw new UsageError(`chat takes no arguments (got ${rest.join(" ")})`);
@@ -75,12 +76,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 			io.stderr.write(`wheelhouse: ${(error as Error).message}\n\n${USAGE}\n`);
 			return EXIT.usage;
 		}
-		if (error instanceof WheelhouseError) {
-			io.stderr.write(`wheelhouse: ${error.code ?? `HTTP ${error.status}`}: ${error.message}\n`);
-			return EXIT.request;
-		}
-		const cause = (error as { cause?: { code?: string } }).cause?.code;
-		io.stderr.write(`wheelhouse: ${(error as Error).message}${cause ? ` (${cause})` : ""}\n`);
+		io.stderr.write(`wheelhouse: ${describeFailure(error, client?.baseUrl ?? DEFAULT_URL)}\n`);
 		return EXIT.request;
 	}
 }

@@ -1,5 +1,5 @@
 /** The command line's shared options: which server, which key, and the client they make. */
-import { WheelhouseClient } from "../client/index.js";
+import { WheelhouseClient, WheelhouseError } from "../client/index.js";
 
 /** Options every command takes (flags win over the environment). */
 export interface ConnectionFlags {
@@ -48,3 +48,39 @@ export const EXIT = {
 	/** Bad command-line input. */
 	usage: 64,
 } as const;
+
+/**
+ * A refused request as the command line says it: the server's code and message, and for a 401
+ * where the key goes (the server's own text speaks of HTTP headers).
+ */
+export function describeError(error: WheelhouseError): string {
+	const said = `${error.code ?? `HTTP ${error.status}`}: ${error.message}`;
+	if (error.status !== 401) return said;
+	return `${said} Give the server's API key with --api-key <key> or WHEELHOUSE_API_KEY.`;
+}
+
+/** Network errors that mean no server answers at the address. */
+const UNREACHABLE = new Set([
+	"ECONNREFUSED",
+	"ENOTFOUND",
+	"EHOSTUNREACH",
+	"ENETUNREACH",
+	"ECONNRESET",
+	"ETIMEDOUT",
+	"EAI_AGAIN",
+]);
+
+/**
+ * Any failure of a command as one line: a refused request as {@link describeError} says it, a
+ * server that cannot be reached with where it was looked for and how to point elsewhere.
+ */
+export function describeFailure(error: unknown, baseUrl: string): string {
+	if (error instanceof WheelhouseError) return describeError(error);
+	const cause = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } }).cause;
+	const code = cause?.code ?? cause?.errors?.find((e) => e.code)?.code;
+	if (code && UNREACHABLE.has(code)) {
+		return `cannot reach a server at ${baseUrl} (${code}): start one (npm start), or give its address with --url or WHEELHOUSE_URL`;
+	}
+	const why = code ?? cause?.message;
+	return `${(error as Error)?.message ?? String(error)}${why ? ` (${why})` : ""}`;
+}

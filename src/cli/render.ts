@@ -41,6 +41,17 @@ export function textOf(message: unknown): string {
 		.join("");
 }
 
+/** What a message says, on one line: its text, else its tool calls, else nothing (an answer about to stream). */
+function contentLine(message: { content?: unknown }): string {
+	const text = textOf(message);
+	if (text) return brief(text, 160);
+	if (!Array.isArray(message.content)) return "";
+	const calls = message.content
+		.filter((block) => block?.type === "toolCall")
+		.map((block) => `${block.name}(${brief(block.arguments, 60)})`);
+	return calls.length ? brief(calls.join(", "), 160) : "";
+}
+
 /** How a run ended, from its `agent_end` (or a final `run_interrupted`). */
 export type RunOutcome = "completed" | "failed" | "aborted" | "interrupted";
 
@@ -72,7 +83,15 @@ export function eventLine(event: ReceivedEvent, s: Style): string | undefined {
 		case "message_end": {
 			const message = data.message ?? {};
 			const detail = message.role === "assistant" && event.type === "message_end" ? ` [${message.stopReason}]` : "";
-			return name(`${message.role}${detail}: ${brief(textOf(message) || message.content, 160)}`);
+			const content = contentLine(message);
+			return name(`${message.role}${detail}${content ? `: ${content}` : ""}`);
+		}
+		case "turn_end": {
+			const stop = data.message?.stopReason;
+			const results = (data.toolResults ?? []).length;
+			return name(
+				`${stop ? `[${stop}]` : ""}${results ? ` ${results} tool result${results === 1 ? "" : "s"}` : ""}`.trim(),
+			);
 		}
 		case "tool_execution_start":
 			return name(`${data.toolName}(${brief(data.args)})`);

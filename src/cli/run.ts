@@ -3,6 +3,7 @@
  * event as a JSON line with `--json`), and the exit code says how the run ended.
  */
 import type { WheelhouseClient } from "../client/index.js";
+import { titleFrom } from "../client/session-title.js";
 import { EXIT, UsageError } from "./options.js";
 import { outcomeOf, type RunOutcome } from "./render.js";
 
@@ -29,7 +30,15 @@ const CODES: Record<RunOutcome, number> = {
 /** Runs the prompt to its end; resolves with the exit code. SIGINT aborts the run. */
 export async function runCommand(client: WheelhouseClient, prompt: string, flags: RunFlags, io: Io): Promise<number> {
 	if (!prompt.trim()) throw new UsageError('run: give the prompt, e.g. wheelhouse run "Hello"');
-	const sessionId = flags.session ?? (await client.createSession(flags.model ? { model: flags.model } : {})).id;
+	const title = titleFrom(prompt);
+	const sessionId =
+		flags.session ??
+		(
+			await client.createSession({
+				...(flags.model ? { model: flags.model } : {}),
+				...(title ? { metadata: { title } } : {}),
+			})
+		).id;
 	if (flags.session && flags.model) await client.updateSession(sessionId, { model: flags.model });
 	if (!flags.json) io.stderr.write(`session ${sessionId}\n`);
 	const onSigint = () => {

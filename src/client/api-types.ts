@@ -29,7 +29,7 @@ export interface paths {
 		};
 		/**
 		 * Prometheus metrics
-		 * @description The server's metrics in the Prometheus text format (see the README's metrics table). Needs the operator credential (`Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`; an API key gets 403) unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.
+		 * @description The server's metrics in the Prometheus text format (see the metrics table in docs/operations.md). Needs the operator credential (`Authorization: Bearer <WHEELHOUSE_METRICS_TOKEN>`; an API key gets 403) unless `WHEELHOUSE_METRICS_AUTH=none`; absent when `WHEELHOUSE_METRICS=off` or when `WHEELHOUSE_METRICS_PORT` serves it on its own port.
 		 */
 		get: operations["getMetrics"];
 		put?: never;
@@ -115,7 +115,7 @@ export interface paths {
 			path?: never;
 			cookie?: never;
 		};
-		/** List sessions (oldest first, cursor pagination) */
+		/** List sessions (oldest first, cursor pagination), filtered by `status`, `profile`, `metadata.<key>`, `updatedAfter`/`updatedBefore` */
 		get: operations["getSessions"];
 		put?: never;
 		/** Create a session */
@@ -264,6 +264,91 @@ export interface paths {
 		patch?: never;
 		trace?: never;
 	};
+	"/v1/sessions/{id}/fork": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Fork a session: a new session with its configuration and its transcript up to a message (409 while it runs); the parent is unchanged */
+		post: operations["postSessionsByIdFork"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/rewind": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Rewind: the transcript ends with a message; what followed is kept as a superseded branch (409 while a run is active) */
+		post: operations["postSessionsByIdRewind"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/regenerate": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Regenerate: supersede the answer to the last user message and answer it again (SSE with Accept: text/event-stream, else 202) */
+		post: operations["postSessionsByIdRegenerate"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/messages/{messageId}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		/** Edit a user message: the transcript is rewound to before it (it and what followed become a superseded branch), then prompted with the new content */
+		patch: operations["patchSessionsByIdMessagesById"];
+		trace?: never;
+	};
+	"/v1/sessions/{id}/branches": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The superseded branches of a session: what rewinds, regenerates and edits took off its transcript */
+		get: operations["getSessionsByIdBranches"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
 	"/v1/sessions/{id}/events": {
 		parameters: {
 			query?: never;
@@ -292,6 +377,40 @@ export interface paths {
 		put?: never;
 		/** Mint a short-lived token that opens this session's event stream with ?token= instead of the Authorization header (for EventSource) */
 		post: operations["postSessionsByIdStreamToken"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/me": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** Who the server takes the caller for: subject, tenant, how it authenticated */
+		get: operations["getMe"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/tokens": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Mint a short-lived client token for one session with scopes (for a browser) */
+		post: operations["postTokens"];
 		delete?: never;
 		options?: never;
 		head?: never;
@@ -332,6 +451,111 @@ export interface paths {
 		patch?: never;
 		trace?: never;
 	};
+	"/v1/schedules": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** List schedules (oldest first, cursor pagination) */
+		get: operations["getSchedules"];
+		put?: never;
+		/** Create a schedule (cron or one-shot) that prompts a new or an existing session */
+		post: operations["postSchedules"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/schedules/{id}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** A schedule */
+		get: operations["getSchedulesById"];
+		put?: never;
+		post?: never;
+		/** Delete a schedule and its fires (runs it started go on) */
+		delete: operations["deleteSchedulesById"];
+		options?: never;
+		head?: never;
+		/** Change a schedule (the next tick is computed again when its timing changes) */
+		patch: operations["patchSchedulesById"];
+		trace?: never;
+	};
+	"/v1/schedules/{id}/pause": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Pause a schedule: its ticks pass unfired and unrecorded until it is resumed */
+		post: operations["postSchedulesByIdPause"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/schedules/{id}/resume": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Resume a paused schedule from its next tick after now (a passed one-shot fires per `missed`) */
+		post: operations["postSchedulesByIdResume"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/schedules/{id}/run-now": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Fire a schedule once now, besides its ticks (also when paused); answers once the fire's run started */
+		post: operations["postSchedulesByIdRunNow"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/schedules/{id}/fires": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** A schedule's fires, newest first (`?before=` pages back) */
+		get: operations["getSchedulesByIdFires"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
 	"/v1/sessions/{id}/tool-results/{toolCallId}": {
 		parameters: {
 			query?: never;
@@ -360,6 +584,23 @@ export interface paths {
 		put?: never;
 		/** Approve or deny a tool call announced by approval_requested; a denial's reason is the error result the model sees */
 		post: operations["postSessionsByIdApprovalsById"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/v1/sessions/{id}/elicitations/{elicitationId}": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** Answer an upstream MCP server's question (announced by elicitation_requested): accept with content that fits the requested schema, decline, or cancel */
+		post: operations["postSessionsByIdElicitationsById"];
 		delete?: never;
 		options?: never;
 		head?: never;
@@ -519,6 +760,57 @@ export interface paths {
 		patch?: never;
 		trace?: never;
 	};
+	"/.well-known/agent-card.json": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		/** The A2A agent card (open: it says how to authenticate) */
+		get: operations["getWellKnownAgentCardJson"];
+		put?: never;
+		post?: never;
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/a2a/v1": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** A2A v1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, and the TaskPushNotificationConfig methods */
+		post: operations["postA2a"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
+	"/mcp": {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		get?: never;
+		put?: never;
+		/** MCP Streamable HTTP: the agents as tools (JSON-RPC messages in; the answers, or their SSE stream, out) */
+		post: operations["postMcp"];
+		delete?: never;
+		options?: never;
+		head?: never;
+		patch?: never;
+		trace?: never;
+	};
 	"/api/stream": {
 		parameters: {
 			query?: never;
@@ -540,6 +832,23 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
 	schemas: {
+		/** A2AAgentCard */
+		A2AAgentCard: {
+			name: string;
+			description: string;
+			supportedInterfaces: {
+				[key: string]: unknown;
+			}[];
+			version: string;
+			capabilities: {
+				[key: string]: unknown;
+			};
+			skills: {
+				[key: string]: unknown;
+			}[];
+		} & {
+			[key: string]: unknown;
+		};
 		/** AbortResult */
 		AbortResult: {
 			/** @description True when a run was active (it ends with its agent_end). */
@@ -567,6 +876,17 @@ export interface components {
 			cleared: number;
 			steeringCount: number;
 			followUpCount: number;
+		};
+		/** ClientToken */
+		ClientToken: {
+			/** @description Send as `Authorization: Bearer <token>`, or as `?token=` on the session's event stream. */
+			token: string;
+			sessionId: string;
+			scopes: ("read" | "write" | "approve")[];
+			/** @description Milliseconds since the epoch after which the token opens nothing. */
+			expiresAt: number;
+			/** @description The session's events path with the token, ready for `new EventSource()`. */
+			eventsUrl: string;
 		};
 		/** ClientToolResult */
 		ClientToolResult: {
@@ -648,6 +968,35 @@ export interface components {
 				message: string;
 			} | null;
 		};
+		/** CreateScheduleBody */
+		CreateScheduleBody: {
+			/** @description A cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first; read in `timezone`. E.g. `"0 9 * * 1-5"`, `"*\/10 * * * * *"`. */
+			cron?: string;
+			/** @description A one-shot: the time to fire once, as an ISO 8601 date-time with an offset (`2026-12-24T09:00:00Z`). */
+			at?: string;
+			/** @description IANA timezone the cron expression is read in (default `"UTC"`). DST is followed. */
+			timezone?: string;
+			/** @description A new session per fire, from this agent profile (`""`: the server's defaults). Exactly one of `profile` and `sessionId`. */
+			profile?: string;
+			/** @description The session every fire prompts (through `ifBusy`). */
+			sessionId?: string;
+			/** @description The user message each fire sends. */
+			prompt: string;
+			/**
+			 * @description With `sessionId`: what a fire does while the session runs — queue the prompt as a follow-up (default), skip the tick (recorded as skipped), or abort the run and prompt.
+			 * @enum {string}
+			 */
+			ifBusy?: "followUp" | "skip" | "interrupt";
+			/**
+			 * @description Ticks that passed while no replica could fire (a restart, a takeover): record them as missed (default), or fire the newest once, late.
+			 * @enum {string}
+			 */
+			missed?: "skip" | "once";
+			/** @description Free-form string map; also set on the sessions fires create. */
+			metadata?: {
+				[key: string]: string;
+			};
+		};
 		/** CreateSessionBody */
 		CreateSessionBody: {
 			/** @description Start from this agent profile of the server config (`profiles`): its settings, with the fields given here winning (metadata is merged). */
@@ -670,11 +1019,42 @@ export interface components {
 			};
 			/** @description A transcript to start from. */
 			messages?: components["schemas"]["AgentMessage"][];
+			/**
+			 * @description Who sees the session: `"owner"` (default) only its creator; `"tenant"` also everyone of the creator's tenant (the JWT's tenant claim, or the API key's `auth.keyTenants` entry). Others get 404 on every path.
+			 * @enum {string}
+			 */
+			visibility?: "owner" | "tenant";
 			/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
 			clientTools?: components["schemas"]["ClientToolSpec"][];
 			/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
 			toolApprovals?: {
 				[key: string]: "always" | "never";
+			};
+		};
+		/** EditMessageBody */
+		EditMessageBody: {
+			content: components["schemas"]["MessageInput"];
+			images?: components["schemas"]["ImageContent"][];
+		};
+		/** ElicitationAccepted */
+		ElicitationAccepted: {
+			elicitationId: string;
+			/**
+			 * @description Delivered to the MCP server; the tool call goes on.
+			 * @enum {string}
+			 */
+			status: "accepted";
+		};
+		/** ElicitationAnswer */
+		ElicitationAnswer: {
+			/**
+			 * @description "accept" sends `content`; "decline" says no; "cancel" dismisses the question
+			 * @enum {string}
+			 */
+			action: "accept" | "decline" | "cancel";
+			/** @description With "accept": a value per field of the requested schema, checked against it (400 naming the field when one does not fit) */
+			content?: {
+				[key: string]: string | number | boolean | string[];
 			};
 		};
 		/**
@@ -695,18 +1075,28 @@ export interface components {
 			| "UNKNOWN_PROFILE"
 			| "UNAUTHORIZED"
 			| "FORBIDDEN"
+			| "INSUFFICIENT_SCOPE"
 			| "NOT_FOUND"
 			| "SESSION_NOT_FOUND"
+			| "SCHEDULE_NOT_FOUND"
+			| "MESSAGE_NOT_FOUND"
 			| "TOOL_CALL_NOT_FOUND"
 			| "RESPONSE_NOT_FOUND"
 			| "ENDPOINT_OFF"
 			| "THREAD_NOT_FOUND"
 			| "METHOD_NOT_ALLOWED"
+			| "NOT_ACCEPTABLE"
 			| "REQUEST_TIMEOUT"
+			| "ELICITATION_NOT_FOUND"
+			| "ELICITATION_FINISHED"
+			| "ELICITATION_INTERRUPTED"
 			| "TOOL_CALL_FINISHED"
 			| "AGENT_BUSY"
+			| "CONTEXT_TOO_LARGE"
 			| "BUDGET_EXHAUSTED"
 			| "KEY_BUDGET_EXHAUSTED"
+			| "TENANT_BUDGET_EXHAUSTED"
+			| "USAGE_SCOPE_REQUIRED"
 			| "INVALID_USAGE_RANGE"
 			| "NOTHING_TO_COMPACT"
 			| "COMPACTION_ABORTED"
@@ -714,6 +1104,7 @@ export interface components {
 			| "PAYLOAD_TOO_LARGE"
 			| "UNSUPPORTED_MEDIA_TYPE"
 			| "NOTHING_TO_CONTINUE"
+			| "NOTHING_TO_REGENERATE"
 			| "CANNOT_CONTINUE_FROM_ASSISTANT"
 			| "IDEMPOTENCY_KEY_REUSED"
 			| "QUEUE_FULL"
@@ -723,12 +1114,14 @@ export interface components {
 			| "TOO_MANY_STREAMS"
 			| "RATE_LIMITED"
 			| "TOO_MANY_RUNS"
+			| "ADMISSION_TIMEOUT"
 			| "HEADERS_TOO_LARGE"
 			| "MODEL_ERROR"
 			| "COMPACTION_FAILED"
 			| "INTERNAL_ERROR"
 			| "SHUTTING_DOWN"
 			| "ABORT_NOT_DELIVERED"
+			| "IDENTITY_PROVIDER_UNAVAILABLE"
 			| "STORE_UNAVAILABLE";
 		/**
 		 * ErrorEnvelope
@@ -742,12 +1135,35 @@ export interface components {
 				details?: unknown;
 			};
 		};
+		/** ForkBody */
+		ForkBody: {
+			/** @description The last message the fork keeps: `wh-<index>` of the transcript (`GET /v1/sessions/:id/messages` pages by that index). Default: the whole transcript. */
+			atMessageId?: string;
+		};
 		/** Health */
 		Health: {
 			status: string;
 			unavailable?: string[];
 		} & {
 			[key: string]: unknown;
+		};
+		/** Identity */
+		Identity: {
+			/**
+			 * @description How the caller authenticated; `none` when the server has no auth.
+			 * @enum {string}
+			 */
+			kind: "key" | "jwt" | "none";
+			/** @description The JWT's subject, or `key:<owner id>` for an API key; null without auth. */
+			subject: string | null;
+			/** @description The caller's tenant, if it has one. */
+			tenant: string | null;
+			/** @description The owner id its sessions are stored under (never a credential). */
+			ownerId: string | null;
+			/** @description The JWT's scopes; empty for an API key. */
+			scopes: string[];
+			/** @description When the JWT expires (ms since the epoch). */
+			expiresAt?: number;
 		};
 		/**
 		 * IfBusy
@@ -806,6 +1222,22 @@ export interface components {
 			total: number;
 			/** @description Pass as `offset` for the next page; absent on the last. */
 			nextOffset?: number;
+			/** @description With `includeSuperseded=true`: the superseded branches, oldest first. */
+			superseded?: {
+				branch: number;
+				fromMessageId: string;
+				supersededAt: number;
+				messageCount: number;
+				messages: components["schemas"]["AgentMessage"][];
+			}[];
+		};
+		/** MintClientTokenBody */
+		MintClientTokenBody: {
+			/** @description The one session the token opens. */
+			sessionId: string;
+			scopes: ("read" | "write" | "approve")[];
+			/** @description Lifetime; capped by `auth.clientTokenTtlMs` (default 15 minutes) and by the minting JWT's expiry. */
+			ttlSeconds?: number;
 		};
 		/** Model */
 		Model: {
@@ -853,6 +1285,34 @@ export interface components {
 			};
 		};
 		/**
+		 * PatchScheduleBody
+		 * @description Only the given fields change. Giving `cron` makes a one-shot a cron schedule and the reverse with `at`; the next tick is computed again from now.
+		 */
+		PatchScheduleBody: {
+			/** @description A cron expression: 5 fields (minute hour day month weekday), or 6 with seconds first; read in `timezone`. E.g. `"0 9 * * 1-5"`, `"*\/10 * * * * *"`. */
+			cron?: string;
+			/** @description A one-shot: the time to fire once, as an ISO 8601 date-time with an offset (`2026-12-24T09:00:00Z`). */
+			at?: string;
+			/** @description IANA timezone the cron expression is read in (default `"UTC"`). DST is followed. */
+			timezone?: string;
+			/** @description The user message each fire sends. */
+			prompt?: string;
+			/**
+			 * @description With `sessionId`: what a fire does while the session runs — queue the prompt as a follow-up (default), skip the tick (recorded as skipped), or abort the run and prompt.
+			 * @enum {string}
+			 */
+			ifBusy?: "followUp" | "skip" | "interrupt";
+			/**
+			 * @description Ticks that passed while no replica could fire (a restart, a takeover): record them as missed (default), or fire the newest once, late.
+			 * @enum {string}
+			 */
+			missed?: "skip" | "once";
+			/** @description Free-form string map; also set on the sessions fires create. */
+			metadata?: {
+				[key: string]: string;
+			};
+		};
+		/**
 		 * PatchSessionBody
 		 * @description Fields to change (a field left out stays as it is). Model, system prompt and thinking level apply from the next model call, `toolApprovals` from the next tool call, the rest (`tools`, `clientTools`, modes) from the next run at the latest.
 		 */
@@ -878,6 +1338,25 @@ export interface components {
 			toolApprovals?: {
 				[key: string]: "always" | "never";
 			};
+		};
+		/** PendingElicitation */
+		PendingElicitation: {
+			/** @description Answer with POST /v1/sessions/:id/elicitations/:elicitationId */
+			elicitationId: string;
+			/** @description The configured MCP server that asks */
+			server: string;
+			/** @description The tool call during which the server asks */
+			toolCallId: string;
+			toolName: string;
+			/** @description The server's question, for the human */
+			message: string;
+			/** @description A flat JSON Schema object of primitive fields (string, number, integer, boolean, enum) */
+			requestedSchema: unknown;
+			createdAt: number;
+			/** @description When the wait times out (epoch ms); the server then gets `cancel` */
+			expiresAt: number;
+			/** @description Left by a previous server process; can no longer be answered */
+			orphaned?: boolean;
 		};
 		/** PendingToolCall */
 		PendingToolCall: {
@@ -939,6 +1418,19 @@ export interface components {
 			message: components["schemas"]["AgentMessage"];
 			createdAt: number;
 		};
+		/** RewindBody */
+		RewindBody: {
+			/** @description The last message the transcript keeps (`wh-<index>`); the messages after it become a superseded branch. */
+			toMessageId: string;
+		};
+		/** RewindResult */
+		RewindResult: {
+			/** @description The run that made the cut (it has no agent events). */
+			runId: string;
+			/** @description The live transcript's length now. */
+			messageCount: number;
+			branch: components["schemas"]["SupersededBranch"];
+		};
 		/**
 		 * RunAccepted
 		 * @description The run started; follow it on GET /v1/sessions/:id/events.
@@ -949,6 +1441,76 @@ export interface components {
 			runId: string;
 			/** @description Id of the run's `agent_start`: resume `/events` with `after = firstEventId - 1`. */
 			firstEventId: number;
+		};
+		/**
+		 * RunWaiting
+		 * @description Your tenant or API key has every run slot taken (`auth.admission: "queue"`): the run is stored and starts when a slot frees. Follow it on GET /v1/sessions/:id/events: `run_queued`, then its `agent_start`.
+		 */
+		RunWaiting: {
+			/** @enum {string} */
+			status: "waiting";
+			/** @enum {boolean} */
+			queued: true;
+			/** @description 1 + the runs of your tenant (of your API key or user without one) waiting ahead of this one. */
+			position: number;
+			admissionId: number;
+			note: string;
+		};
+		/** Schedule */
+		Schedule: {
+			id: string;
+			cron: string | null;
+			at: number | null;
+			timezone: string;
+			profile: string | null;
+			sessionId: string | null;
+			prompt: string;
+			/**
+			 * @description With `sessionId`: what a fire does while the session runs — queue the prompt as a follow-up (default), skip the tick (recorded as skipped), or abort the run and prompt.
+			 * @enum {string}
+			 */
+			ifBusy: "followUp" | "skip" | "interrupt";
+			/**
+			 * @description Ticks that passed while no replica could fire (a restart, a takeover): record them as missed (default), or fire the newest once, late.
+			 * @enum {string}
+			 */
+			missed: "skip" | "once";
+			metadata: {
+				[key: string]: string;
+			};
+			/** @enum {string} */
+			state: "active" | "paused" | "done";
+			nextFireAt: number | null;
+			lastFireAt: number | null;
+			createdAt: number;
+			updatedAt: number;
+		};
+		/** ScheduleFire */
+		ScheduleFire: {
+			id: number;
+			scheduleId: string;
+			/** @enum {string} */
+			kind: "tick" | "catch_up" | "manual";
+			/** @description The tick it belongs to (a manual fire: when it was asked for), epoch ms. */
+			tickAt: number;
+			/** @enum {string} */
+			outcome: "firing" | "fired" | "skipped" | "missed" | "failed";
+			sessionId: string | null;
+			runId: string | null;
+			reason: string | null;
+			createdAt: number;
+			settledAt: number | null;
+		};
+		/** ScheduleFireList */
+		ScheduleFireList: {
+			fires: components["schemas"]["ScheduleFire"][];
+			/** @description Pass as `?before=` for older fires. */
+			nextBefore?: number;
+		};
+		/** ScheduleList */
+		ScheduleList: {
+			schedules: components["schemas"]["Schedule"][];
+			nextCursor?: string;
 		};
 		/**
 		 * Session
@@ -972,6 +1534,13 @@ export interface components {
 			metadata: {
 				[key: string]: string;
 			};
+			/**
+			 * @description `"owner"`: only its creator sees it; `"tenant"`: everyone of `tenant` too.
+			 * @enum {string}
+			 */
+			visibility: "owner" | "tenant";
+			/** @description The tenant of the session's owner when it was created; null without one. */
+			tenant: string | null;
 			/** @enum {string} */
 			status: "idle" | "running" | "interrupted";
 			interruptedAt: number | null;
@@ -993,6 +1562,8 @@ export interface components {
 			pendingApprovals?: components["schemas"]["PendingToolCall"][];
 			/** @description Client tool calls waiting for a result */
 			pendingClientToolCalls?: components["schemas"]["PendingToolCall"][];
+			/** @description Questions MCP servers ask during the session's tool calls, waiting for an answer */
+			pendingElicitations?: components["schemas"]["PendingElicitation"][];
 			clientTools?: components["schemas"]["ClientToolSpec"][];
 			toolApprovals?: {
 				[key: string]: "always" | "never";
@@ -1000,6 +1571,7 @@ export interface components {
 			compaction?: components["schemas"]["CompactionState"];
 			budget?: components["schemas"]["SessionBudgetState"];
 			keyBudget?: components["schemas"]["KeyBudgetState"] | null;
+			tenantBudget?: components["schemas"]["TenantBudgetState"] | null;
 		} & {
 			[key: string]: unknown;
 		};
@@ -1049,6 +1621,13 @@ export interface components {
 			metadata: {
 				[key: string]: string;
 			};
+			/**
+			 * @description `"owner"`: only its creator sees it; `"tenant"`: everyone of `tenant` too.
+			 * @enum {string}
+			 */
+			visibility: "owner" | "tenant";
+			/** @description The tenant of the session's owner when it was created; null without one. */
+			tenant: string | null;
 		};
 		/** StreamToken */
 		StreamToken: {
@@ -1058,6 +1637,47 @@ export interface components {
 			expiresAt: number;
 			/** @description The session's events path with the token, ready for `new EventSource()`. */
 			eventsUrl: string;
+		};
+		/** SupersededBranch */
+		SupersededBranch: {
+			/** @description The session's rewinds in order: 1 for its first. */
+			branch: number;
+			/** @description The id (`wh-<index>`) the branch's first message had; the live transcript was cut before it. */
+			fromMessageId: string;
+			/** @description When the rewind was stored (epoch ms). */
+			supersededAt: number;
+			messageCount: number;
+			messages: components["schemas"]["AgentMessage"][];
+		};
+		/**
+		 * SupersededBranchList
+		 * @description The session's superseded branches, oldest first.
+		 */
+		SupersededBranchList: {
+			branches: components["schemas"]["SupersededBranch"][];
+		};
+		/**
+		 * TenantBudgetState
+		 * @description The tenant's budget (config `auth.tenantBudgets`) and what is left of it; null when the tenant has none (or the caller has no tenant).
+		 */
+		TenantBudgetState: {
+			tenant: string;
+			/**
+			 * @description Calendar period, UTC.
+			 * @enum {string}
+			 */
+			period: "day" | "month";
+			/** @description First day of the current period (YYYY-MM-DD, UTC). */
+			periodStart: string;
+			maxTokens: number | null;
+			maxCostUsd: number | null;
+			/** @description Every caller's of the tenant, as last read from the store. */
+			usedTokens: number;
+			usedCostUsd: number;
+			remainingTokens: number | null;
+			remainingCostUsd: number | null;
+			/** @description The limit reached: runs are refused (429 TENANT_BUDGET_EXHAUSTED) until the period ends. */
+			exhausted: "maxTokens" | "maxCostUsd" | null;
 		};
 		/** TextContent */
 		TextContent: {
@@ -1117,11 +1737,18 @@ export interface components {
 		};
 		/**
 		 * UsageReport
-		 * @description The caller's usage by day and by model, from the messages that spent it.
+		 * @description The caller's usage (or its tenant's) by day and by model, from the messages that spent it, and the budgets of the caller's key and tenant.
 		 */
 		UsageReport: {
 			/** @description The caller's key (its owner id, never the key); null with auth off. */
 			ownerId: string | null;
+			/**
+			 * @description Whose usage: the caller's own, or its whole tenant's.
+			 * @enum {string}
+			 */
+			scope: "own" | "tenant";
+			/** @description The caller's tenant; null without one. */
+			tenant: string | null;
 			from: string;
 			to: string;
 			total: {
@@ -1160,6 +1787,19 @@ export interface components {
 				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
 				turns: number;
 			}[];
+			/** @description `scope=tenant` only: each owner id of the tenant (never a credential), most spent first. */
+			byOwner?: {
+				ownerId: string;
+				input: number;
+				output: number;
+				cacheRead: number;
+				cacheWrite: number;
+				totalTokens: number;
+				/** @description USD, from the model's prices. */
+				costUsd: number;
+				/** @description Model calls of runs (a compaction's summary call adds usage, not a turn). */
+				turns: number;
+			}[];
 			/** @description One row per day and model. */
 			rows: {
 				day: string;
@@ -1176,6 +1816,7 @@ export interface components {
 				turns: number;
 			}[];
 			budget: components["schemas"]["KeyBudgetState"] | null;
+			tenantBudget: components["schemas"]["TenantBudgetState"] | null;
 		};
 		/**
 		 * UserMessageInput
@@ -1364,6 +2005,14 @@ export interface operations {
 			query?: {
 				cursor?: string;
 				limit?: number;
+				/** @description Only sessions with this run status. */
+				status?: "idle" | "running" | "interrupted";
+				/** @description Only sessions created from this agent profile. */
+				profile?: string;
+				/** @description Only sessions whose config changed after this time (epoch ms). */
+				updatedAfter?: number;
+				/** @description Only sessions whose config last changed before this time (epoch ms). */
+				updatedBefore?: number;
 			};
 			header?: never;
 			path?: never;
@@ -1495,6 +2144,8 @@ export interface operations {
 			query?: {
 				offset?: number;
 				limit?: number;
+				/** @description Also list the superseded branches (what rewinds, regenerates and edits took off the transcript) as `superseded`, as `GET /v1/sessions/:id/branches` does. */
+				includeSuperseded?: boolean;
 			};
 			header?: never;
 			path: {
@@ -1550,7 +2201,10 @@ export interface operations {
 					[name: string]: unknown;
 				};
 				content: {
-					"application/json": components["schemas"]["RunAccepted"] | components["schemas"]["QueuedAccepted"];
+					"application/json":
+						| components["schemas"]["RunAccepted"]
+						| components["schemas"]["QueuedAccepted"]
+						| components["schemas"]["RunWaiting"];
 				};
 			};
 			"4XX": components["responses"]["ErrorEnvelope"];
@@ -1705,12 +2359,176 @@ export interface operations {
 			"5XX": components["responses"]["ErrorEnvelope"];
 		};
 	};
+	postSessionsByIdFork: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["ForkBody"];
+			};
+		};
+		responses: {
+			/** @description A session's config and live state. */
+			201: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Session"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdRewind: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["RewindBody"];
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["RewindResult"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdRegenerate: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			/** @description The run started; follow it on GET /v1/sessions/:id/events. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["RunAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	patchSessionsByIdMessagesById: {
+		parameters: {
+			query?: never;
+			header?: {
+				/** @description 1–255 printable ASCII characters (a UUID per logical request is a good key). A repeat of the request with the same key on the same session, within 24 h, gets the first one's outcome instead of being carried out again: the same status and body, or for a run asked for as SSE, that run's stream after `Last-Event-ID` (from its first event without one). The same key with another body or route: 422 `IDEMPOTENCY_KEY_REUSED`; while the first is still being processed: 409 `IDEMPOTENCY_IN_PROGRESS`. A refused request (4xx) is not recorded. A repeat's response has the header `Idempotent-Replayed: true`. */
+				"idempotency-key"?: string;
+			};
+			path: {
+				id: string;
+				/** @description The user message to replace (`wh-<index>`). */
+				messageId: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["EditMessageBody"];
+			};
+		};
+		responses: {
+			/** @description With `Accept: text/event-stream`: the SSE stream of this run, `agent_start` to `agent_end`. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+				};
+			};
+			/** @description The run started; follow it on GET /v1/sessions/:id/events. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["RunAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSessionsByIdBranches: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description The session's superseded branches, oldest first. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["SupersededBranchList"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
 	getSessionsByIdEvents: {
 		parameters: {
 			query?: {
 				/** @description Resume after this event id (same as the Last-Event-ID header, which wins). */
 				after?: string;
-				/** @description A stream token from POST /v1/sessions/:id/stream-token, in place of the Authorization header (for EventSource). Checked when the stream opens. */
+				/** @description A stream token from POST /v1/sessions/:id/stream-token, or a client token with the `read` scope from POST /v1/tokens, in place of the Authorization header (for EventSource). Checked when the stream opens. */
 				token?: string;
 			};
 			header?: never;
@@ -1752,6 +2570,54 @@ export interface operations {
 				};
 				content: {
 					"application/json": components["schemas"]["StreamToken"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getMe: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Identity"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postTokens: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["MintClientTokenBody"];
+			};
+		};
+		responses: {
+			/** @description Created */
+			201: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ClientToken"];
 				};
 			};
 			"4XX": components["responses"]["ErrorEnvelope"];
@@ -1808,6 +2674,8 @@ export interface operations {
 				from?: string;
 				/** @description Last day, YYYY-MM-DD (UTC), inclusive. Default: today. */
 				to?: string;
+				/** @description `own` (default): the caller's own usage. `tenant`: every caller's of the caller's tenant (by owner too); needs a JWT with the scope `auth.usageAdminScope` (default `usage:tenant`) or an API key of `auth.usageAdminKeys`, else 403 USAGE_SCOPE_REQUIRED. */
+				scope?: "own" | "tenant";
 			};
 			header?: never;
 			path?: never;
@@ -1815,13 +2683,243 @@ export interface operations {
 		};
 		requestBody?: never;
 		responses: {
-			/** @description The caller's usage by day and by model, from the messages that spent it. */
+			/** @description The caller's usage (or its tenant's) by day and by model, from the messages that spent it, and the budgets of the caller's key and tenant. */
 			200: {
 				headers: {
 					[name: string]: unknown;
 				};
 				content: {
 					"application/json": components["schemas"]["UsageReport"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSchedules: {
+		parameters: {
+			query?: {
+				cursor?: string;
+				limit?: number;
+			};
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ScheduleList"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSchedules: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["CreateScheduleBody"];
+			};
+		};
+		responses: {
+			/** @description Created */
+			201: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Schedule"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSchedulesById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Schedule"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	deleteSchedulesById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						deleted: boolean;
+						id: string;
+					};
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	patchSchedulesById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		/** @description Only the given fields change. Giving `cron` makes a one-shot a cron schedule and the reverse with `at`; the next tick is computed again from now. */
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["PatchScheduleBody"];
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Schedule"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSchedulesByIdPause: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Schedule"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSchedulesByIdResume: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["Schedule"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSchedulesByIdRunNow: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description Accepted */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ScheduleFire"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getSchedulesByIdFires: {
+		parameters: {
+			query?: {
+				before?: number;
+				limit?: number;
+			};
+			header?: never;
+			path: {
+				id: string;
+			};
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ScheduleFireList"];
 				};
 			};
 			"4XX": components["responses"]["ErrorEnvelope"];
@@ -1880,6 +2978,35 @@ export interface operations {
 				};
 				content: {
 					"application/json": components["schemas"]["InteractionAccepted"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postSessionsByIdElicitationsById: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path: {
+				id: string;
+				elicitationId: string;
+			};
+			cookie?: never;
+		};
+		requestBody: {
+			content: {
+				"application/json": components["schemas"]["ElicitationAnswer"];
+			};
+		};
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["ElicitationAccepted"];
 				};
 			};
 			"4XX": components["responses"]["ErrorEnvelope"];
@@ -2302,6 +3429,85 @@ export interface operations {
 				content: {
 					"text/event-stream": string;
 				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	getWellKnownAgentCardJson: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description OK */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": components["schemas"]["A2AAgentCard"];
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postA2a: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description A JSON-RPC 2.0 response (`result` or `error`, HTTP 200 either way); for SendStreamingMessage and SubscribeToTask a Server-Sent Events stream of JSON-RPC responses whose `result` is a StreamResponse. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"application/json": {
+						[key: string]: unknown;
+					};
+					"text/event-stream": string;
+				};
+			};
+			"4XX": components["responses"]["ErrorEnvelope"];
+			"5XX": components["responses"]["ErrorEnvelope"];
+		};
+	};
+	postMcp: {
+		parameters: {
+			query?: never;
+			header?: never;
+			path?: never;
+			cookie?: never;
+		};
+		requestBody?: never;
+		responses: {
+			/** @description The JSON-RPC answers to the request's messages: a Server-Sent Events stream (progress notifications, then the result), as MCP's Streamable HTTP transport sends them. */
+			200: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content: {
+					"text/event-stream": string;
+					"application/json": {
+						[key: string]: unknown;
+					};
+				};
+			};
+			/** @description Notifications and responses only: accepted, nothing to answer. */
+			202: {
+				headers: {
+					[name: string]: unknown;
+				};
+				content?: never;
 			};
 			"4XX": components["responses"]["ErrorEnvelope"];
 			"5XX": components["responses"]["ErrorEnvelope"];

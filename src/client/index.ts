@@ -19,6 +19,8 @@
  * ```
  */
 
+// The providers' partial-JSON parser, so the client's rebuilt tool arguments equal the server's at every delta.
+export { parseStreamingJson } from "../ai/partial-json.js";
 export {
 	AGENT_EVENT_NAMES,
 	type ApprovalRequestedEvent,
@@ -34,6 +36,7 @@ export {
 	SSE_EVENT_NAMES,
 	type SseEventName,
 	type StreamDroppedEvent,
+	type TranscriptRewoundEvent,
 	toWireEvent,
 	type WireAssistantMessageEvent,
 	type WireEvent,
@@ -43,7 +46,6 @@ export type { components, operations, paths } from "./api-types.js";
 export { type ErrorCode, WheelhouseError, WheelhouseHttpError } from "./errors.js";
 export { newIdempotencyKey } from "./idempotency.js";
 export { type ExpandedEvent, MessageAssembler } from "./message-assembler.js";
-export { parseStreamingJson } from "./partial-json.js";
 export { type SessionStreamOptions, type StreamPromptOptions, sessionEvents, streamPrompt } from "./session-streams.js";
 export { type ReadSseOptions, readSse, type SseMessage } from "./sse-parser.js";
 export { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";

@@ -1,8 +1,8 @@
 /** The client side of the compact wire format: wire events back into the AgentEvents the server emitted. */
 import { createAssistantMessage } from "../ai/assistant-message.js";
+import { parseStreamingJson } from "../ai/partial-json.js";
 import type { AssistantMessage, AssistantMessageEvent } from "../ai/types.js";
 import type { AgentEvent, AgentMessage, ServerEvent, WireAssistantMessageEvent, WireEvent } from "../wire/events.js";
-import { parseStreamingJson } from "./partial-json.js";
 
 type ContentBlock = AssistantMessage["content"][number];
 type ToolCallBlock = Extract<ContentBlock, { type: "toolCall" }> & { partialJson?: string };

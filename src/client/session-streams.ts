@@ -3,7 +3,7 @@
  * end, each resuming after disconnects.
  */
 import { newIdempotencyKey } from "./idempotency.js";
-import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
+import { endsRun, type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
 
 export interface SessionStreamOptions extends Omit<StreamEventsOptions, "url" | "init" | "resumeUrl" | "headers"> {
 	/** The server's origin, e.g. `http://localhost:3000`. */
@@ -53,9 +53,7 @@ export function sessionEvents(options: SessionStreamOptions): AsyncGenerator<Rec
 export function streamPrompt(options: StreamPromptOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
 	const { message, body, idempotencyKey, ...rest } = options;
 	return streamEvents({
-		until: (event) =>
-			event.type === "agent_end" ||
-			(event.type === "run_interrupted" && (event.data as { willContinue?: boolean }).willContinue !== true),
+		until: endsRun,
 		...rest,
 		url: new URL(`/v1/sessions/${encodeURIComponent(options.sessionId)}/prompt`, options.baseUrl),
 		init: {

@@ -65,6 +65,17 @@ export interface StreamEventsOptions {
  * after `maxRetries` consecutive failures, the last network or 5xx error. A `data:` line that is
  * not JSON is a server bug and throws.
  */
+/**
+ * The last event of a run's stream: its `agent_end`, or a `run_interrupted` no run continues
+ * (`willContinue` not true).
+ */
+export function endsRun(event: ReceivedEvent): boolean {
+	return (
+		event.type === "agent_end" ||
+		(event.type === "run_interrupted" && (event.data as { willContinue?: boolean }).willContinue !== true)
+	);
+}
+
 export async function* streamEvents(options: StreamEventsOptions): AsyncGenerator<ReceivedEvent, void, undefined> {
 	const doFetch = options.fetch ?? globalThis.fetch;
 	const firstMethod = (options.init?.method ?? "GET").toUpperCase();

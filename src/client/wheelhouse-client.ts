@@ -10,7 +10,7 @@
 import type { components, operations } from "./api-types.js";
 import { errorFromResponse, type WheelhouseError } from "./errors.js";
 import { newIdempotencyKey } from "./idempotency.js";
-import { type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
+import { endsRun, type ReceivedEvent, type StreamEventsOptions, streamEvents } from "./stream-events.js";
 
 type Schemas = components["schemas"];
 /** The JSON body of an operation's answer with status `S`. */
@@ -40,6 +40,9 @@ export type QueuedAccepted = Schemas["QueuedAccepted"];
 export type ClearQueueResult = Schemas["ClearQueueResult"];
 export type AbortResult = Schemas["AbortResult"];
 export type StreamToken = Schemas["StreamToken"];
+export type ClientToken = Schemas["ClientToken"];
+export type ClientScope = Schemas["MintClientTokenBody"]["scopes"][number];
+export type Identity = Schemas["Identity"];
 export type UsageReport = Schemas["UsageReport"];
 export type ModelList = Schemas["ModelList"];
 export type Model = Schemas["Model"];
@@ -53,6 +56,26 @@ export type CompactBody = JsonBody<"postSessionsByIdCompact">;
 export type CompactResult = JsonAnswer<"postSessionsByIdCompact", 200>;
 export type McpServerList = JsonAnswer<"getToolsMcpServers", 200>;
 export type DeleteResult = JsonAnswer<"deleteSessionsById", 200>;
+export type Schedule = Schemas["Schedule"];
+export type ScheduleList = Schemas["ScheduleList"];
+export type ScheduleFire = Schemas["ScheduleFire"];
+export type ScheduleFireList = Schemas["ScheduleFireList"];
+export type CreateScheduleBody = Schemas["CreateScheduleBody"];
+export type PatchScheduleBody = Schemas["PatchScheduleBody"];
+export type ForkBody = Schemas["ForkBody"];
+export type RewindResult = Schemas["RewindResult"];
+export type SupersededBranch = Schemas["SupersededBranch"];
+export type EditMessageBody = Schemas["EditMessageBody"];
+
+/** What `listSessions` may filter by (see docs/branching.md); every condition must hold. */
+export interface SessionListFilter {
+	status?: "idle" | "running" | "interrupted";
+	profile?: string;
+	/** Each pair must be in the session's metadata (up to 8). */
+	metadata?: Record<string, string>;
+	updatedAfter?: number;
+	updatedBefore?: number;
+}
 
 export interface WheelhouseClientOptions {
 	/** The server's origin, e.g. `http://localhost:3000`. */
@@ -159,9 +182,118 @@ export class WheelhouseClient {
 		return this.#json({ method: "GET", path: sessionPath(id), signal });
 	}
 
-	/** `GET /v1/sessions`: one page, oldest first; pass `nextCursor` as `cursor` for the next. */
-	listSessions(page: { cursor?: string; limit?: number } = {}, signal?: AbortSignal): Promise<SessionList> {
-		return this.#json({ method: "GET", path: "/v1/sessions", query: page, signal });
+	/**
+	 * `GET /v1/sessions`: one page, oldest first; pass `nextCursor` as `cursor` for the next. With
+	 * filter fields, only the sessions that match them (`metadata` pairs go as `metadata.<key>`).
+	 */
+	listSessions(
+		page: { cursor?: string; limit?: number } & SessionListFilter = {},
+		signal?: AbortSignal,
+	): Promise<SessionList> {
+		const { metadata, ...rest } = page;
+		const query: Record<string, string | number | undefined> = { ...rest };
+		for (const [key, value] of Object.entries(metadata ?? {})) query[`metadata.${key}`] = value;
+		return this.#json({ method: "GET", path: "/v1/sessions", query, signal });
+	}
+
+	/**
+	 * `POST /v1/sessions/:id/fork`: a new session from this one's config and transcript up to
+	 * `atMessageId` (`wh-<index>`). Keyed as a run call (`options.idempotencyKey`, or a new key), so
+	 * a repeat after a lost answer gets the same fork.
+	 */
+	forkSession(id: string, body: ForkBody = {}, options?: AbortSignal | RunCallOptions): Promise<Session> {
+		return this.#json({ method: "POST", path: `${sessionPath(id)}/fork`, body, ...keyedCall(options) });
+	}
+
+	/**
+	 * `POST /v1/sessions/:id/rewind`: the transcript ends with `toMessageId` (`wh-<index>`); what
+	 * followed is kept as a superseded branch (see docs/branching.md).
+	 */
+	rewindSession(id: string, toMessageId: string, options?: AbortSignal | RunCallOptions): Promise<RewindResult> {
+		return this.#json({
+			method: "POST",
+			path: `${sessionPath(id)}/rewind`,
+			body: { toMessageId },
+			...keyedCall(options),
+		});
+	}
+
+	/** `POST /v1/sessions/:id/regenerate` (202): the answer to the last user message is superseded and answered again. */
+	regenerate(id: string, options?: AbortSignal | RunCallOptions): Promise<RunAccepted> {
+		return this.#json({ method: "POST", path: `${sessionPath(id)}/regenerate`, ...keyedCall(options) });
+	}
+
+	/** `PATCH /v1/sessions/:id/messages/:messageId` (202): replaces a user message and runs from it. */
+	editMessage(
+		id: string,
+		messageId: string,
+		body: EditMessageBody,
+		options?: AbortSignal | RunCallOptions,
+	): Promise<RunAccepted> {
+		return this.#json({
+			method: "PATCH",
+			path: `${sessionPath(id)}/messages/${encodeURIComponent(messageId)}`,
+			body,
+			...keyedCall(options),
+		});
+	}
+
+	/** `GET /v1/sessions/:id/branches`: what rewinds, regenerates and edits superseded, oldest first. */
+	async listBranches(id: string, signal?: AbortSignal): Promise<SupersededBranch[]> {
+		const list: { branches: SupersededBranch[] } = await this.#json({
+			method: "GET",
+			path: `${sessionPath(id)}/branches`,
+			signal,
+		});
+		return list.branches;
+	}
+
+	/** `POST /v1/schedules`: a cron or one-shot schedule prompting a new session per fire (`profile`) or one session (`sessionId`). */
+	createSchedule(body: CreateScheduleBody, signal?: AbortSignal): Promise<Schedule> {
+		return this.#json({ method: "POST", path: "/v1/schedules", body, signal });
+	}
+
+	/** `GET /v1/schedules`: one page, oldest first. */
+	listSchedules(page: { cursor?: string; limit?: number } = {}, signal?: AbortSignal): Promise<ScheduleList> {
+		return this.#json({ method: "GET", path: "/v1/schedules", query: page, signal });
+	}
+
+	/** `GET /v1/schedules/:id`. */
+	getSchedule(id: string, signal?: AbortSignal): Promise<Schedule> {
+		return this.#json({ method: "GET", path: schedulePath(id), signal });
+	}
+
+	/** `PATCH /v1/schedules/:id`: a timing change computes the next tick again. */
+	updateSchedule(id: string, patch: PatchScheduleBody, signal?: AbortSignal): Promise<Schedule> {
+		return this.#json({ method: "PATCH", path: schedulePath(id), body: patch, signal });
+	}
+
+	/** `DELETE /v1/schedules/:id`: the schedule and its fire records. */
+	deleteSchedule(id: string, signal?: AbortSignal): Promise<{ deleted: boolean; id: string }> {
+		return this.#json({ method: "DELETE", path: schedulePath(id), signal });
+	}
+
+	/** `POST /v1/schedules/:id/pause` / `resume`. */
+	pauseSchedule(id: string, signal?: AbortSignal): Promise<Schedule> {
+		return this.#json({ method: "POST", path: `${schedulePath(id)}/pause`, signal });
+	}
+
+	resumeSchedule(id: string, signal?: AbortSignal): Promise<Schedule> {
+		return this.#json({ method: "POST", path: `${schedulePath(id)}/resume`, signal });
+	}
+
+	/** `POST /v1/schedules/:id/run-now`: fires once now; resolves to the fire once its run started. */
+	runScheduleNow(id: string, signal?: AbortSignal): Promise<ScheduleFire> {
+		return this.#json({ method: "POST", path: `${schedulePath(id)}/run-now`, signal });
+	}
+
+	/** `GET /v1/schedules/:id/fires`: newest first; pass `nextBefore` as `before` for older ones. */
+	scheduleFires(
+		id: string,
+		page: { before?: number; limit?: number } = {},
+		signal?: AbortSignal,
+	): Promise<ScheduleFireList> {
+		return this.#json({ method: "GET", path: `${schedulePath(id)}/fires`, query: page, signal });
 	}
 
 	/** Every session, following the cursor page by page. */
@@ -311,6 +443,31 @@ export class WheelhouseClient {
 		return this.#json({ method: "POST", path: `${sessionPath(id)}/stream-token`, signal });
 	}
 
+	// ── identity ─────────────────────────────────────────────────────────────────────────────
+
+	/**
+	 * `POST /v1/tokens`: a short-lived token for one session with `scopes`, for a browser to hold
+	 * instead of this client's key (as `apiKey` of another client, or `?token=` on the event stream).
+	 */
+	clientToken(
+		sessionId: string,
+		scopes: readonly ClientScope[],
+		options: { ttlSeconds?: number; signal?: AbortSignal } = {},
+	): Promise<ClientToken> {
+		const { ttlSeconds, signal } = options;
+		return this.#json({
+			method: "POST",
+			path: "/v1/tokens",
+			body: { sessionId, scopes: [...scopes], ...(ttlSeconds === undefined ? {} : { ttlSeconds }) },
+			signal,
+		});
+	}
+
+	/** `GET /v1/me`: who the server takes this client for (subject, tenant, how it authenticated). */
+	me(signal?: AbortSignal): Promise<Identity> {
+		return this.#json({ method: "GET", path: "/v1/me", signal });
+	}
+
 	// ── plumbing ─────────────────────────────────────────────────────────────────────────────
 
 	#queue(
@@ -339,9 +496,7 @@ export class WheelhouseClient {
 		const headers: Record<string, string> = { "idempotency-key": idempotencyKey ?? newIdempotencyKey() };
 		if (body !== undefined) headers["content-type"] = "application/json";
 		return streamEvents({
-			until: (event) =>
-				event.type === "agent_end" ||
-				(event.type === "run_interrupted" && (event.data as { willContinue?: boolean }).willContinue !== true),
+			until: endsRun,
 			...options,
 			url: this.#url(path),
 			init: { method: "POST", headers, body: body === undefined ? undefined : JSON.stringify(dropUndefined(body)) },
@@ -392,6 +547,29 @@ export class WheelhouseClient {
 			await sleep(retryWait(error, this.#retryDelayMs * 2 ** attempt), spec.signal);
 		}
 	}
+}
+
+/**
+ * The key and signal of a branching call: `options.idempotencyKey` or a new key (so the call is
+ * repeated after a network error as a run call is); `options` may be a bare signal.
+ */
+function keyedCall(options: AbortSignal | RunCallOptions | undefined): {
+	idempotencyKey: string;
+	signal?: AbortSignal;
+} {
+	const { idempotencyKey, signal } = isSignal(options)
+		? { idempotencyKey: undefined, signal: options }
+		: (options ?? {});
+	return { idempotencyKey: idempotencyKey ?? newIdempotencyKey(), ...(signal ? { signal } : {}) };
+}
+
+function isSignal(value: unknown): value is AbortSignal {
+	return typeof AbortSignal !== "undefined" && value instanceof AbortSignal;
+}
+
+function schedulePath(id: string): string {
+	if (typeof id !== "string" || id === "") throw new TypeError("WheelhouseClient: a schedule `id` is required");
+	return `/v1/schedules/${encodeURIComponent(id)}`;
 }
 
 function sessionPath(id: string): string {

@@ -6,10 +6,19 @@
  * event of the stream on the right.
  */
 import { MessageAssembler, type ReceivedEvent, sessionEvents, WheelhouseHttpError } from "../client/index.js";
+import { TITLE_KEY, titleFrom } from "../client/session-title.js";
 import { Api, ApiError } from "./api.js";
 import { type Follower, follow } from "./autoscroll.js";
+import { beginSignIn, finishSignIn, forgetPendingSignIn, loadOidc, type OidcAvailability } from "./oidc.js";
 import { pageElements } from "./page.js";
-import { approvalCard, clientToolForm, type Pending, removePendingCards } from "./pending-cards.js";
+import {
+	approvalCard,
+	clientToolForm,
+	elicitationCard,
+	type Pending,
+	type PendingElicitation,
+	removePendingCards,
+} from "./pending-cards.js";
 import {
 	el,
 	fillToolCard,
@@ -19,6 +28,7 @@ import {
 	runUsageLine,
 	setToolCardState,
 } from "./render.js";
+import { renderSchedules } from "./schedules.js";
 import {
 	fillModels,
 	fillTools,
@@ -27,8 +37,6 @@ import {
 	newSessionBody,
 	type SessionSummary,
 	sessionListItem,
-	TITLE_KEY,
-	titleFrom,
 } from "./sidebar.js";
 import { Timeline } from "./timeline.js";
 
@@ -41,6 +49,8 @@ const RETRY_MAX_MS = 15_000;
 const SESSIONS_PAGE = 20;
 /** Sessions the page loads for sorting and search (newest first needs them all; the API lists oldest first). */
 const SESSIONS_MAX = 5000;
+/** How often a visible page reads the session list again (other clients change it too). */
+const SESSIONS_REFRESH_MS = 10_000;
 /** Below this width the layout is one column with the chat first. */
 const NARROW = "(max-width: 60rem)";
 
@@ -51,6 +61,10 @@ type QueueEntry = { id: number; kind: string; message: Message };
 class Playground {
 	readonly api = new Api();
 	private sessionId: string | null = null;
+	/** The open session's model ("" with none open). */
+	private sessionModel = "";
+	/** The catalog's stand-in models (`standIn: true`), explained under the chat. */
+	private standIns = new Set<string>();
 	private stream: AbortController | null = null;
 	private assembler = new MessageAssembler();
 	private readonly seen = new Set<string>();
@@ -69,6 +83,8 @@ class Playground {
 	/** Whether the open session's earlier events were put in the timeline already. */
 	private historyLoaded = false;
 	private history: AbortController | null = null;
+	/** How the page may sign in with the server's identity provider (`GET /playground/auth.json`). */
+	private oidc: OidcAvailability = { client: null };
 
 	private readonly ui = pageElements();
 	private readonly timeline = new Timeline(this.ui.events, () => this.ui.filter.value);
@@ -85,15 +101,35 @@ class Playground {
 			ui.apiKey.value = "";
 			ui.authForm.hidden = true;
 			this.notice("");
+			this.showSignedIn();
 			void this.loadAll();
 		});
 		ui.authForget.addEventListener("click", () => {
 			this.api.apiKey = "";
 			ui.apiKey.value = "";
+			this.showSignedIn();
+		});
+		ui.oidcButton.addEventListener("click", () => {
+			const oidc = this.oidc;
+			if ("unavailable" in oidc) this.notice(`Sign-in is not available now: ${oidc.unavailable}`);
+			else if (oidc.client) {
+				const client = oidc.client;
+				void this.guard(() => beginSignIn(client));
+			}
+		});
+		// Signing out forgets the token in this tab and starts the page afresh (no stream keeps the old one).
+		// The provider's own session is not ended: its next sign-in may not ask for a password.
+		ui.signOut.addEventListener("click", () => {
+			this.api.apiKey = "";
+			forgetPendingSignIn();
+			location.assign(location.pathname);
 		});
 		ui.createForm.addEventListener("submit", (event) => {
 			event.preventDefault();
 			void this.guard(() => this.createSession());
+		});
+		ui.model.addEventListener("change", () => {
+			if (!this.sessionId) this.explainModel(ui.model.value);
 		});
 		ui.moreSessions.addEventListener("click", () => {
 			this.sessionsShown += SESSIONS_PAGE;
@@ -102,6 +138,14 @@ class Playground {
 		ui.sessionSearch.addEventListener("input", () => {
 			this.sessionsShown = SESSIONS_PAGE;
 			this.renderSessions();
+		});
+		// Loaded when opened: a page that never looks at schedules never asks for them.
+		ui.schedulesPanel.addEventListener("toggle", () => {
+			if (!ui.schedulesPanel.open) return;
+			void this.guard(async () => {
+				const count = await renderSchedules(ui.scheduleList, this.api, (id) => void this.guard(() => this.open(id)));
+				ui.noSchedules.hidden = count > 0;
+			});
 		});
 		ui.sessionTitle.addEventListener("change", () => void this.guard(() => this.saveTitle(ui.sessionTitle.value)));
 		ui.sessionTitle.addEventListener("keydown", (event) => {
@@ -122,12 +166,44 @@ class Playground {
 		ui.followUp.addEventListener("click", () => void this.guard(() => this.sendMessage("follow-up")));
 		ui.abort.addEventListener("click", () => void this.guard(() => this.post("abort")));
 		ui.clearQueue.addEventListener("click", () => void this.guard(() => this.call("DELETE", "queue")));
+		ui.fork.addEventListener("click", () => void this.guard(() => this.fork()));
+		ui.regenerate.addEventListener("click", () => void this.guard(() => this.post("regenerate")));
+		ui.editLast.addEventListener("click", () => void this.guard(() => this.editLast()));
 		ui.filter.addEventListener("input", () => this.timeline.refilter());
 		// Other tabs and clients change sessions too: coming back to the page refreshes the list.
 		document.addEventListener("visibilitychange", () => {
 			if (document.visibilityState === "visible") void this.guard(() => this.loadSessions());
 		});
-		void this.loadAll();
+		// ...and so does a page left open beside a terminal: the list is read again now and then.
+		setInterval(() => void this.refreshSessionsQuietly(), SESSIONS_REFRESH_MS);
+		void this.signInThenLoad();
+	}
+
+	/**
+	 * Learns how the page may sign in, finishes a sign-in the provider sent the browser back from
+	 * (a refused one is said in the alert region and keeps no token), then loads everything.
+	 */
+	private async signInThenLoad(): Promise<void> {
+		this.oidc = await loadOidc();
+		this.ui.oidcSignIn.hidden = "client" in this.oidc && this.oidc.client === null;
+		if ("client" in this.oidc && this.oidc.client) {
+			this.ui.oidcButton.textContent = `Sign in with ${new URL(this.oidc.client.issuer).host}`;
+			// Until `GET /v1/me` says who is signed in.
+			this.ui.authButton.textContent = "Sign in…";
+		}
+		try {
+			const token = await finishSignIn("client" in this.oidc ? this.oidc.client : null);
+			if (token) this.api.apiKey = token;
+		} catch (error) {
+			this.notice((error as Error).message);
+		}
+		this.showSignedIn();
+		await this.loadAll();
+	}
+
+	/** The header's "Sign out" is there while the tab holds a key or token. */
+	private showSignedIn(): void {
+		this.ui.signOut.hidden = this.api.apiKey === "";
 	}
 
 	// --- helpers ----------------------------------------------------------------------------
@@ -154,15 +230,32 @@ class Playground {
 	 */
 	private askForKey(why: "refused" | "asked"): void {
 		const { ui } = this;
+		const oidc = !ui.oidcSignIn.hidden;
 		ui.authReason.textContent =
 			why === "asked"
-				? "Enter an API key for this server."
+				? oidc
+					? "Sign in, or enter an API key or login token for this server."
+					: "Enter an API key for this server."
 				: this.api.apiKey
-					? "The API key in use was not accepted by this server (wrong or revoked). Enter another one."
-					: "This server needs an API key. Enter one of its keys to use the playground.";
+					? `The ${oidc ? "key or token" : "API key"} in use was not accepted by this server (wrong, expired or revoked). ${oidc ? "Sign in again or enter" : "Enter"} another one.`
+					: oidc
+						? "This server needs you to sign in: with its identity provider, or with an API key or login token."
+						: "This server needs an API key. Enter one of its keys to use the playground.";
 		ui.authForm.hidden = false;
 		if (why === "refused" && !this.modelsReady) this.setModelsReady(false, "Sign in to load the models.");
 		ui.apiKey.focus();
+	}
+
+	/**
+	 * Says what a stand-in model does under the chat, so that an echo is not taken for a broken
+	 * agent: `model` is the open session's, or with none open the one the first message would use.
+	 */
+	private explainModel(model: string): void {
+		const standIn = this.standIns.has(model);
+		this.ui.standInHint.hidden = !standIn;
+		this.ui.standInHint.textContent = standIn
+			? `${model} is a stand-in: it repeats your message (no LLM, no key). Try /tool calculate {"expression":"6*7"}. A provider key on the server gives a real model.`
+			: "";
 	}
 
 	private setModelsReady(ready: boolean, status: string): void {
@@ -196,12 +289,29 @@ class Playground {
 	// --- catalog and sessions ---------------------------------------------------------------
 
 	private async loadAll(): Promise<void> {
+		void this.showIdentity();
 		await this.guard(async () => {
 			await Promise.all([this.loadCatalog(), this.loadSessions()]);
 			const wanted = /(?:^|&)session=([^&]+)/.exec(location.hash.slice(1))?.[1];
 			const id = this.sessionId ?? (wanted ? decodeURIComponent(wanted) : null);
 			if (id) await this.open(id);
 		});
+	}
+
+	/** Says who is signed in on the header's button (`GET /v1/me`): the login's subject and tenant, or an API key. */
+	private async showIdentity(): Promise<void> {
+		let me: { kind: string; subject: string | null; tenant: string | null };
+		try {
+			me = await this.api.call("GET", "/v1/me");
+		} catch (error) {
+			// A 401 has asked for a key already; anything else leaves the button as it is.
+			if (!(error instanceof ApiError && error.status === 401)) console.warn("GET /v1/me:", error);
+			return;
+		}
+		const who =
+			me.kind === "jwt" ? `${me.subject}${me.tenant ? ` (${me.tenant})` : ""}` : me.kind === "key" ? "an API key" : "";
+		this.ui.authButton.textContent = who ? `Signed in: ${who}` : "API key…";
+		this.ui.authButton.title = who ? "Sign in with another key or token" : "";
 	}
 
 	private async loadCatalog(): Promise<void> {
@@ -219,11 +329,28 @@ class Playground {
 			throw error;
 		}
 		const usable = fillModels(this.ui.model, models.models, models.defaultModel);
+		this.standIns = new Set(
+			(models.models as { id: string; standIn?: boolean }[]).filter((m) => m.standIn).map((m) => m.id),
+		);
+		this.explainModel(this.sessionId ? this.sessionModel : this.ui.model.value);
 		fillTools(this.ui.toolList, tools.tools);
 		this.setModelsReady(
 			usable > 0,
 			usable > 0 ? "" : "No model can be used: the server has no provider key for any of its models.",
 		);
+	}
+
+	/**
+	 * The periodic refresh of the list: only while the page is seen and signed in, never while
+	 * keyboard focus is in the list (re-rendering would drop it), and a failure says nothing (the
+	 * connection state already does).
+	 */
+	private async refreshSessionsQuietly(): Promise<void> {
+		if (document.visibilityState !== "visible" || !this.modelsReady) return;
+		if (this.ui.sessionList.contains(document.activeElement)) return;
+		try {
+			await this.loadSessions();
+		} catch {}
 	}
 
 	/** Every session of this key (up to {@link SESSIONS_MAX}), so the list can be newest first and searched. */
@@ -236,6 +363,8 @@ class Playground {
 			all.push(...page.sessions);
 			cursor = page.nextCursor;
 		} while (cursor && all.length < SESSIONS_MAX);
+		// Unchanged, the list is left as it is (a re-render would reset a hover or a scroll position).
+		if (JSON.stringify(all) === JSON.stringify(this.sessions)) return;
 		this.sessions = all;
 		this.renderSessions();
 	}
@@ -277,6 +406,60 @@ class Playground {
 			const li = item as HTMLElement;
 			li.setAttribute("aria-current", String(li.dataset.session === this.sessionId));
 		}
+	}
+
+	/** Forks the open session (its whole transcript) and opens the fork. */
+	private async fork(): Promise<void> {
+		const fork = await this.call("POST", "fork", {});
+		this.upsertSession(this.summaryOf(fork));
+		await this.open(fork.id);
+	}
+
+	/**
+	 * Replaces the last user message with the composer's text (`PATCH .../messages/wh-<index>`):
+	 * the transcript is read back from its end to find that message.
+	 */
+	private async editLast(): Promise<void> {
+		const content = this.ui.prompt.value;
+		if (!content.trim()) {
+			this.notice("Type the new text of the last user message above, then press Edit last.");
+			this.ui.prompt.focus();
+			return;
+		}
+		const { total } = await this.call("GET", "messages?limit=1");
+		for (let end = total; end > 0; end -= 200) {
+			const offset = Math.max(0, end - 200);
+			const page = await this.call("GET", `messages?offset=${offset}&limit=${end - offset}`);
+			const messages: Message[] = page.messages ?? [];
+			for (let i = messages.length - 1; i >= 0; i--) {
+				if (messages[i]?.role !== "user") continue;
+				await this.call("PATCH", `messages/wh-${offset + i}`, { content });
+				this.ui.prompt.value = "";
+				this.notice("");
+				return;
+			}
+		}
+		this.notice("This session has no user message to edit.");
+	}
+
+	/** Shows the stored transcript in the chat (after what is there), with a usage line after each prompt's answers. */
+	private async showTranscript(): Promise<void> {
+		let sinceUser: Message[] = [];
+		for (let offset = 0; ; ) {
+			const page = await this.call("GET", `messages?offset=${offset}&limit=1000`);
+			const messages: Message[] = page.messages ?? [];
+			for (const message of messages) {
+				if (message.role === "user" && sinceUser.length > 0) {
+					this.appendRunUsage(sinceUser);
+					sinceUser = [];
+				}
+				sinceUser.push(message);
+				this.appendMessage(message);
+			}
+			offset += messages.length;
+			if (messages.length === 0 || offset >= (page.total ?? offset)) break;
+		}
+		if (!this.running) this.appendRunUsage(sinceUser);
 	}
 
 	private async createSession(): Promise<void> {
@@ -345,6 +528,8 @@ class Playground {
 		this.ui.sessionTitle.value = "";
 		this.ui.sessionTitle.disabled = true;
 		this.ui.sessionInfo.textContent = "Create or pick a session — or just type a message to start one.";
+		this.sessionModel = "";
+		this.explainModel(this.ui.model.value);
 		this.setConnection("idle", "No session open");
 		history.replaceState(null, "", location.pathname);
 		this.updateControls();
@@ -371,6 +556,8 @@ class Playground {
 		);
 		this.metadata = session.metadata ?? {};
 		if (document.activeElement !== this.ui.sessionTitle) this.ui.sessionTitle.value = this.metadata[TITLE_KEY] ?? "";
+		this.sessionModel = session.model;
+		this.explainModel(session.model);
 		this.ui.sessionInfo.textContent = `${session.model} · ${session.status} · ${session.messageCount} message${session.messageCount === 1 ? "" : "s"} · session total: ${formatUsage(session.usage)} · ${session.id}`;
 		this.upsertSession(this.summaryOf(session));
 	}
@@ -497,6 +684,14 @@ class Playground {
 				this.removePending(data.toolCallId, "approval");
 				this.toolCardState(data.toolCallId, "running…");
 				break;
+			case "elicitation_requested":
+				this.addElicitation(data);
+				this.toolCardState(data.toolCallId, `waiting for your answer to ${data.server}`);
+				break;
+			case "elicitation_resolved":
+				this.removePending(data.elicitationId, "elicitation");
+				this.toolCardState(data.toolCallId, "running…");
+				break;
 			case "queue_update":
 				for (const entry of data.messages as QueueEntry[]) {
 					if (data.action === "queued") this.queue.set(entry.id, entry);
@@ -522,6 +717,14 @@ class Playground {
 				}
 				await this.guard(() => this.refreshSession());
 				break;
+			case "transcript_rewound":
+				// The transcript was cut (a rewind, a regenerate, an edit): show it as it is now; the
+				// run that follows streams after it (messages already shown are skipped).
+				this.seen.clear();
+				this.ui.messages.replaceChildren();
+				this.streamingElement = null;
+				await this.showTranscript();
+				break;
 			case "stream_dropped":
 				this.setConnection("reconnecting", `The server dropped this stream (${data.reason}) — resuming…`);
 				break;
@@ -543,22 +746,7 @@ class Playground {
 		this.renderQueue();
 		// The transcript up to now; messages that also come on the stream later are skipped there.
 		// A line with the usage follows each prompt's answers (the run in progress has none yet).
-		let sinceUser: Message[] = [];
-		for (let offset = 0; ; ) {
-			const page = await this.call("GET", `messages?offset=${offset}&limit=1000`);
-			const messages: Message[] = page.messages ?? [];
-			for (const message of messages) {
-				if (message.role === "user" && sinceUser.length > 0) {
-					this.appendRunUsage(sinceUser);
-					sinceUser = [];
-				}
-				sinceUser.push(message);
-				this.appendMessage(message);
-			}
-			offset += messages.length;
-			if (messages.length === 0 || offset >= (page.total ?? offset)) break;
-		}
-		if (!this.running) this.appendRunUsage(sinceUser);
+		await this.showTranscript();
 		if (data.streamingMessage) {
 			this.startStreaming();
 			this.scheduleRender();
@@ -571,6 +759,11 @@ class Playground {
 			}
 		for (const call of (state.pendingClientToolCalls ?? []) as Pending[])
 			if (!call.orphaned) this.addClientToolForm(call);
+		for (const request of (state.pendingElicitations ?? []) as PendingElicitation[])
+			if (!request.orphaned) {
+				this.addElicitation(request);
+				this.toolCardState(request.toolCallId, `waiting for your answer to ${request.server}`);
+			}
 		this.updateControls();
 	}
 
@@ -692,6 +885,9 @@ class Playground {
 		ui.steer.disabled = !open || !this.running || !live;
 		ui.followUp.disabled = !open || !this.running || !live;
 		ui.abort.disabled = !open || !this.running || !live;
+		ui.fork.disabled = !open || this.running || !live;
+		ui.regenerate.disabled = !open || this.running || !live;
+		ui.editLast.disabled = !open || this.running || !live;
 		ui.composerStatus.textContent = !open
 			? ""
 			: this.connection === "reconnecting" || this.connection === "closed"
@@ -741,7 +937,7 @@ class Playground {
 
 	// --- approvals and client tools ---------------------------------------------------------
 
-	private removePending(toolCallId: string, kind: "approval" | "client"): void {
+	private removePending(toolCallId: string, kind: "approval" | "client" | "elicitation"): void {
 		removePendingCards(this.ui.pending, toolCallId, kind);
 	}
 
@@ -760,6 +956,20 @@ class Playground {
 		);
 		this.ui.pending.append(card);
 		focus.focus();
+	}
+
+	/** An MCP server's question as a form; a refused answer (a field that does not fit) shows the server's message. */
+	private addElicitation(request: PendingElicitation): void {
+		this.removePending(request.elicitationId, "elicitation");
+		const card = elicitationCard(
+			request,
+			(card, reply) =>
+				void this.guard(async () => {
+					await this.post(`elicitations/${encodeURIComponent(request.elicitationId)}`, reply);
+					card.remove();
+				}),
+		);
+		this.ui.pending.append(card);
 	}
 
 	private addClientToolForm(call: Pending): void {

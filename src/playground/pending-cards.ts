@@ -1,7 +1,8 @@
 /**
  * The cards of calls waiting for the user: an approval (approve or deny, with an optional reason
  * the model sees) and a client tool's answer form (the arguments as a form, the result text, an
- * error flag). They build DOM only; what an answer does is the caller's callback.
+ * error flag), and an MCP server's question (elicitation: its requested schema as a form, Accept
+ * or Decline). They build DOM only; what an answer does is the caller's callback.
  */
 import { el } from "./render.js";
 import { schemaForm } from "./schema-form.js";
@@ -9,8 +10,23 @@ import { schemaForm } from "./schema-form.js";
 /** A call waiting for an approval or a client tool's result, as the stream and the snapshot carry it. */
 export type Pending = { toolCallId: string; toolName: string; args: unknown; orphaned?: boolean };
 
-/** Removes the cards of `kind` for `toolCallId` from `container`. */
-export function removePendingCards(container: HTMLElement, toolCallId: string, kind: "approval" | "client"): void {
+/** A question an MCP server asks during a tool call, as `elicitation_requested` and the snapshot carry it. */
+export type PendingElicitation = {
+	elicitationId: string;
+	server: string;
+	toolCallId: string;
+	toolName: string;
+	message: string;
+	requestedSchema: unknown;
+	orphaned?: boolean;
+};
+
+/** Removes the cards of `kind` for `toolCallId` (an elicitation's id for `elicitation`) from `container`. */
+export function removePendingCards(
+	container: HTMLElement,
+	toolCallId: string,
+	kind: "approval" | "client" | "elicitation",
+): void {
 	for (const card of container.querySelectorAll<HTMLElement>(`[data-kind="${kind}"]`)) {
 		if (card.dataset.toolCallId === toolCallId) card.remove();
 	}
@@ -95,6 +111,51 @@ export function clientToolForm(
 	form.addEventListener("submit", (event) => {
 		event.preventDefault();
 		submit(form, { content: result.value, isError: isError.checked, details: { arguments: fields.read() } });
+	});
+	return form;
+}
+
+/** What an elicitation card sends: accepted content, or a decline. */
+export type ElicitationReply = { action: "accept"; content: Record<string, unknown> } | { action: "decline" };
+
+type FieldSchema = { type?: string; title?: string; enum?: unknown[]; oneOf?: { const?: unknown }[] };
+
+/**
+ * An elicitation card: the server's message, a form of the requested schema's fields (titled
+ * `oneOf` enums shown as a select of their values), Accept and Decline. Optional fields left empty
+ * are not sent. `answer` gets the reply; the caller removes the card once the server took it.
+ */
+export function elicitationCard(
+	request: PendingElicitation,
+	answer: (card: HTMLElement, reply: ElicitationReply) => void,
+): HTMLElement {
+	const form = el("form", "elicitation");
+	form.dataset.kind = "elicitation";
+	form.dataset.toolCallId = request.elicitationId;
+	const heading = el("h3", undefined, `${request.server} asks (during ${request.toolName})`);
+	heading.id = `elicitation-${request.elicitationId}`;
+	form.setAttribute("aria-labelledby", heading.id);
+	const schema = (request.requestedSchema ?? {}) as { properties?: Record<string, FieldSchema>; required?: string[] };
+	const properties: Record<string, FieldSchema> = {};
+	for (const [name, field] of Object.entries(schema.properties ?? {})) {
+		properties[name] =
+			!field.enum && Array.isArray(field.oneOf) ? { ...field, enum: field.oneOf.map((option) => option.const) } : field;
+	}
+	const required = new Set(schema.required ?? []);
+	const fields = schemaForm({ type: "object", properties }, {});
+	const accept = el("button", undefined, "Accept");
+	accept.type = "submit";
+	const decline = el("button", "secondary", "Decline");
+	decline.type = "button";
+	decline.addEventListener("click", () => answer(form, { action: "decline" }));
+	const buttons = el("div", "buttons");
+	buttons.append(accept, decline);
+	form.append(heading, el("p", undefined, request.message), fields.element, buttons);
+	form.addEventListener("submit", (event) => {
+		event.preventDefault();
+		const content = fields.read();
+		for (const [name, value] of Object.entries(content)) if (value === "" && !required.has(name)) delete content[name];
+		answer(form, { action: "accept", content });
 	});
 	return form;
 }

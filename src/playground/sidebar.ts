@@ -2,6 +2,7 @@
  * The left column: the model and tool pickers filled from the catalog, the body of a new session
  * read from the form, and the session list's entries (title, order, search). DOM only; requests are the caller's.
  */
+import { TITLE_KEY } from "../client/session-title.js";
 import type { PageElements } from "./page.js";
 import { el } from "./render.js";
 
@@ -90,19 +91,6 @@ export type SessionSummary = {
 	lastActiveAt?: number;
 	metadata?: Record<string, string>;
 };
-
-/** The metadata key of a session's title (the playground sets it from the first prompt). */
-export const TITLE_KEY = "title";
-
-/** Longest title the playground makes from a prompt. */
-const TITLE_MAX = 80;
-
-/** A title from a prompt: its first non-empty line, shortened to {@link TITLE_MAX} characters. */
-export function titleFrom(prompt: string): string {
-	// Markdown's emphasis and code marks read badly in a list: the words stay, the marks go.
-	const line = (prompt.split("\n").find((l) => l.trim() !== "") ?? "").replace(/[*_`#>]+/g, "").trim();
-	return line.length > TITLE_MAX ? `${line.slice(0, TITLE_MAX - 1)}…` : line;
-}
 
 /** What a session is called in the list: its title, else "Untitled" and the end of its id (ids share their start). */
 export function sessionName(session: SessionSummary): string {

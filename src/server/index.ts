@@ -13,8 +13,6 @@ export {
 	type SessionStore,
 	type SqliteStoreOptions,
 } from "../store/index.js";
-export { type BuildAppOptions, buildApp } from "./app.js";
-export type { CompactionMessage } from "./compaction/types.js";
 export {
 	CONFIG_VARS,
 	ConfigError,
@@ -24,5 +22,7 @@ export {
 	loadConfig,
 	redactConfig,
 	type ServerConfig,
-} from "./config.js";
-export { ApiError, ERROR_CODES, type ErrorCode, type ErrorEnvelope } from "./errors.js";
+} from "./config/config.js";
+export { type BuildAppOptions, buildApp } from "./http/app.js";
+export { ApiError, ERROR_CODES, type ErrorCode, type ErrorEnvelope } from "./http/errors.js";
+export type { CompactionMessage } from "./runtime/compaction/types.js";

@@ -6,26 +6,17 @@ import { PostgresSessionStore, type PostgresStoreOptions } from "./postgres/inde
 import { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite/index.js";
 import type { SessionStore } from "./types.js";
 
-export { createMemoryStore, MemorySessionStore } from "./memory.js";
+export { createMemoryStore } from "./memory.js";
 export {
-	DEFAULT_LEASE_TTL_MS,
-	DEFAULT_POOL_SIZE,
-	DEFAULT_SCHEMA,
-	LATEST_PG_SCHEMA_VERSION,
 	openPostgresStore,
 	PostgresSessionStore,
 	type PostgresStoreOptions,
 	parseDatabaseUrl,
 } from "./postgres/index.js";
-export { isLeaseStore, isStoreUnavailable, StoreUnavailableError } from "./shared.js";
-export {
-	DEFAULT_DB_PATH,
-	LATEST_SCHEMA_VERSION,
-	openSqliteStore,
-	SqliteSessionStore,
-	type SqliteStoreOptions,
-} from "./sqlite/index.js";
+export { isLeaseStore, isStoreUnavailable } from "./shared.js";
+export { DEFAULT_DB_PATH, openSqliteStore, type SqliteStoreOptions } from "./sqlite/index.js";
 export type * from "./types.js";
+export { type Caller, canSee, type Owned } from "./visibility.js";
 
 export interface OpenStoreOptions
 	extends SqliteStoreOptions,

@@ -7,19 +7,24 @@
  * session is in the working set (this store created it: there is no other process to share with).
  */
 import type { AgentMessage } from "../agent/types.js";
+import { MemoryAdmission } from "./memory-admission.js";
 import { MemoryFacadeRecords } from "./memory-facade-records.js";
 import { MemoryWebhookOutbox } from "./memory-outbox.js";
+import { MemorySchedules } from "./memory-schedules.js";
+import { checkFilter, hasFilter, matchesFilter } from "./session-filter.js";
 import {
 	addUsage,
 	checkLimit,
 	closedError,
-	DEFAULT_MAX_EVENTS_PER_SESSION,
+	copyConfig,
 	decodeCursor,
 	duplicateRunError,
 	duplicateSessionError,
 	EventPage,
 	encodeCursor,
+	maxEventsPerSession,
 	maxIdempotencyKeys,
+	patchConfig,
 	sumAssistantUsage,
 	zeroUsage,
 } from "./shared.js";
@@ -31,21 +36,26 @@ import type {
 	PendingInteraction,
 	QueuedMessage,
 	QueueKind,
+	RunClaim,
 	RunEnd,
 	RunRecord,
 	SessionConfig,
+	SessionListOptions,
 	SessionPage,
 	SessionRecord,
 	SessionStore,
 	StoredEvent,
 	StoreOptions,
+	SupersededBranch,
 	UsageQuery,
 	UsageRow,
+	UsageSum,
 	WebhookDelivery,
 	WebhookOutbox,
 	WebhookStatus,
 } from "./types.js";
 import { addEntry, checkUsageQuery, compareRows, type UsageEntry, usageEntriesOf, zeroRow } from "./usage.js";
+import { canSee } from "./visibility.js";
 
 interface StoredMessage {
 	json: string;
@@ -62,6 +72,8 @@ interface QueueEntry {
 interface MemorySession {
 	record: SessionRecord;
 	messages: StoredMessage[];
+	/** What rewinds took off the transcript's end, oldest first (`TranscriptBranches`). */
+	superseded: { branch: number; fromIndex: number; supersededAt: number; messages: StoredMessage[] }[];
 	/** Retained events from index `eventStart` on; the prefix is trimmed lazily to keep appends O(1). */
 	events: StoredEvent[];
 	eventStart: number;
@@ -92,15 +104,15 @@ export class MemorySessionStore implements SessionStore {
 	private closed = false;
 	private readonly outbox = new MemoryWebhookOutbox(() => this.closed);
 	private readonly facade = new MemoryFacadeRecords();
+	readonly schedules = new MemorySchedules(
+		() => this.open(),
+		(deliveries) => this.outbox.put(deliveries),
+	);
+
+	readonly admission = new MemoryAdmission();
 
 	constructor(options: StoreOptions = {}) {
-		this.maxEventsPerSession = checkLimit(
-			"maxEventsPerSession",
-			options.maxEventsPerSession,
-			DEFAULT_MAX_EVENTS_PER_SESSION,
-			1,
-			10_000_000,
-		);
+		this.maxEventsPerSession = maxEventsPerSession(options.maxEventsPerSession);
 		this.maxIdempotencyKeys = maxIdempotencyKeys(options.maxIdempotencyKeysPerSession);
 	}
 
@@ -121,19 +133,9 @@ export class MemorySessionStore implements SessionStore {
 		const record: SessionRecord = {
 			id: session.id,
 			ownerId: session.ownerId,
-			model: session.model,
-			systemPrompt: session.systemPrompt,
-			thinkingLevel: session.thinkingLevel,
-			tools: [...session.tools],
-			toolExecution: session.toolExecution,
-			steeringMode: session.steeringMode,
-			followUpMode: session.followUpMode,
-			metadata: { ...session.metadata },
-			clientTools: structuredClone(session.clientTools ?? []),
-			toolApprovals: { ...session.toolApprovals },
-			...(session.compaction ? { compaction: { ...session.compaction } } : {}),
-			...(session.budget ? { budget: { ...session.budget } } : {}),
-			onInterrupt: session.onInterrupt ?? "continue",
+			tenant: session.tenant ?? null,
+			visibility: session.visibility ?? "owner",
+			...copyConfig(session),
 			createdAt: session.createdAt,
 			updatedAt: session.createdAt,
 			lastActiveAt: session.createdAt,
@@ -147,6 +149,7 @@ export class MemorySessionStore implements SessionStore {
 		this.sessions.set(session.id, {
 			record,
 			messages: messages.map((m) => ({ json: JSON.stringify(m), runId: null })),
+			superseded: [],
 			events: [],
 			eventStart: 0,
 			queue: [],
@@ -170,30 +173,27 @@ export class MemorySessionStore implements SessionStore {
 		const s = this.get(sessionId);
 		if (!s) return undefined;
 		const r = s.record;
-		if (patch.model !== undefined) r.model = patch.model;
-		if (patch.systemPrompt !== undefined) r.systemPrompt = patch.systemPrompt;
-		if (patch.thinkingLevel !== undefined) r.thinkingLevel = patch.thinkingLevel;
-		if (patch.tools !== undefined) r.tools = [...patch.tools];
-		if (patch.toolExecution !== undefined) r.toolExecution = patch.toolExecution;
-		if (patch.steeringMode !== undefined) r.steeringMode = patch.steeringMode;
-		if (patch.followUpMode !== undefined) r.followUpMode = patch.followUpMode;
-		if (patch.metadata !== undefined) r.metadata = { ...patch.metadata };
-		if (patch.clientTools !== undefined) r.clientTools = structuredClone(patch.clientTools);
-		if (patch.toolApprovals !== undefined) r.toolApprovals = { ...patch.toolApprovals };
-		if (patch.compaction !== undefined) r.compaction = { ...patch.compaction };
-		if (patch.budget !== undefined) r.budget = { ...patch.budget };
-		if (patch.onInterrupt !== undefined) r.onInterrupt = patch.onInterrupt;
+		Object.assign(r, patchConfig(r, patch));
 		r.updatedAt = at;
 		return copyRecord(r);
 	}
 
-	async listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): Promise<SessionPage> {
+	async listSessions(options: SessionListOptions = {}): Promise<SessionPage> {
 		this.open();
 		const limit = checkLimit("limit", options.limit, 50, 1, 1000);
 		const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
+		const { ownerId, tenant } = options;
+		const filter = hasFilter(options.filter) ? options.filter : undefined;
+		if (filter) checkFilter(filter);
 		const all = [...this.sessions.values()]
 			.map((s) => s.record)
-			.filter((r) => options.ownerId === undefined || r.ownerId === options.ownerId)
+			.filter(
+				(r) =>
+					ownerId === undefined ||
+					r.ownerId === ownerId ||
+					(ownerId !== null && canSee({ ownerId, tenant: tenant ?? null }, r)),
+			)
+			.filter((r) => !filter || matchesFilter(r, filter))
 			.filter((r) => !after || r.createdAt > after[0] || (r.createdAt === after[0] && r.id > after[1]))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 		const page = all.slice(0, limit);
@@ -274,23 +274,29 @@ export class MemorySessionStore implements SessionStore {
 
 	private addMessages(s: MemorySession, messages: AgentMessage[]): number {
 		for (const m of messages) s.messages.push({ json: JSON.stringify(m), runId: s.record.currentRunId });
-		this.addUsage(s.record.ownerId, usageEntriesOf(messages));
+		this.addUsage(s.record.ownerId, s.record.tenant ?? null, usageEntriesOf(messages));
 		s.record.messageCount = s.messages.length;
 		return s.messages.length;
 	}
 
-	private addUsage(owner: string | null, entries: readonly UsageEntry[]): void {
+	private addUsage(owner: string | null, tenant: string | null, entries: readonly UsageEntry[]): void {
 		for (const entry of entries) {
 			const key = JSON.stringify([owner, entry.day, entry.provider, entry.model]);
-			const row = this.usage.get(key) ?? zeroRow(owner, entry.day, entry.provider, entry.model);
+			const row = this.usage.get(key) ?? zeroRow(owner, tenant, entry.day, entry.provider, entry.model);
+			// As the SQL stores' upsert: the row is the tenant's its owner last spent for.
+			row.tenant = tenant;
 			this.usage.set(key, row);
 			addEntry(row, entry);
 		}
 	}
 
-	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
+	async recordUsage(
+		ownerId: string | null,
+		entries: readonly UsageEntry[],
+		tenant: string | null = null,
+	): Promise<void> {
 		this.open();
-		this.addUsage(ownerId, entries);
+		this.addUsage(ownerId, tenant || null, entries);
 	}
 
 	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
@@ -319,11 +325,25 @@ export class MemorySessionStore implements SessionStore {
 		return true;
 	}
 
+	async sumUsage(query: UsageQuery): Promise<UsageSum> {
+		const sum: UsageSum = { totalTokens: 0, costUsd: 0 };
+		for (const row of await this.readUsage(query)) {
+			sum.totalTokens += row.totalTokens;
+			sum.costUsd += row.costUsd;
+		}
+		return sum;
+	}
+
 	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
 		this.open();
 		checkUsageQuery(query);
 		return [...this.usage.values()]
-			.filter((r) => r.ownerId === query.ownerId && r.day >= query.fromDay && r.day <= query.toDay)
+			.filter(
+				(r) =>
+					(query.tenant === undefined ? r.ownerId === query.ownerId : r.tenant === query.tenant) &&
+					r.day >= query.fromDay &&
+					r.day <= query.toDay,
+			)
 			.map((r) => ({ ...r }))
 			.sort(compareRows);
 	}
@@ -347,6 +367,21 @@ export class MemorySessionStore implements SessionStore {
 
 	async countMessages(sessionId: string): Promise<number | undefined> {
 		return this.get(sessionId)?.messages.length;
+	}
+
+	async rewindTranscript(sessionId: string, keep: number, at: number): Promise<SupersededBranch | undefined> {
+		const s = this.get(sessionId);
+		if (!s) return undefined;
+		const moved = s.messages.splice(Math.max(0, keep));
+		s.record.messageCount = s.messages.length;
+		const branch = { branch: s.superseded.length + 1, fromIndex: s.messages.length, supersededAt: at, messages: moved };
+		if (moved.length > 0) s.superseded.push(branch);
+		return { ...branch, messages: moved.map((m) => JSON.parse(m.json) as AgentMessage) };
+	}
+
+	async listSuperseded(sessionId: string): Promise<SupersededBranch[] | undefined> {
+		const s = this.get(sessionId);
+		return s?.superseded.map((b) => ({ ...b, messages: b.messages.map((m) => JSON.parse(m.json) as AgentMessage) }));
 	}
 
 	async readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): Promise<StoredEvent[]> {
@@ -424,7 +459,12 @@ export class MemorySessionStore implements SessionStore {
 
 	// --- runs -----------------------------------------------------------------------------------
 
-	async startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): Promise<boolean> {
+	async startRun(
+		sessionId: string,
+		runId: string,
+		startedAt: number,
+		messages: AgentMessage[] = [],
+	): Promise<RunClaim | false> {
 		const s = this.get(sessionId);
 		if (!s) return false;
 		if (this.runIds.has(runId)) throw duplicateRunError(runId);
@@ -442,7 +482,7 @@ export class MemorySessionStore implements SessionStore {
 		Object.assign(s.record, { status: "running", currentRunId: runId, interruptedAt: null });
 		s.record.lastActiveAt = Math.max(s.record.lastActiveAt, startedAt);
 		if (messages.length > 0) this.addMessages(s, messages);
-		return true;
+		return { updatedAt: s.record.updatedAt };
 	}
 
 	async listRuns(sessionId: string, limit?: number): Promise<RunRecord[]> {

@@ -82,13 +82,26 @@ export interface NewSession
 	id: string;
 	/** Who owns the session: an id or hash of the API key that created it; `null` when auth is off. */
 	ownerId: string | null;
+	/** The owner's tenant when it has one; default `null`. */
+	tenant?: string | null;
+	/** Who besides its owner may see the session (see {@link SessionVisibility}); default `"owner"`. */
+	visibility?: SessionVisibility;
 	createdAt: number;
 }
+
+/**
+ * Who may see a session: `"owner"` its owner only; `"tenant"` also every caller of its `tenant`
+ * (never anyone when `tenant` is `null`). Set at creation and stored with the session.
+ */
+export type SessionVisibility = "owner" | "tenant";
 
 /** A session as stored. */
 export interface SessionRecord extends SessionConfig {
 	id: string;
 	ownerId: string | null;
+	/** The owner's tenant at creation; `null` when it had none. */
+	tenant: string | null;
+	visibility: SessionVisibility;
 	createdAt: number;
 	/** Last config change (`updateSession`), or `createdAt`. */
 	updatedAt: number;
@@ -156,14 +169,14 @@ export interface RunEnd {
 }
 
 /**
- * Something a tool call is waiting for from a client: an approval decision, or the
- * result of a client-side tool. Persisted so it can be listed and re-announced after a reconnect
+ * Something a tool call is waiting for from a client: an approval decision, the result of a
+ * client-side tool, or the answer to an MCP server's elicitation (keyed by the elicitation's id). Persisted so it can be listed and re-announced after a reconnect
  * or a restart.
  */
 export interface PendingInteraction {
 	sessionId: string;
 	toolCallId: string;
-	kind: "approval" | "client_tool";
+	kind: "approval" | "client_tool" | "elicitation";
 	/** Serialised JSON describing the request (tool name, arguments, ...); stored verbatim. */
 	payload: string;
 	createdAt: number;
@@ -207,6 +220,20 @@ export interface FacadeRecord {
 	createdAt: number;
 }
 
+/**
+ * What `listSessions` may filter by besides the owner; every given condition must hold. Metadata
+ * keys and values match exactly (`profile` is the metadata key a profile's sessions carry).
+ */
+export interface SessionFilter {
+	status?: SessionRunStatus;
+	/** Every pair must be in the session's metadata. At most 8 pairs. */
+	metadata?: Record<string, string>;
+	/** `updatedAt > updatedAfter` (epoch ms). */
+	updatedAfter?: number;
+	/** `updatedAt < updatedBefore` (epoch ms). */
+	updatedBefore?: number;
+}
+
 /** A page of `listSessions`. */
 export interface SessionPage {
 	sessions: SessionRecord[];
@@ -236,6 +263,12 @@ export interface UsageEntry {
 export interface UsageRow {
 	/** The API key's owner id; null for sessions created with auth off. */
 	ownerId: string | null;
+	/**
+	 * The tenant the usage was spent for: the session's tenant (its owner's when it was created), or
+	 * the caller's for a call of no session, as last written; null for none, and for rows written
+	 * before the usage rows carried a tenant (SQLite 15, PostgreSQL 7) and not added to since.
+	 */
+	tenant: string | null;
 	/** `YYYY-MM-DD`, UTC, of the messages' timestamps. */
 	day: string;
 	provider: string;
@@ -251,9 +284,21 @@ export interface UsageRow {
 	turns: number;
 }
 
-/** Which usage rows to read: one owner, the days `fromDay..toDay` inclusive (`YYYY-MM-DD`, UTC). */
+/** The sums of usage rows: what a budget compares with its limits. */
+export interface UsageSum {
+	totalTokens: number;
+	costUsd: number;
+}
+
+/**
+ * Which usage rows to read, of the days `fromDay..toDay` inclusive (`YYYY-MM-DD`, UTC): with
+ * `tenant`, the rows of every owner spent for that tenant; otherwise the rows of `ownerId` (in
+ * whichever tenant it spent them).
+ */
 export interface UsageQuery {
 	ownerId: string | null;
+	/** A tenant (not empty): its rows, whoever's; `ownerId` is then not looked at. */
+	tenant?: string;
 	fromDay: string;
 	toDay: string;
 }

@@ -1,13 +1,13 @@
 /**
  * Helpers both store implementations share: argument checks (misuse throws with the fix), the
- * session-list cursor, and usage arithmetic. Kept here so both behave identically.
+ * session-list cursor, usage arithmetic, and copying and patching a session's config. Kept here so both behave identically.
  */
 
 import type { AgentMessage } from "../agent/types.js";
 import { zeroUsage } from "../ai/usage.js";
-import type { LeaseStore, StoredEvent, UsageTotals } from "./types.js";
+import type { LeaseStore, NewSession, SessionConfig, StoredEvent, UsageTotals } from "./types.js";
 
-export const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
+const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
 export const DEFAULT_MAX_IDEMPOTENCY_KEYS_PER_SESSION = 1000;
 
@@ -17,6 +17,11 @@ export const MAX_FACADE_RECORDS_PER_KIND = 1000;
 /** `limit` of `findFacadeRecords`, checked. */
 export function findFacadeLimit(limit: number | undefined): number {
 	return checkLimit("limit", limit, 10, 1, 100);
+}
+
+/** `maxEventsPerSession` of the store options, checked. */
+export function maxEventsPerSession(value: number | undefined): number {
+	return checkLimit("maxEventsPerSession", value, DEFAULT_MAX_EVENTS_PER_SESSION, 1, 10_000_000);
 }
 
 /** `maxIdempotencyKeysPerSession` of the store options, checked. */
@@ -156,4 +161,49 @@ export function isStoreUnavailable(error: unknown): boolean {
 /** True when `store` implements the optional `LeaseStore` role (a store several processes share). */
 export function isLeaseStore(store: object): store is LeaseStore {
 	return typeof (store as Partial<LeaseStore>).renewLeases === "function";
+}
+
+/** The fields of a session's config (`SessionConfig`). */
+const CONFIG_KEYS = [
+	"model",
+	"systemPrompt",
+	"thinkingLevel",
+	"tools",
+	"toolExecution",
+	"steeringMode",
+	"followUpMode",
+	"metadata",
+	"clientTools",
+	"toolApprovals",
+	"compaction",
+	"budget",
+	"onInterrupt",
+] as const satisfies readonly (keyof SessionConfig)[];
+
+/** The config fields of `c`, copied: a memory record's, and what the SQL stores' `config` column holds. */
+export function copyConfig(c: SessionConfig | NewSession): SessionConfig {
+	return {
+		model: c.model,
+		systemPrompt: c.systemPrompt,
+		thinkingLevel: c.thinkingLevel,
+		tools: [...c.tools],
+		toolExecution: c.toolExecution,
+		steeringMode: c.steeringMode,
+		followUpMode: c.followUpMode,
+		metadata: { ...c.metadata },
+		clientTools: structuredClone(c.clientTools ?? []),
+		toolApprovals: { ...c.toolApprovals },
+		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
+		...(c.budget ? { budget: { ...c.budget } } : {}),
+		onInterrupt: c.onInterrupt ?? "continue",
+	};
+}
+
+/** `config` with the fields `patch` gives replaced. */
+export function patchConfig(config: SessionConfig, patch: Partial<SessionConfig>): SessionConfig {
+	const next = copyConfig(config);
+	for (const key of CONFIG_KEYS) {
+		if (patch[key] !== undefined) (next as unknown as Record<string, unknown>)[key] = patch[key];
+	}
+	return copyConfig(next);
 }

@@ -34,8 +34,9 @@
  *   `putFacadeRecords`, `recoverInterrupted`, `flush`.
  * - Durable at the next barrier: `startRun` (its claim is decided when its promise resolves),
  *   `appendMessages` and `endRun`. They are committed by the next `sync()`, by any durable write of
- *   their session, by a read of their session, and at the latest at the end of the event-loop turn
- *   they were made in (`syncDelayMs`, default 0), many sessions' in one commit. The server awaits `sync()` before
+ *   their session, by a read of their session, and otherwise by a timer: at the end of the event-loop
+ *   turn they were made in (`syncDelayMs`, default 0; an engine may wait a few milliseconds more
+ *   while its commits follow each other closely), many sessions' in one commit. The server awaits `sync()` before
  *   anything that depends on them leaves the process (an SSE write, the head of an SSE response,
  *   an HTTP response), so no client ever sees a run, a message or a run end that a crash could
  *   take back. They carry the buffered events of their session into the same commit, so a
@@ -73,6 +74,7 @@
  */
 
 import type { AgentMessage } from "../agent/types.js";
+import type { AdmissionHost } from "./admission-types.js";
 import type {
 	FacadeRecord,
 	IdempotencyRecord,
@@ -84,16 +86,21 @@ import type {
 	RunEnd,
 	RunRecord,
 	SessionConfig,
+	SessionFilter,
 	SessionPage,
 	SessionRecord,
 	StoredEvent,
 	UsageEntry,
 	UsageQuery,
 	UsageRow,
+	UsageSum,
 } from "./records.js";
+import type { ScheduleStore } from "./schedule-types.js";
 import type { NewWebhookDelivery, WebhookOutbox } from "./webhook-types.js";
 
+export type * from "./admission-types.js";
 export type * from "./records.js";
+export type * from "./schedule-types.js";
 export type * from "./webhook-types.js";
 
 /** Options both implementations accept. */
@@ -105,6 +112,15 @@ export interface StoreOptions {
 	 * Default 1,000.
 	 */
 	maxIdempotencyKeysPerSession?: number;
+}
+
+/** What `listSessions` takes. */
+export interface SessionListOptions {
+	ownerId?: string | null;
+	tenant?: string | null;
+	cursor?: string;
+	limit?: number;
+	filter?: SessionFilter;
 }
 
 /** Creating, reading, configuring, listing and deleting sessions. */
@@ -128,9 +144,12 @@ export interface SessionCatalog {
 	/**
 	 * Lists sessions in creation order (oldest first, ties by id), `limit` per page (1..1000,
 	 * default 50). `ownerId` filters to one owner (`null` = sessions created without auth); omit it
-	 * for all. `cursor` is the `nextCursor` of the previous page; a malformed cursor rejects.
+	 * for all. With `ownerId`, a non-null `tenant` adds the sessions of that tenant whose visibility
+	 * is `"tenant"` (what that caller may see: see `SessionVisibility`). `cursor` is the `nextCursor`
+	 * of the previous page; a malformed cursor rejects. `filter` keeps only the sessions that match it
+	 * (see {@link SessionFilter}); pages and cursors work the same.
 	 */
-	listSessions(options?: { ownerId?: string | null; cursor?: string; limit?: number }): Promise<SessionPage>;
+	listSessions(options?: SessionListOptions): Promise<SessionPage>;
 
 	/**
 	 * Deletes the session and everything of it: transcript, events (also buffered ones), queue,
@@ -210,8 +229,10 @@ export interface CommitBarrier {
 	 * Resolves once every write called before it is durable as its kind promises (see the module
 	 * comment): the writes that wait for the barrier are committed, durable writes already called
 	 * have resolved. The server awaits it before each SSE write pass and each HTTP response. Cheap
-	 * when nothing waits. Never rejects: a failed commit is reported to the store's error handler
-	 * and its writes stay queued for the next try.
+	 * when nothing waits. A failed commit is reported to the store's error handler and its writes
+	 * stay queued: the SQLite store's barrier tries again until they are committed (what the server
+	 * shows next must not claim a write the disk does not have). Never rejects; resolves when the
+	 * store closes (closing reports what it could not write).
 	 */
 	sync(): Promise<void>;
 
@@ -240,6 +261,38 @@ export interface TranscriptReader {
 
 	/** Transcript length; undefined for an unknown session. */
 	countMessages(sessionId: string): Promise<number | undefined>;
+}
+
+/**
+ * Messages a rewind took off the end of a session's transcript, kept in the store as one branch
+ * (docs/branching.md, "Rewind").
+ */
+export interface SupersededBranch {
+	/** The session's rewinds in order: 1 for its first, then 2, and so on. */
+	branch: number;
+	/** The transcript index the branch's first message had (the transcript was cut before it). */
+	fromIndex: number;
+	/** When the rewind was stored. */
+	supersededAt: number;
+	/** The messages, in their former order (`fromIndex` on). */
+	messages: AgentMessage[];
+}
+
+/** Rewinding a session's transcript without losing what followed the cut. */
+export interface TranscriptBranches {
+	/**
+	 * Durable when it resolves. Moves the messages from index `keep` on out of the transcript into
+	 * a new superseded branch (the session's length becomes `keep`), after every write of the
+	 * session called before it. Events already logged keep their data exactly (a store that writes
+	 * message references inlines the moved messages into them first). Resolves to the branch (no
+	 * branch is made, and `messages` is empty, when nothing follows `keep`); undefined for an
+	 * unknown session or one that is not this store's to write. Contract: call it only while the
+	 * session is claimed by a run of this process (nothing else appends meanwhile).
+	 */
+	rewindTranscript(sessionId: string, keep: number, at: number): Promise<SupersededBranch | undefined>;
+
+	/** The session's superseded branches, oldest first; undefined for an unknown session. */
+	listSuperseded(sessionId: string): Promise<SupersededBranch[] | undefined>;
 }
 
 /** Reading the SSE event log (resuming a stream); appending is the working set's, `SessionWriter`. */
@@ -275,17 +328,29 @@ export interface EventLogReader {
 	readonly deltaRetention: "all" | "while-streaming";
 }
 
+/**
+ * A run's claim that succeeded. `updatedAt`: the session's `updatedAt` (its config's last change)
+ * as the claim read it, at the earliest once `startRun` was called. A caller that loaded the
+ * session's config before claiming compares it with its own: a config another process stored in
+ * between is newer, and the run must take it in before it starts (one stored after this read is
+ * the caller's to hear of while it runs).
+ */
+export interface RunClaim {
+	updatedAt: number;
+}
+
 /** Runs: the claim that starts one, their records, and recovery after a crash. */
 export interface RunStore {
 	/**
 	 * Claims the session for a run, only if no run is active on it (status not `running`): status
 	 * `running`, `currentRunId = runId`, `interruptedAt = null`, `lastActiveAt = startedAt`; then
 	 * appends `messages` (the prompt that starts it, if any) to the transcript, as `appendMessages`
-	 * would, in the same write; the session joins the working set. Resolves to false for an unknown
+	 * would, in the same write; the session joins the working set. Resolves to the claim (the
+	 * session's `updatedAt` as the claim read it: see {@link RunClaim}), or to false for an unknown
 	 * session or one with an active run (the claim failed: nothing is written). Rejects if the run
 	 * id exists (misuse). Durable at the next barrier.
 	 */
-	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): Promise<boolean>;
+	startRun(sessionId: string, runId: string, startedAt: number, messages?: AgentMessage[]): Promise<RunClaim | false>;
 
 	/** The session's runs, oldest first (at most `limit`, default 100, the most recent ones). */
 	listRuns(sessionId: string, limit?: number): Promise<RunRecord[]>;
@@ -413,7 +478,9 @@ export interface FacadeRecordStore {
 }
 
 /**
- * Usage accounting by owner, UTC day and model. The rows are written by the transcript writes
+ * Usage accounting by owner, UTC day and model, each row marked with the tenant its owner spent it
+ * for (the session's tenant; the last one written wins, so an API key moved to another tenant takes
+ * that day's row along). The rows are written by the transcript writes
  * themselves — `appendMessages`, `startRun` and `drainQueued` add the usage of each message they
  * append (an assistant message: its usage and one turn; a compaction message: the usage of its
  * summary call) in the same write, so the rows always equal the sum over the stored messages, also
@@ -423,16 +490,23 @@ export interface FacadeRecordStore {
  */
 export interface UsageStore {
 	/**
-	 * Adds `entries` (model calls that belong to no session) to `ownerId`'s rows, each with its own
-	 * day, model and turns. Durable on resolve.
+	 * Adds `entries` (model calls that belong to no session) to `ownerId`'s rows of `tenant` (null:
+	 * none), each with its own day, model and turns. Durable on resolve.
 	 */
-	recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void>;
+	recordUsage(ownerId: string | null, entries: readonly UsageEntry[], tenant?: string | null): Promise<void>;
 
 	/**
-	 * The owner's rows in the range, ordered by day, provider, model. Sees every write called before
-	 * it. Rejects on a malformed day or `fromDay > toDay` (misuse).
+	 * The owner's rows (or the tenant's, see `UsageQuery`) in the range, one per owner, day, provider
+	 * and model, ordered by day, provider, model, then owner. Sees every write called before it.
+	 * Rejects on a malformed day, `fromDay > toDay` or an empty tenant (misuse).
 	 */
 	readUsage(query: UsageQuery): Promise<UsageRow[]>;
+
+	/**
+	 * The sums of the rows `readUsage(query)` would answer, summed by the store (a tenant's month is
+	 * one indexed range however many owners and models it holds). Same visibility and checks.
+	 */
+	sumUsage(query: UsageQuery): Promise<UsageSum>;
 }
 
 /** Opening is the implementation's own (a factory); this is the rest of a store's life. */
@@ -482,12 +556,18 @@ export interface LeaseStore {
 	onSessionLost(listener: (sessionId: string, error: Error) => void): () => void;
 }
 
+/** Schedules, their fires and the scheduler lease (see schedule-types.ts), beside the sessions. */
+export interface ScheduleHost {
+	readonly schedules: ScheduleStore;
+}
+
 /** The store: every role. See the module comment for the working set, durability and unknown-session rules. */
 export interface SessionStore
 	extends SessionCatalog,
 		SessionWriter,
 		CommitBarrier,
 		TranscriptReader,
+		TranscriptBranches,
 		EventLogReader,
 		RunStore,
 		QueueStore,
@@ -496,4 +576,6 @@ export interface SessionStore
 		FacadeRecordStore,
 		UsageStore,
 		WebhookOutbox,
+		ScheduleHost,
+		AdmissionHost,
 		StoreLifecycle {}

@@ -1,6 +1,6 @@
 /**
  * Usage accounting shared by the store implementations: what a batch of transcript messages adds to
- * the usage rows (by owner, UTC day, provider and model), and the checks of a usage query. The
+ * the usage rows (by owner, UTC day, provider and model, marked with the tenant), and the checks of a usage query. The
  * rows are written with the messages themselves, so they never need the transcript to be read
  * again and cannot drift from it across a crash.
  */
@@ -65,9 +65,16 @@ export function usageEntriesOf(messages: readonly AgentMessage[]): UsageEntry[] 
 }
 
 /** A zero row for the given key. */
-export function zeroRow(ownerId: string | null, day: string, provider: string, model: string): UsageRow {
+export function zeroRow(
+	ownerId: string | null,
+	tenant: string | null,
+	day: string,
+	provider: string,
+	model: string,
+): UsageRow {
 	return {
 		ownerId,
+		tenant,
 		day,
 		provider,
 		model,
@@ -92,8 +99,11 @@ export function addEntry(row: UsageRow, entry: UsageEntry): void {
 	row.turns += entry.turns;
 }
 
-/** Throws (caller misuse) unless `query` names two valid days in order. */
+/** Throws (caller misuse) unless `query` names two valid days in order (and a non-empty tenant, if any). */
 export function checkUsageQuery(query: UsageQuery): void {
+	if (query.tenant !== undefined && (typeof query.tenant !== "string" || query.tenant === "")) {
+		throw new RangeError(`tenant must be a non-empty string; got ${JSON.stringify(query.tenant)}`);
+	}
 	for (const field of ["fromDay", "toDay"] as const) {
 		if (!isDay(query[field])) {
 			throw new RangeError(`${field} must be a day as YYYY-MM-DD; got ${JSON.stringify(query[field])}`);
@@ -104,7 +114,18 @@ export function checkUsageQuery(query: UsageQuery): void {
 	}
 }
 
-/** Orders rows by day, then provider, then model (the order `readUsage` promises). */
+/** Orders rows by day, provider, model, then owner and tenant (the order `readUsage` promises). */
 export function compareRows(a: UsageRow, b: UsageRow): number {
-	return a.day.localeCompare(b.day) || a.provider.localeCompare(b.provider) || a.model.localeCompare(b.model);
+	return (
+		cmp(a.day, b.day) ||
+		cmp(a.provider, b.provider) ||
+		cmp(a.model, b.model) ||
+		cmp(a.ownerId ?? "", b.ownerId ?? "") ||
+		cmp(a.tenant ?? "", b.tenant ?? "")
+	);
+}
+
+/** Code-point order, as the SQL stores' `COLLATE "C"` / BINARY sort. */
+function cmp(a: string, b: string): number {
+	return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -41,6 +41,7 @@ export * from "./mcp/index.js";
 export {
 	type ApprovalDecision,
 	type ClientToolResult,
+	type ElicitationAnswer,
 	formatDuration,
 	INTERRUPTED_RESOLUTION,
 	PendingInteractions,
@@ -51,6 +52,7 @@ export {
 	type PendingValue,
 	type ResolveOutcome,
 	type StoredPending,
+	storedRequest,
 	type WaitOutcome,
 } from "./pending.js";
 export { ServerTools, type ServerToolsOptions, type ToolInfo, type ToolOrigin } from "./server-tools.js";

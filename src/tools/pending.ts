@@ -1,6 +1,7 @@
 /**
- * Per-session registry of tool calls waiting for a client: an approval decision or the result of
- * a client-side tool. Independent of HTTP: the server resolves entries from its routes, lists them
+ * Per-session registry of tool calls waiting for a client: an approval decision, the result of
+ * a client-side tool, or the answer to an MCP server's elicitation (a question an MCP server asks
+ * during one of its tool calls; keyed by its own elicitation id, not the tool call's). Independent of HTTP: the server resolves entries from its routes, lists them
  * in session state and re-announces them to new subscribers.
  *
  * Each wait ends exactly once: resolved by the client, timed out, or aborted (the run's signal).
@@ -9,7 +10,7 @@
  */
 import type { ImageContent, TextContent } from "../ai/types.js";
 
-export type PendingKind = "approval" | "client_tool";
+export type PendingKind = "approval" | "client_tool" | "elicitation";
 
 /** What a tool call waits for; this is what session state lists and `approval_requested` carries. */
 export interface PendingRequest {
@@ -41,7 +42,18 @@ export interface ClientToolResult {
 	details?: unknown;
 }
 
-export type PendingValue<K extends PendingKind> = K extends "approval" ? ApprovalDecision : ClientToolResult;
+/** The client's answer to an MCP server's elicitation (MCP `ElicitResult`). */
+export interface ElicitationAnswer {
+	action: "accept" | "decline" | "cancel";
+	/** With `accept`: the values of the requested schema's fields. */
+	content?: Record<string, string | number | boolean | string[]>;
+}
+
+export type PendingValue<K extends PendingKind> = K extends "approval"
+	? ApprovalDecision
+	: K extends "elicitation"
+		? ElicitationAnswer
+		: ClientToolResult;
 
 export type WaitOutcome<T> =
 	| { kind: "resolved"; value: T }
@@ -152,16 +164,7 @@ export class PendingInteractions {
 				continue;
 			}
 			if (record.resolvedAt !== null) continue;
-			const payload = safeParse(record.payload);
-			this.orphans.set(key, {
-				kind: record.kind,
-				toolCallId: record.toolCallId,
-				toolName: typeof payload.toolName === "string" ? payload.toolName : "",
-				args: payload.args,
-				createdAt: record.createdAt,
-				expiresAt: typeof payload.expiresAt === "number" ? payload.expiresAt : record.createdAt,
-				orphaned: true,
-			});
+			this.orphans.set(key, storedRequest(record, true));
 		}
 	}
 
@@ -297,6 +300,20 @@ export class PendingInteractions {
 	private changed(): void {
 		this.options.onChange?.(this.list());
 	}
+}
+
+/** The request a stored wait describes; `orphaned` when the process that waited is gone. */
+export function storedRequest(record: StoredPending, orphaned: boolean): PendingRequest {
+	const payload = safeParse(record.payload);
+	return {
+		kind: record.kind,
+		toolCallId: record.toolCallId,
+		toolName: typeof payload.toolName === "string" ? payload.toolName : "",
+		args: payload.args,
+		createdAt: record.createdAt,
+		expiresAt: typeof payload.expiresAt === "number" ? payload.expiresAt : record.createdAt,
+		...(orphaned ? { orphaned: true } : {}),
+	};
 }
 
 function safeParse(payload: string): Record<string, any> {

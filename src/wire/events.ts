@@ -127,6 +127,43 @@ export interface ApprovalResolvedEvent {
 }
 
 /**
+ * An MCP server asks for input during tool call `toolCallId` (MCP elicitation, form mode): answer
+ * with `POST /v1/sessions/:id/elicitations/:elicitationId` `{ action: "accept", content }`,
+ * `{ action: "decline" }` or `{ action: "cancel" }` before `expiresAt` (epoch ms); the answer goes
+ * back to the MCP server and the call goes on. `requestedSchema` is a flat JSON Schema object of
+ * primitive fields. Pending ones are also in the snapshot's `state.pendingElicitations`.
+ */
+export interface ElicitationRequestedEvent {
+	type: "elicitation_requested";
+	elicitationId: string;
+	server: string;
+	toolCallId: string;
+	toolName: string;
+	message: string;
+	requestedSchema: unknown;
+	createdAt: number;
+	expiresAt: number;
+}
+
+/** The wait for an answer to an elicitation ended; what the MCP server was told follows from `outcome`. */
+export interface ElicitationResolvedEvent {
+	type: "elicitation_resolved";
+	elicitationId: string;
+	toolCallId: string;
+	toolName: string;
+	outcome:
+		| { kind: "accepted"; content: Record<string, unknown> }
+		| { kind: "declined" }
+		| { kind: "cancelled" }
+		/** No answer in time: the server was told `cancel`. */
+		| { kind: "timeout"; timeoutMs: number }
+		/** The tool call ended first (its run was aborted, it timed out, or the server withdrew the request). */
+		| { kind: "aborted" }
+		/** The server process died while it waited (sent by startup recovery); the MCP request is gone with it. */
+		| { kind: "interrupted" };
+}
+
+/**
  * The process running run `runId` died (a crash, a kill; in a cluster, the loss of its replica):
  * sent by the process that holds the session next (the restarted server, or the replica that took
  * the session over), after `approval_resolved` (outcome `interrupted`) for each approval that
@@ -145,6 +182,21 @@ export interface RunInterruptedEvent {
 	interruptedAt: number;
 	willContinue: boolean;
 	message: string;
+}
+
+/**
+ * A run waits for a run slot of its tenant or API key (`auth.admission: "queue"`): stored in the
+ * admission queue, it starts when a slot frees, and its `agent_start` then follows on this
+ * stream. `position`: 1 + the runs of the same tenant (of the same owner without one) waiting
+ * ahead of it. Sent when the run is queued and again each time its position changes (a run ahead
+ * of it took a slot or left the queue), with the same `admissionId`, so a client sees its place
+ * move; the last one says `position: 1`, or its place was given up (a request that stopped waiting).
+ */
+export interface RunQueuedEvent {
+	type: "run_queued";
+	admissionId: number;
+	position: number;
+	queuedAt: number;
 }
 
 /** Why a compaction ran: the context passed its threshold, the provider said it overflowed, or a client asked. */
@@ -183,6 +235,24 @@ export interface CompactionEndEvent {
 	errorMessage?: string;
 }
 
+/**
+ * The transcript was rewound (`POST /v1/sessions/:id/rewind`, `/regenerate`, an edited message):
+ * it now holds `messageCount` messages, `wh-0` to `wh-<messageCount - 1>`; the `superseded`
+ * messages that followed (from `fromMessageId`, the old index `messageCount`) are kept as branch
+ * `branch` (`GET /v1/sessions/:id/branches`). A client holding the transcript drops its messages
+ * from index `messageCount` on; what follows on the stream builds on the rewound transcript.
+ * `runId`: the run the rewind belongs to (a regenerate's or an edit's run goes on after it).
+ */
+export interface TranscriptRewoundEvent {
+	type: "transcript_rewound";
+	messageCount: number;
+	fromMessageId: string;
+	branch: number;
+	superseded: number;
+	reason: "rewind" | "regenerate" | "edit";
+	runId: string | null;
+}
+
 /** Server-level events; their names never collide with AgentEvent types. */
 export type ServerEvent =
 	| SessionSnapshotEvent
@@ -190,9 +260,13 @@ export type ServerEvent =
 	| StreamDroppedEvent
 	| ApprovalRequestedEvent
 	| ApprovalResolvedEvent
+	| ElicitationRequestedEvent
+	| ElicitationResolvedEvent
 	| RunInterruptedEvent
+	| RunQueuedEvent
 	| CompactionStartEvent
-	| CompactionEndEvent;
+	| CompactionEndEvent
+	| TranscriptRewoundEvent;
 
 /** What `data:` holds: an AgentEvent (with `message_update` compacted) or a server-level event. */
 export type WireEvent = Exclude<AgentEvent, { type: "message_update" }> | WireMessageUpdate | ServerEvent;
@@ -219,10 +293,14 @@ const SERVER_EVENTS: Record<ServerEvent["type"], true> = {
 	queue_update: true,
 	approval_requested: true,
 	approval_resolved: true,
+	elicitation_requested: true,
+	elicitation_resolved: true,
 	stream_dropped: true,
 	run_interrupted: true,
+	run_queued: true,
 	compaction_start: true,
 	compaction_end: true,
+	transcript_rewound: true,
 };
 
 /** The names of the AgentEvent types, as the SSE `event:` names of those events. */

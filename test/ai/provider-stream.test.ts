@@ -292,9 +292,10 @@ describe("streamProvider: failures are error events", () => {
 	it("idle timeout while the body stalls", async () => {
 		const text = sse({ t: "text", v: "slow" });
 		server.enqueue({ body: `${text}${sse({ t: "text", v: "never" })}`, stallAfterBytes: Buffer.byteLength(text) });
-		const { message } = await run({ ...fast, timeoutMs: 150 });
+		// A second: long against a loaded machine's delay before the first bytes arrive (150 ms was not).
+		const { message } = await run({ ...fast, timeoutMs: 1000 });
 		expect(message.stopReason).toBe("error");
-		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 150 ms");
+		expect(message.errorMessage).toBe("Request timed out: no data from the provider for 1000 ms");
 		expect(message.content).toEqual([{ type: "text", text: "slow" }]);
 	});
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentEvent } from "../../src/agent/types.js";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { sessionEvents, streamPrompt } from "../../src/client/session-streams.js";
-import { buildApp } from "../../src/server/app.js";
+import { buildApp } from "../../src/server/http/app.js";
 
 let app: FastifyInstance;
 let baseUrl: string;

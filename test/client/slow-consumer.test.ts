@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { MessageAssembler } from "../../src/client/message-assembler.js";
 import { sessionEvents, streamPrompt } from "../../src/client/session-streams.js";
-import { buildApp } from "../../src/server/app.js";
+import { buildApp } from "../../src/server/http/app.js";
 
 let app: FastifyInstance;
 let baseUrl: string;

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { CONFIG_VARS, loadConfig } from "../../src/server/config.js";
+import { CONFIG_VARS, loadConfig } from "../../src/server/config/config.js";
 import { repoRoot, startMain, stopAll } from "../helpers/main-process.js";
 
 const deployDir = path.join(repoRoot, "deploy");

@@ -19,10 +19,10 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Secret } from "kubernetes-models/v1/Secret";
 import { Service } from "kubernetes-models/v1/Service";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { SHUTDOWN_FLUSH_MS } from "../../src/server/app.js";
 import { resolveClusterSettings } from "../../src/server/cluster/settings.js";
-import { CONFIG_VARS, ConfigError, loadConfig } from "../../src/server/config.js";
-import { SHUTDOWN_ABORT_WAIT_MS } from "../../src/server/session/manager.js";
+import { CONFIG_VARS, ConfigError, loadConfig } from "../../src/server/config/config.js";
+import { SHUTDOWN_FLUSH_MS } from "../../src/server/http/app.js";
+import { SHUTDOWN_ABORT_WAIT_MS } from "../../src/server/runtime/session/manager.js";
 import { haveClusterServices, NO_CLUSTER_SERVICES, REDIS_URL } from "../helpers/cluster.js";
 import { findKubectl, type K8sObject, kubectlKustomize, renderKustomization } from "../helpers/kustomize.js";
 import { freePort, refusedStartup, repoRoot, startMain, stopAll } from "../helpers/main-process.js";
@@ -356,6 +356,15 @@ describe("overlays/cluster: replicas on PostgreSQL and Redis", async () => {
 	it("runs in cluster mode, replaces replicas one at a time and never lets a drain take the last one", () => {
 		const config = loadConfig(containerEnv(fillSecrets(objects, SECRETS)));
 		expect(config.store).toBe("postgres");
+		// The PostgreSQL and Redis URLs (they may hold passwords) come from a Secret, and no ConfigMap has them.
+		const container = find(objects, "Deployment").spec.template.spec.containers[0];
+		for (const name of ["WHEELHOUSE_DATABASE_URL", "WHEELHOUSE_REDIS_URL"]) {
+			const ref = container.env.find((e: any) => e.name === name)?.valueFrom?.secretKeyRef;
+			expect(ref, name).toBeDefined();
+			expect(Object.keys(entries(find(objects, "Secret", ref.name))), name).toContain(ref.key);
+			for (const configMap of objects.filter((o) => o.kind === "ConfigMap"))
+				expect(Object.keys(entries(configMap)), name).not.toContain(name);
+		}
 		expect(resolveClusterSettings(config)).toBeDefined();
 		const deployment = find(objects, "Deployment");
 		expect(deployment.spec.strategy).toEqual({

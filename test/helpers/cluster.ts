@@ -60,14 +60,35 @@ export interface ClusterOptions {
 
 /**
  * The cluster of one test file: `start(n)` starts replicas on the file's schema and Redis prefix
- * (a fresh pair per call); the schemas are dropped after the file (testSchemas).
+ * (a fresh pair per call); the schemas are dropped after the file (testSchemas). `dropRedisKeys()`
+ * deletes the keys the replicas left under the file's prefixes (the sessions' event tails, which
+ * would otherwise expire by themselves).
  */
 export function testCluster(file: string) {
 	const schemas = testSchemas(file);
+	const prefixes: string[] = [];
 	return {
+		async dropRedisKeys(): Promise<void> {
+			const client = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+			client.on("error", () => undefined);
+			try {
+				await client.connect();
+				for (const prefix of prefixes.splice(0)) {
+					let cursor = "0";
+					do {
+						const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+						cursor = next;
+						if (keys.length > 0) await client.del(...keys);
+					} while (cursor !== "0");
+				}
+			} finally {
+				client.disconnect();
+			}
+		},
 		async start(n: number, options: ClusterOptions = {}): Promise<Replica[]> {
 			const schema = schemas.next();
 			const prefix = `wh-test:${schema}:${randomBytes(3).toString("hex")}:`;
+			prefixes.push(prefix);
 			const env = clusterEnv(schema, prefix, options);
 			// One first: it creates the schema; the others then start together.
 			const envFor = (name: string) => ({ ...env, ...options.envOf?.(name) });

@@ -122,10 +122,15 @@ export function stopAll(): void {
 }
 
 /** `fetch` with a JSON body; resolves with the status and the parsed body. */
-export async function json(url: string, method = "GET", body?: unknown): Promise<{ status: number; body: any }> {
+export async function json(
+	url: string,
+	method = "GET",
+	body?: unknown,
+	headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
 	const res = await fetch(url, {
 		method,
-		headers: body === undefined ? {} : { "content-type": "application/json" },
+		headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
 		body: body === undefined ? undefined : JSON.stringify(body),
 	});
 	const text = await res.text();

@@ -68,7 +68,11 @@ export function testSchemas(file: string): { next(): string } {
 		const rows = await pgQuery<{ nspname: string }>("SELECT nspname FROM pg_namespace WHERE nspname LIKE $1 || '%'", [
 			base,
 		]);
-		if (rows.length > 0) await pgQuery(`DROP SCHEMA IF EXISTS ${rows.map((r) => r.nspname).join(", ")} CASCADE`);
+		// In batches: one DROP of every schema of a long suite locks more objects than the server's lock table holds.
+		const names = rows.map((r) => r.nspname);
+		for (let i = 0; i < names.length; i += 10) {
+			await pgQuery(`DROP SCHEMA IF EXISTS ${names.slice(i, i + 10).join(", ")} CASCADE`);
+		}
 	}, 120_000);
 	return { next: () => `${base}_${n++}` };
 }

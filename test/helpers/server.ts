@@ -3,7 +3,7 @@
  * quiet logs unless `LOG_LEVEL` is set. `close()` is idempotent; register it in `afterEach`.
  */
 import type { FastifyInstance } from "fastify";
-import { type BuildAppOptions, buildApp } from "../../src/server/app.js";
+import { type BuildAppOptions, buildApp } from "../../src/server/http/app.js";
 
 export interface TestServer {
 	app: FastifyInstance;

@@ -317,7 +317,7 @@ describe("Dockerfile", () => {
 		}
 	});
 
-	it("resolves every package.json export to a built module with the API the README names", async () => {
+	it("resolves every package.json export to a built module with the API docs/api.md names", async () => {
 		const pkg = JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as {
 			exports: Record<string, { import: string; types: string }>;
 		};
@@ -417,10 +417,10 @@ describe("Dockerfile", () => {
 		expect(output.stderr()).toBe("");
 	}, 60_000);
 
-	it("starts with the environment of the README's `docker run` line, as pasted", async () => {
-		const readme = readFileSync(path.join(repoRoot, "README.md"), "utf8");
+	it("starts with the environment of the `docker run` line in docs/operations.md, as pasted", async () => {
+		const readme = readFileSync(path.join(repoRoot, "docs/operations.md"), "utf8");
 		const line = /^docker run .+$/m.exec(readme.slice(readme.indexOf("## Container")))?.[0];
-		expect(line, "README's Container section has a docker run line").toBeDefined();
+		expect(line, "docs/operations.md's Container section has a docker run line").toBeDefined();
 		// Each `-e NAME=VALUE`, its value expanded by a shell as docker's caller would.
 		const given: Record<string, string> = {};
 		for (const [, name, value] of line!.matchAll(/-e (\w+)=(\$\([^)]*\)|\S+)/g)) {

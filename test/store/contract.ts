@@ -6,7 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/types.js";
 import type { AssistantMessage, UserMessage } from "../../src/ai/types.js";
 import type { NewSession, SessionStore, StoreOptions, UsageTotals } from "../../src/store/types.js";
+import { admissionContract } from "./admission-contract.js";
 import { facadeRecordsContract } from "./facade-records-contract.js";
+import { schedulesContract } from "./schedules-contract.js";
+import { sessionFilterContract } from "./session-filter-contract.js";
 import { usageContract } from "./usage-contract.js";
 
 export type StoreFactory = (options?: StoreOptions) => SessionStore;
@@ -238,6 +241,41 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				).toEqual(["a2"]);
 			});
 
+			it("lists what a caller may see: its own sessions and its tenant's shared ones, stored with tenant and visibility", async () => {
+				const store = open();
+				await store.createSession(newSession("alice-own", { ownerId: "alice", tenant: "org-a" }));
+				await store.createSession(
+					newSession("alice-shared", { ownerId: "alice", tenant: "org-a", visibility: "tenant", createdAt: 1001 }),
+				);
+				await store.createSession(newSession("bob-own", { ownerId: "bob", tenant: "org-a", createdAt: 1002 }));
+				await store.createSession(
+					newSession("carol-shared", { ownerId: "carol", tenant: "org-b", visibility: "tenant", createdAt: 1003 }),
+				);
+				// Shared without a tenant: nobody else sees it.
+				await store.createSession(newSession("dan-shared", { ownerId: "dan", visibility: "tenant", createdAt: 1004 }));
+				const ids = async (ownerId: string, tenant: string | null) =>
+					(await store.listSessions({ ownerId, tenant })).sessions.map((s) => s.id);
+				expect(await ids("alice", "org-a")).toEqual(["alice-own", "alice-shared"]);
+				expect(await ids("bob", "org-a")).toEqual(["alice-shared", "bob-own"]);
+				expect(await ids("carol", "org-b")).toEqual(["carol-shared"]);
+				expect(await ids("eve", null)).toEqual([]);
+				expect(await ids("dan", null)).toEqual(["dan-shared"]);
+				const page = await store.listSessions({ ownerId: "bob", tenant: "org-a", limit: 1 });
+				expect(page.sessions.map((s) => s.id)).toEqual(["alice-shared"]);
+				const next = await store.listSessions({ ownerId: "bob", tenant: "org-a", limit: 1, cursor: page.nextCursor });
+				expect(next.sessions.map((s) => s.id)).toEqual(["bob-own"]);
+				const shared = await store.getSession("alice-shared");
+				expect({ tenant: shared?.tenant, visibility: shared?.visibility }).toEqual({
+					tenant: "org-a",
+					visibility: "tenant",
+				});
+				const plain = await store.getSession("bob-own");
+				expect({ tenant: plain?.tenant, visibility: plain?.visibility }).toEqual({
+					tenant: "org-a",
+					visibility: "owner",
+				});
+			});
+
 			it("rejects a malformed cursor and an out-of-range limit", async () => {
 				const store = open();
 				await expect(store.listSessions({ cursor: "garbage!" })).rejects.toThrow(/cursor/);
@@ -279,6 +317,39 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				];
 				store.appendMessages("s1", messages);
 				expect((await store.listMessages("s1"))?.messages).toEqual(messages);
+			});
+
+			it("rewinds: the end moves into a numbered superseded branch, events keep their data, appends go on at the cut", async () => {
+				const store = open();
+				await store.createSession(newSession("s1"));
+				const old = [user("q"), assistant("the first answer, long enough to be referred to by the event log")];
+				store.appendMessages("s1", old);
+				const event = JSON.stringify({ type: "message_end", message: old[1] });
+				const id = store.appendEvent("s1", "message_end", event) as number;
+				await store.flush();
+				const branch = await store.rewindTranscript("s1", 1, 5000);
+				expect(branch).toEqual({ branch: 1, fromIndex: 1, supersededAt: 5000, messages: [old[1]] });
+				expect(await store.countMessages("s1")).toBe(1);
+				expect((await store.getSession("s1"))?.messageCount).toBe(1);
+				const next = assistant("another answer, also long enough to be referred to by the event log");
+				expect(store.appendMessages("s1", [next])).toBe(2);
+				store.appendEvent("s1", "message_end", JSON.stringify({ type: "message_end", message: next }));
+				await store.flush();
+				expect((await store.listMessages("s1"))?.messages).toEqual([old[0], next]);
+				const events = await store.readEvents("s1", 0);
+				expect(events.find((e) => e.id === id)?.data).toBe(event);
+				expect(events.at(-1)?.data).toBe(JSON.stringify({ type: "message_end", message: next }));
+				// Nothing after the cut: no branch is made.
+				expect((await store.rewindTranscript("s1", 2, 6000))?.messages).toEqual([]);
+				await store.rewindTranscript("s1", 0, 7000);
+				expect(await store.listSuperseded("s1")).toEqual([
+					{ branch: 1, fromIndex: 1, supersededAt: 5000, messages: [old[1]] },
+					{ branch: 2, fromIndex: 0, supersededAt: 7000, messages: [old[0], next] },
+				]);
+				expect(await store.listSuperseded("nope")).toBeUndefined();
+				expect(await store.rewindTranscript("nope", 0, 1)).toBeUndefined();
+				await store.deleteSession("s1");
+				expect(await store.listSuperseded("s1")).toBeUndefined();
 			});
 		});
 
@@ -430,7 +501,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 			it("tracks a run from start to end and adds its usage to the session totals", async () => {
 				const store = open();
 				await store.createSession(newSession("s1"));
-				expect(await store.startRun("s1", "r1", 3000)).toBe(true);
+				expect(await store.startRun("s1", "r1", 3000)).toEqual({ updatedAt: expect.any(Number) });
 				expect(await store.getSession("s1")).toMatchObject({
 					status: "running",
 					currentRunId: "r1",
@@ -455,10 +526,27 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect((await store.listRuns("s1", 1)).map((r) => r.id)).toEqual(["r2"]);
 			});
 
+			it("a run's claim answers the session's config version (updatedAt) as the claim read it", async () => {
+				const store = open();
+				await store.createSession(newSession("s1"));
+				expect(await store.startRun("s1", "r1", 1100)).toEqual({ updatedAt: 1000 });
+				store.endRun("s1", "r1", { status: "completed", endedAt: 1200, usage: usage(0, 0, 0) });
+				// A config stored after a caller read the session (another replica's PATCH): the next claim says so.
+				expect(await store.getSession("s1")).toMatchObject({ updatedAt: 1000 });
+				await store.updateSession("s1", { systemPrompt: "be thorough" }, 5000);
+				expect(await store.startRun("s1", "r2", 5100)).toEqual({ updatedAt: 5000 });
+				// A run does not change it; a refused claim answers nothing.
+				expect(await store.startRun("s1", "r3", 5200)).toBe(false);
+				store.endRun("s1", "r2", { status: "completed", endedAt: 5300, usage: usage(0, 0, 0) });
+				expect(await store.startRun("s1", "r4", 5400)).toEqual({ updatedAt: 5000 });
+			});
+
 			it("stores a run's prompt with its start", async () => {
 				const store = open();
 				await store.createSession(newSession("s1"), [user("earlier")]);
-				expect(await store.startRun("s1", "r1", 10, [user("the prompt", 10)])).toBe(true);
+				expect(await store.startRun("s1", "r1", 10, [user("the prompt", 10)])).toEqual({
+					updatedAt: expect.any(Number),
+				});
 				expect((await store.listMessages("s1"))?.messages).toEqual([user("earlier"), user("the prompt", 10)]);
 				expect(await store.getSession("s1")).toMatchObject({ status: "running", currentRunId: "r1", messageCount: 2 });
 				expect(store.appendMessages("s1", [assistant("answer")])).toBe(3);
@@ -470,7 +558,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 			it("claims a session for a run only while no run is active on it", async () => {
 				const store = open();
 				await store.createSession(newSession("s1"));
-				expect(await store.startRun("s1", "r1", 1, [user("first")])).toBe(true);
+				expect(await store.startRun("s1", "r1", 1, [user("first")])).toEqual({ updatedAt: expect.any(Number) });
 				// The claim fails while r1 runs, and writes nothing: no run, no prompt.
 				expect(await store.startRun("s1", "r2", 2, [user("second")])).toBe(false);
 				expect(await store.listRuns("s1")).toHaveLength(1);
@@ -479,7 +567,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				// Ending another run does not release it; ending r1 does.
 				expect(store.endRun("s1", "r2", { status: "completed", endedAt: 3, usage: usage(0, 0, 0) })).toBe(false);
 				expect(store.endRun("s1", "r1", { status: "completed", endedAt: 3, usage: usage(0, 0, 0) })).toBe(true);
-				expect(await store.startRun("s1", "r2", 4, [user("second")])).toBe(true);
+				expect(await store.startRun("s1", "r2", 4, [user("second")])).toEqual({ updatedAt: expect.any(Number) });
 				expect((await store.listMessages("s1"))?.messages).toEqual([user("first"), user("second")]);
 				expect((await store.listRuns("s1")).map((r) => [r.id, r.status])).toEqual([
 					["r1", "completed"],
@@ -517,7 +605,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				expect((await store.getSession("s1"))!.lastEventId).toBeGreaterThanOrEqual(last);
 				expect((await store.readEvents("s1", 0)).map((e) => e.id)).toEqual([first, last]);
 				expect(await store.openSession("s1")).toBe(true);
-				expect(await store.startRun("s1", "r2", 3, [user("q")])).toBe(true);
+				expect(await store.startRun("s1", "r2", 3, [user("q")])).toEqual({ updatedAt: expect.any(Number) });
 				expect(store.appendEvent("s1", "agent_start", "{}")).toBeGreaterThan(last);
 				expect(store.appendMessages("s1", [assistant("b")])).toBe(4);
 				await store.sync();
@@ -544,7 +632,7 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 				await store.startRun("s1", "r1", 1);
 				await expect(store.startRun("s2", "r1", 2)).rejects.toThrow(/already exists/);
 				expect(await store.deleteSession("s1")).toBe(true);
-				expect(await store.startRun("s2", "r1", 3)).toBe(true);
+				expect(await store.startRun("s2", "r1", 3)).toEqual({ updatedAt: expect.any(Number) });
 				expect((await store.listRuns("s2", 10)).map((r) => r.id)).toEqual(["r1"]);
 			});
 
@@ -743,6 +831,12 @@ export function runStoreContract(name: string, factory: StoreFactory): void {
 		usageContract(() => open());
 
 		facadeRecordsContract(() => open());
+
+		schedulesContract(() => open());
+
+		admissionContract(() => open());
+
+		sessionFilterContract(() => open());
 
 		describe("delete, retention and unknown sessions", () => {
 			it("deletes everything of a session; a new session with the same id starts empty", async () => {

@@ -8,7 +8,7 @@
 import type pg from "pg";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { openPostgresStore, type PostgresSessionStore } from "../../src/store/postgres/index.js";
-import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "./../helpers/postgres.js";
+import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "../helpers/postgres.js";
 import { assistant, newSession, usage, user } from "./contract.js";
 
 const schemas = testSchemas("barrier-batch");
@@ -46,7 +46,8 @@ async function statementsFor(n: number): Promise<{ statements: number; schema: s
 	const ids = Array.from({ length: n }, (_, i) => `s${i}`);
 	for (const id of ids) await store.createSession(newSession(id));
 	await store.sync();
-	for (const id of ids) expect(await store.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
+	for (const id of ids)
+		expect(await store.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toEqual({ updatedAt: expect.any(Number) });
 	for (const id of ids) {
 		expect(store.appendMessages(id, [assistant(`answer ${id}`, usage(10, 5, 0.5))])).toBe(2);
 		expect(store.endRun(id, `run-${id}`, { status: "completed", endedAt: 2, usage: usage(10, 5, 0.5) })).toBe(true);
@@ -87,7 +88,9 @@ describe.skipIf(!ok)("PostgreSQL barrier writes of many sessions", () => {
 		const { store } = await countingStore(schema, errors);
 		for (const id of ["a", "b", "c"]) await store.createSession(newSession(id));
 		for (const id of ["a", "b", "c"])
-			expect(await store.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
+			expect(await store.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toEqual({
+				updatedAt: expect.any(Number),
+			});
 		await store.sync();
 		// The session disappears under the store (another process deleted it): its append fails alone.
 		await pgQuery(`DELETE FROM ${schema}.sessions WHERE id = 'b'`);
@@ -110,7 +113,7 @@ describe.skipIf(!ok)("a PostgreSQL barrier write with no sync() to wait for", ()
 		const schema = schemas.next();
 		const { store } = await countingStore(schema);
 		await store.createSession(newSession("a"));
-		expect(await store.startRun("a", "run-a", 1, [user("prompt")])).toBe(true);
+		expect(await store.startRun("a", "run-a", 1, [user("prompt")])).toEqual({ updatedAt: expect.any(Number) });
 		await store.sync();
 		// Timers never fire from here on: only the end of the turn can start the commit.
 		vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });

@@ -37,6 +37,19 @@ async function replica(schema: string, errors: Error[] = []): Promise<PostgresSe
 }
 
 describe.skipIf(!ok)("PostgreSQL session leases and fencing", () => {
+	it("a claim on the store holding the lease answers the config version another store stored meanwhile", async () => {
+		const schema = schemas.next();
+		const a = await replica(schema);
+		const b = await replica(schema);
+		await a.createSession(newSession("s1"));
+		expect(await a.startRun("s1", "r1", 1100)).toEqual({ updatedAt: 1000 });
+		a.endRun("s1", "r1", { status: "completed", endedAt: 1200, usage: usage(0, 0, 0) });
+		await a.sync();
+		// The session stays in A's working set (A holds its lease); B stores a config change.
+		await b.updateSession("s1", { systemPrompt: "changed on B" }, 9000);
+		expect(await a.startRun("s1", "r2", 9100)).toEqual({ updatedAt: 9000 });
+	});
+
 	it("a store takes over an expired session; the stale store's writes are refused and it reports the loss", async () => {
 		const schema = schemas.next();
 		const errorsA: Error[] = [];
@@ -46,7 +59,7 @@ describe.skipIf(!ok)("PostgreSQL session leases and fencing", () => {
 		a.onSessionLost((id) => lost.push(id));
 
 		await a.createSession(newSession("s1"));
-		expect(await a.startRun("s1", "r1", 10, [user("go")])).toBe(true);
+		expect(await a.startRun("s1", "r1", 10, [user("go")])).toEqual({ updatedAt: expect.any(Number) });
 		for (let i = 0; i < 3; i++) a.appendEvent("s1", "e", `{"i":${i}}`, i);
 		await a.sync();
 		await a.flush();

@@ -9,6 +9,7 @@ import {
 	openPostgresStore,
 	type PostgresSessionStore,
 } from "../../src/store/postgres/index.js";
+import { MIGRATIONS, VERSION_TABLE } from "../../src/store/postgres/migrations.js";
 import { havePostgres, NO_POSTGRES, PG_URL, pgQuery, testSchemas } from "../helpers/postgres.js";
 import { newSession } from "./contract.js";
 
@@ -61,6 +62,26 @@ describe.skipIf(!ok)("PostgreSQL store schema", () => {
 		expect(await pgQuery(`SELECT version FROM ${schema}.wheelhouse_schema_version`)).toHaveLength(
 			LATEST_PG_SCHEMA_VERSION,
 		);
+	});
+
+	it("migrates a version-2 schema: its sessions get no tenant and stay visible to their owner only", async () => {
+		const schema = schemas.next();
+		const before = MIGRATIONS.filter((m) => m.version <= 2);
+		await pgQuery(
+			`CREATE SCHEMA ${schema}; SET search_path TO ${schema}; ${before.map((m) => m.sql).join("\n")};
+			 CREATE TABLE ${VERSION_TABLE} (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL);
+			 INSERT INTO ${VERSION_TABLE} VALUES (1, 'one', 0), (2, 'two', 0);
+			 INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage)
+			 VALUES ('old', 'owner-old', '${JSON.stringify(newSession("x")).replace(/'/g, "''")}', 1, 1, 1, '{}');
+			 SET search_path TO public;`,
+		);
+		const store = await open(schema);
+		const old = await store.getSession("old");
+		expect({ tenant: old?.tenant, visibility: old?.visibility }).toEqual({ tenant: null, visibility: "owner" });
+		expect((await store.listSessions({ ownerId: "someone", tenant: "org-a" })).sessions).toEqual([]);
+		expect((await store.listSessions({ ownerId: "owner-old", tenant: null })).sessions.map((r) => r.id)).toEqual([
+			"old",
+		]);
 	});
 
 	it("refuses a schema newer than this build, changing nothing", async () => {

@@ -8,6 +8,7 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } 
 import { stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { openSqliteStore, type SqliteSessionStore } from "../../src/store/sqlite/index.js";
@@ -249,18 +250,48 @@ describe("SQLite store durability", () => {
 			}
 		};
 		for (const id of ["a", "b", "c"]) await s.createSession(newSession(id));
+		// A quiet store: its last commit (the sessions') is more than the grouping window ago.
+		await sleep(20);
 		let commits = 0;
 		s.observeCommits(() => {
 			commits++;
 		});
 		// Three sessions' run starts in one turn (their promises settle in microtasks, not in a later turn).
 		const started = await Promise.all(["a", "b", "c"].map((id) => s.startRun(id, `run-${id}`, 1, [user(id)])));
-		expect(started).toEqual([true, true, true]);
+		expect(started).toEqual(["a", "b", "c"].map(() => ({ updatedAt: expect.any(Number) })));
 		expect(runsOnDisk()).toBe(0);
 		await new Promise((resolve) => setImmediate(resolve));
 		expect(runsOnDisk()).toBe(3);
 		expect(commits).toBe(1);
 		expect(s.syncPending).toBe(false);
+	});
+
+	it("right after a commit (a busy store) queued writes wait up to groupWindowMs for the next barrier, so the writes made meanwhile join them", async () => {
+		const s = store(join(dir, "window.db"), { flushIntervalMs: 60_000, groupWindowMs: 300 });
+		for (const id of ["a", "b", "c"]) await s.createSession(newSession(id));
+		await Promise.all(["a", "b", "c"].map((id) => s.startRun(id, `run-${id}`, 1, [user(id)])));
+		await s.sync();
+		let commits = 0;
+		s.observeCommits(() => {
+			commits++;
+		});
+		const end = { status: "completed" as const, endedAt: 3000, usage: usage(1, 1, 0) };
+		s.endRun("a", "run-a", end);
+		await new Promise((resolve) => setImmediate(resolve));
+		s.endRun("b", "run-b", end); // a later turn: joins the same commit
+		await new Promise((resolve) => setImmediate(resolve));
+		expect(s.syncPending).toBe(true);
+		expect(commits).toBe(0);
+		// A barrier does not wait for the window.
+		await s.sync();
+		expect(s.syncPending).toBe(false);
+		expect(commits).toBe(1);
+		// With no barrier, the timer commits it once the window after the last commit is over.
+		s.endRun("c", "run-c", end);
+		expect(s.syncPending).toBe(true);
+		await sleep(600);
+		expect(s.syncPending).toBe(false);
+		expect(commits).toBe(2);
 	});
 
 	it("commits run starts, messages and run ends of many sessions together: at sync(), at any durable write or read of the session, after syncDelayMs", async () => {
@@ -279,7 +310,8 @@ describe("SQLite store durability", () => {
 			}
 		};
 		for (const id of ["a", "b", "c"]) await s.createSession(newSession(id));
-		for (const id of ["a", "b", "c"]) expect(await s.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toBe(true);
+		for (const id of ["a", "b", "c"])
+			expect(await s.startRun(id, `run-${id}`, 1, [user(`prompt ${id}`)])).toEqual({ updatedAt: expect.any(Number) });
 		expect(s.syncPending).toBe(true);
 		expect(onDisk()).toEqual({ runs: 0, messages: 0, ended: 0 });
 		await s.sync();
@@ -313,7 +345,7 @@ describe("SQLite store durability", () => {
 		await expect(s.createSession(newSession("a"))).rejects.toThrow(/already exists/);
 		expect(onDisk().messages).toBe(10);
 		// Run ends check the run's session whether or not its start is committed yet.
-		expect(await s.startRun("a", "run-a2", 5)).toBe(true);
+		expect(await s.startRun("a", "run-a2", 5)).toEqual({ updatedAt: expect.any(Number) });
 		expect(s.endRun("b", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(false);
 		expect(s.endRun("a", "run-a2", { status: "completed", endedAt: 6, usage: usage(0, 0, 0) })).toBe(true);
 		await expect(s.startRun("a", "run-a2", 7)).rejects.toThrow(/already exists/);

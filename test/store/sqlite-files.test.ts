@@ -346,6 +346,27 @@ describe("SQLite store files", () => {
 		await store.close();
 	});
 
+	it("migrates a version-10 database (immutable fixture): its sessions have no tenant and stay their owner's alone", async () => {
+		const path = join(dir, "v10-tenants.db");
+		const db = new Database(path);
+		db.exec(readFileSync(join(import.meta.dirname, "fixtures", "schema-v10.sql"), "utf8"));
+		db.close();
+
+		const store = openSqliteStore({ path });
+		const old = await store.getSession("v10-responses");
+		expect({ ownerId: old?.ownerId, tenant: old?.tenant, visibility: old?.visibility }).toEqual({
+			ownerId: "owner-v10",
+			tenant: null,
+			visibility: "owner",
+		});
+		// Another caller, even of a tenant, does not list it; its owner does.
+		expect((await store.listSessions({ ownerId: "someone", tenant: "org-a" })).sessions).toEqual([]);
+		expect((await store.listSessions({ ownerId: "owner-v10", tenant: null })).sessions.map((s) => s.id)).toContain(
+			"v10-responses",
+		);
+		await store.close();
+	});
+
 	it("opens a version-10 database (immutable fixture): facade records are there, found by owner", async () => {
 		const path = join(dir, "v10.db");
 		const db = new Database(path);

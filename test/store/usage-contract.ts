@@ -1,7 +1,7 @@
 /**
  * The usage-accounting part of the `SessionStore` contract (run by `contract.ts` for every
- * implementation): rows written with the messages, by owner, UTC day and model, equal to the sum
- * of the stored messages' usage.
+ * implementation): rows written with the messages, by owner, tenant, UTC day and model, equal to
+ * the sum of the stored messages' usage; a tenant's rows read together, and no other tenant's.
  */
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/agent/types.js";
@@ -11,10 +11,11 @@ import type { NewSession, SessionStore, UsageTotals } from "../../src/store/type
 const DAY1 = Date.parse("2026-03-01T23:59:00Z");
 const DAY2 = Date.parse("2026-03-02T00:01:00Z");
 
-function session(id: string, ownerId: string | null): NewSession {
+function session(id: string, ownerId: string | null, tenant: string | null = null): NewSession {
 	return {
 		id,
 		ownerId,
+		tenant,
 		model: "faux/echo",
 		systemPrompt: "",
 		thinkingLevel: "off",
@@ -85,6 +86,7 @@ export function usageContract(open: () => SessionStore): void {
 			expect(rows).toEqual([
 				{
 					ownerId: "k1",
+					tenant: null,
 					day: "2026-03-01",
 					provider: "faux",
 					model: "big",
@@ -98,6 +100,7 @@ export function usageContract(open: () => SessionStore): void {
 				},
 				{
 					ownerId: "k1",
+					tenant: null,
 					day: "2026-03-01",
 					provider: "faux",
 					model: "echo",
@@ -111,6 +114,7 @@ export function usageContract(open: () => SessionStore): void {
 				},
 				{
 					ownerId: "k1",
+					tenant: null,
 					day: "2026-03-02",
 					provider: "faux",
 					model: "echo",
@@ -143,6 +147,49 @@ export function usageContract(open: () => SessionStore): void {
 			expect((await store.readUsage({ ownerId: null, ...all })).map((r) => [r.day, r.totalTokens, r.turns])).toEqual([
 				["2026-03-02", 11, 1],
 			]);
+		});
+
+		it("keeps the session's tenant on its rows; a tenant's read has every owner of it and no other tenant", async () => {
+			const store = open();
+			await store.createSession(session("a1", "alice", "org-a"));
+			await store.createSession(session("b1", "bob", "org-a"));
+			await store.createSession(session("c1", "carol", "org-b"));
+			await store.createSession(session("n1", "nobody"));
+			store.appendMessages("a1", [reply("echo", DAY1, use(1, 1, 0.5))]);
+			await store.drainQueued("b1", [], [reply("echo", DAY1, use(2, 2, 0.25)), reply("big", DAY2, use(4, 4, 1))]);
+			store.appendMessages("c1", [reply("echo", DAY1, use(100, 100, 8))]);
+			store.appendMessages("n1", [reply("echo", DAY1, use(50, 50, 4))]);
+			const call = { day: "2026-03-02", provider: "faux", model: "echo", usage: use(8, 8, 2), turns: 1 };
+			await store.recordUsage("alice", [call], "org-a");
+
+			const orgA = await store.readUsage({ ownerId: null, tenant: "org-a", ...all });
+			expect(orgA.map((r) => [r.day, r.model, r.ownerId, r.tenant, r.totalTokens, r.turns])).toEqual([
+				["2026-03-01", "echo", "alice", "org-a", 3, 1],
+				["2026-03-01", "echo", "bob", "org-a", 5, 1],
+				["2026-03-02", "big", "bob", "org-a", 9, 1],
+				["2026-03-02", "echo", "alice", "org-a", 17, 1],
+			]);
+			expect(
+				(await store.readUsage({ ownerId: null, tenant: "org-b", ...all })).map((r) => [r.ownerId, r.totalTokens]),
+			).toEqual([["carol", 201]]);
+			expect(await store.readUsage({ ownerId: "alice", tenant: "org-c", ...all })).toEqual([]);
+			expect((await store.readUsage({ ownerId: "alice", ...all })).map((r) => [r.day, r.tenant])).toEqual([
+				["2026-03-01", "org-a"],
+				["2026-03-02", "org-a"],
+			]);
+			expect((await store.readUsage({ ownerId: "nobody", ...all })).map((r) => r.tenant)).toEqual([null]);
+			// The store's sums: what a budget reads.
+			expect(await store.sumUsage({ ownerId: null, tenant: "org-a", ...all })).toEqual({
+				totalTokens: 34,
+				costUsd: 3.75,
+			});
+			expect(
+				await store.sumUsage({ ownerId: null, tenant: "org-a", fromDay: "2026-03-02", toDay: "2026-03-02" }),
+			).toEqual({ totalTokens: 26, costUsd: 3 });
+			expect(await store.sumUsage({ ownerId: "carol", ...all })).toEqual({ totalTokens: 201, costUsd: 8 });
+			expect(await store.sumUsage({ ownerId: null, tenant: "org-c", ...all })).toEqual({ totalTokens: 0, costUsd: 0 });
+			await expect(store.sumUsage({ ownerId: null, tenant: "", ...all })).rejects.toThrow(/tenant must be/);
+			await expect(store.readUsage({ ownerId: null, tenant: "", ...all })).rejects.toThrow(/tenant must be/);
 		});
 
 		it("accounts the owner null (auth off), keeps usage when the session is deleted, and checks the days", async () => {

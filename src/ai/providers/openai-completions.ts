@@ -424,14 +424,6 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 	};
 
 	return {
-		fastPath(data) {
-			// Only once the response id is known, so skipping the chunk's other fields loses nothing.
-			if (!out.message.responseId) return false;
-			const text = contentOnlyDelta(data);
-			if (text === undefined) return false;
-			if (text !== "") appendContent(text);
-			return true;
-		},
 		onEvent(chunk: any) {
 			chunks++;
 			if (chunk?.error) {
@@ -506,8 +498,7 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 		finishSignal: "finish_reason or [DONE]",
 		onEnd() {
 			closeThinking();
-			// Fast-path chunks are content: any output counts as a response.
-			if (chunks === 0 && !out.hasOutput) {
+			if (chunks === 0) {
 				// Nothing at all (a proxy closing early): safe to retry, nothing was shown.
 				throw new ProviderError("The server ended the stream without sending any chunk", { retryable: true });
 			}
@@ -518,47 +509,6 @@ export function createCompletionsHandler(out: OutputBuilder): WireHandler {
 			if (reason !== "aborted") out.setStopReason(reason);
 		},
 	};
-}
-
-const CONTENT_MARK = '"choices":[{"index":0,"delta":{"content":"';
-const CONTENT_MARK_BRACE = CONTENT_MARK.indexOf("{");
-const CONTENT_TAILS = ['"},"logprobs":null,"finish_reason":null}]', '"},"finish_reason":null}]'];
-
-/**
- * The text of a chunk whose only meaning is one content delta of choice 0 — the shape of nearly
- * every chunk of a long answer — found without `JSON.parse`; undefined for any other chunk (a
- * role, reasoning or tool-call delta, a finish reason, usage, an error, several choices, escapes
- * in the text), which then takes the full path.
- */
-export function contentOnlyDelta(data: string): string | undefined {
-	// A chunk object (an error payload starts differently) that is not cut short.
-	if (!data.startsWith('{"id":"') || data.charCodeAt(data.length - 1) !== 125 /* } */) return undefined;
-	// Before the choices: plain fields only (id, model, ...), never an object such as usage; so the
-	// first brace after the chunk's own must be choice 0's. Checked from that brace (a one-character
-	// search) rather than by searching for the whole mark, the slowest step of this function when it
-	// searched (bench/providers/results.md).
-	const mark = data.indexOf("{", 1) - CONTENT_MARK_BRACE;
-	if (mark < 0 || !data.startsWith(CONTENT_MARK, mark)) return undefined;
-	const from = mark + CONTENT_MARK.length;
-	const end = data.indexOf('"', from);
-	if (end < 0) return undefined;
-	const text = data.slice(from, end);
-	if (text.indexOf("\\") >= 0) return undefined;
-	// A raw control character makes the chunk invalid JSON: JSON.parse must be the one to say so.
-	for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) < 0x20) return undefined;
-	let after = -1;
-	for (const tail of CONTENT_TAILS) {
-		if (data.startsWith(tail, end)) {
-			after = end + tail.length;
-			break;
-		}
-	}
-	if (after < 0) return undefined;
-	// After the choices: only fields we ignore (usage null, obfuscation, fingerprints), never an object.
-	if (data.indexOf("{", after) >= 0) return undefined;
-	// An `error` field, even a plain string one, is the full path's to report.
-	if (data.indexOf('"error"') >= 0) return undefined;
-	return text;
 }
 
 /** Chat Completions usage → our usage: `input` excludes cached prompt tokens (`cacheRead`). */

@@ -59,10 +59,6 @@ export class OutputBuilder {
 		return this.message.content.length > 0;
 	}
 
-	get isFinished(): boolean {
-		return this.finished;
-	}
-
 	/** Emits `start` (once). The driver calls it when a 2xx response arrives. */
 	start(): void {
 		if (this.started) return;

@@ -155,13 +155,6 @@ export interface WireHandler {
 	readonly finishSignal?: string;
 	/** The stream ended whole (`finished` said so); throw to fail the call, e.g. for a refusal stop reason. */
 	onEnd?(): void;
-	/**
-	 * Optional shortcut for the most frequent payload shape: given the raw `data` text, handle it
-	 * without `JSON.parse` and return true, or return false to have it parsed and passed to
-	 * `onEvent` as usual. Must accept only text it fully understands (JSON.parse dominates the cost
-	 * of a stream of small deltas).
-	 */
-	fastPath?(data: string, event: string | undefined): boolean;
 }
 
 type Outcome = { kind: "done" } | { kind: "failed"; error: unknown };
@@ -322,7 +315,6 @@ async function attemptOnce(
 		let ended = false;
 		let sawDone = false;
 		let handlerError: unknown;
-		const fastPath = handler.fastPath?.bind(handler);
 		const onMessage = (message: EventSourceMessage) => {
 			if (ended || handlerError !== undefined) return;
 			const data = message.data;
@@ -333,7 +325,6 @@ async function attemptOnce(
 				return;
 			}
 			try {
-				if (fastPath?.(data, message.event)) return;
 				let json: unknown;
 				try {
 					json = JSON.parse(data);

@@ -145,12 +145,3 @@ function fnv1a(text: string): number {
 	}
 	return hash;
 }
-
-/** The text of a user or tool-result content list, images left out. */
-export function textOf(content: string | (TextContent | ImageContent)[]): string {
-	if (typeof content === "string") return content;
-	return content
-		.filter((block): block is TextContent => block.type === "text")
-		.map((block) => block.text)
-		.join("\n");
-}

@@ -11,19 +11,18 @@
  * - `pending`: an approval or a client tool result was stored: deliver it to the waiting call.
  * - `config`: the session's config changed: apply the stored one to the running Agent.
  * - `delete`: the session was deleted: abort its run here, end its streams, forget it.
+ *
+ * One session's messages are applied in the order they were sent.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { SessionManager } from "../session/manager.js";
-import type { ToolInteractions } from "../session/tool-interactions.js";
+import type { SessionManager } from "../runtime/session/manager.js";
+import type { ControlMessage } from "../runtime/session/port-context.js";
+import type { ToolInteractions } from "../runtime/session/tool-interactions.js";
 import { abortRecorded } from "./aborts.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
 import { controlChannel, type RedisLink } from "./redis.js";
 
-export type ControlMessage =
-	| { t: "queue" | "config" | "delete"; s: string }
-	/** `run`: the run the abort was posted for (it is stored under it). */
-	| { t: "abort"; s: string; run?: string }
-	| { t: "pending"; s: string; kind: "approval" | "client_tool"; call: string };
+export type { ControlMessage };
 
 interface Envelope {
 	m: ControlMessage;
@@ -46,6 +45,12 @@ export interface ControlBusOptions {
 
 export class ControlBus {
 	private readonly timer: NodeJS.Timeout;
+	/**
+	 * The messages of each session being applied, in the order they came: one session's messages
+	 * are applied one after the other (a steer sent before a tool result is in the run's queue
+	 * before the result lets the run go on, as on the replica it was posted to).
+	 */
+	private readonly applying = new Map<string, Promise<void>>();
 
 	constructor(private readonly options: ControlBusOptions) {
 		const channel = controlChannel(options.prefix);
@@ -117,9 +122,17 @@ export class ControlBus {
 		}
 		const { m } = envelope;
 		if (typeof m?.s !== "string") return;
-		this.apply(m).catch((err: unknown) =>
-			this.options.logger.error({ err, control: m.t, sessionId: m.s }, "control message failed"),
-		);
+		const previous = this.applying.get(m.s) ?? Promise.resolve();
+		const next = previous
+			.then(() => this.apply(m))
+			.then(
+				() => undefined,
+				(err: unknown) => this.options.logger.error({ err, control: m.t, sessionId: m.s }, "control message failed"),
+			);
+		this.applying.set(m.s, next);
+		void next.then(() => {
+			if (this.applying.get(m.s) === next) this.applying.delete(m.s);
+		});
 	}
 
 	/** Applies `m` if this replica runs its session (any replica for `delete`). Resolves to whether it did. */
@@ -140,19 +153,18 @@ export class ControlBus {
 				await session.reloadQueue();
 				return true;
 			case "config": {
-				const record = await session.store.getSession(m.s);
+				const record = await session.readRecord();
 				if (record) session.adoptConfig(record);
 				return true;
 			}
 			case "pending": {
 				const interactions = this.options.interactions();
 				if (!interactions) return false;
-				const stored = (await session.store.listPending(m.s, { includeResolved: true })).find(
-					(p) => p.toolCallId === m.call && p.kind === m.kind,
-				);
+				const stored = (await session.readPending()).find((p) => p.toolCallId === m.call && p.kind === m.kind);
 				if (!stored?.resolution) return false;
 				const value = JSON.parse(stored.resolution);
 				if (m.kind === "approval") interactions.resolveApproval(session, m.call, value);
+				else if (m.kind === "elicitation") interactions.resolveElicitation(session, m.call, value);
 				else interactions.resolveToolResult(session, m.call, value);
 				return true;
 			}

@@ -1,6 +1,8 @@
 /**
  * Live fan-out, the sending side: every event this replica appends to a session's log is
- * published on the session's Redis channel once it is durable (persist, then publish). Events are
+ * published on the session's Redis channel once it is durable (persist, then publish), after it
+ * was appended to the session's tail (`event-tail.ts`), where readers on any replica find the
+ * deltas the store does not keep. Events are
  * batched: one store flush covers every event queued while the previous batch was being flushed
  * and published, so the cost is one commit per batch, not per event.
  *
@@ -13,23 +15,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import type { SessionStore } from "../../store/types.js";
+import type { SessionObserver } from "../runtime/session/observers.js";
+import { defineTailCommands, publishToTail } from "./event-tail.js";
 import type { LeaseGuard } from "./lease-guard.js";
-import { eventChannel, type RedisLink } from "./redis.js";
-
-/** One published event: `id`, `type` and `data` on three lines (data is one-line JSON). */
-export function encodeEventMessage(id: number, type: string, data: string): string {
-	return `${id}\n${type}\n${data}`;
-}
-
-/** The parsed message, or undefined for one that is not an event message. */
-export function decodeEventMessage(message: string): { id: number; type: string; data: string } | undefined {
-	const first = message.indexOf("\n");
-	const second = first < 0 ? -1 : message.indexOf("\n", first + 1);
-	if (second < 0) return undefined;
-	const id = Number(message.slice(0, first));
-	if (!Number.isSafeInteger(id) || id <= 0) return undefined;
-	return { id, type: message.slice(first + 1, second), data: message.slice(second + 1) };
-}
+import { encodeEventMessage, type RedisLink } from "./redis.js";
 
 interface Pending {
 	sessionId: string;
@@ -48,8 +37,6 @@ export class EventPublisher {
 	private idleWaiters: (() => void)[] = [];
 	private running = false;
 	private closed = false;
-	/** Events published (for the bench and tests' sanity checks). */
-	published = 0;
 
 	constructor(
 		private readonly store: SessionStore,
@@ -58,10 +45,16 @@ export class EventPublisher {
 		private readonly logger: FastifyBaseLogger,
 		/** The lease guard (a store with leases): a batch is published only while it is fresh. */
 		private readonly guard?: Pick<LeaseGuard, "whenFresh">,
-	) {}
+	) {
+		defineTailCommands(redis.publisher);
+	}
 
-	/** The session log's tap: queues the event for the next batch. */
-	readonly tap = (sessionId: string, id: number, type: string, data: string): void => {
+	/** Observes every session's events (`LiveSessionDeps.fanOut`): queues each for the next batch. */
+	readonly observer: SessionObserver = {
+		event: (event) => this.tap(event.sessionId, event.id, event.type, event.data),
+	};
+
+	private tap(sessionId: string, id: number, type: string, data: string): void {
 		if (this.closed) return;
 		this.queue.push({ sessionId, id, type, data });
 		if (!this.running) {
@@ -69,7 +62,7 @@ export class EventPublisher {
 			// After the current tick: the events the agent emits together share a batch.
 			setImmediate(() => void this.drain());
 		}
-	};
+	}
 
 	private async drain(): Promise<void> {
 		try {
@@ -81,20 +74,27 @@ export class EventPublisher {
 				// After a stall: the renewal first, so the sessions lost meanwhile are known (and dropped).
 				await this.guard?.whenFresh();
 				const lost = this.lostInFlight;
-				const pipeline = this.redis.publisher.pipeline();
+				// Per session, in id order: one script call appends its events to the tail and publishes them.
+				const bySession = new Map<string, { ids: number[]; messages: string[] }>();
 				let count = 0;
 				for (const event of batch) {
 					if (lost.has(event.sessionId)) continue;
-					pipeline.publish(
-						eventChannel(this.prefix, event.sessionId),
-						encodeEventMessage(event.id, event.type, event.data),
-					);
+					let events = bySession.get(event.sessionId);
+					if (!events) {
+						events = { ids: [], messages: [] };
+						bySession.set(event.sessionId, events);
+					}
+					events.ids.push(event.id);
+					events.messages.push(encodeEventMessage(event.id, event.type, event.data));
 					count++;
 				}
 				if (count === 0) continue;
+				const pipeline = this.redis.publisher.pipeline();
+				for (const [sessionId, events] of bySession) {
+					publishToTail(pipeline, this.prefix, sessionId, events.ids, events.messages);
+				}
 				// Redis away: readers fill the gap from the store (they re-check it periodically).
 				await pipeline.exec().catch(() => undefined);
-				this.published += count;
 			}
 		} finally {
 			this.running = false;

@@ -9,11 +9,11 @@
  * apart than `retryMaxMs`, a heartbeat interval), so its readers get live events again within
  * one heartbeat of Redis coming back. Until then they live on their periodic re-reads of the
  * store. Once the subscription is in place its readers re-read the log (what was published
- * before it is only there).
+ * before it is only there, and in the session's tail, `tail`).
  */
 import type { FastifyBaseLogger } from "fastify";
-import { decodeEventMessage } from "./event-publisher.js";
-import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
+import { EventTail } from "./event-tail.js";
+import { decodeEventMessage, eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";
 
 /** A reader of one session's live events. */
 export interface LiveEventReader {
@@ -49,6 +49,8 @@ export interface EventSubscriptionsOptions {
 export class EventSubscriptions {
 	private readonly channels = new Map<string, Channel>();
 	private closed = false;
+	/** The sessions' tails, read back by readers that resume or missed live messages. */
+	readonly tail: EventTail;
 
 	constructor(
 		private readonly redis: RedisLink,
@@ -56,6 +58,7 @@ export class EventSubscriptions {
 		private readonly logger: FastifyBaseLogger,
 		private readonly options: EventSubscriptionsOptions = { retryMaxMs: 1000 },
 	) {
+		this.tail = new EventTail(redis.publisher, prefix);
 		redis.subscriber.on("message", (channel: string, message: string) => this.dispatch(channel, message));
 		let connectedBefore = false;
 		redis.subscriber.on("ready", () => {
@@ -170,10 +173,5 @@ export class EventSubscriptions {
 		this.closed = true;
 		for (const sessionId of [...this.channels.keys()]) this.closeSession(sessionId, reason);
 		for (const channel of this.channels.values()) clearTimeout(channel.retry);
-	}
-
-	/** Sessions with readers here. */
-	get sessionCount(): number {
-		return this.channels.size;
 	}
 }

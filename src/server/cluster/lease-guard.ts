@@ -32,9 +32,9 @@ import type { FastifyBaseLogger } from "fastify";
 import type { StreamFn } from "../../agent/types.js";
 import { errorStream } from "../../ai/stream.js";
 import type { LeaseStore } from "../../store/types.js";
-import type { LiveSession, SessionExtension } from "../session/live-session.js";
-import type { SessionManager } from "../session/manager.js";
-import type { WriteBarrier } from "../sse/write-passes.js";
+import type { WriteBarrier } from "../http/sse/write-passes.js";
+import type { LiveSession, SessionExtension } from "../runtime/session/live-session.js";
+import type { SessionManager } from "../runtime/session/manager.js";
 
 /** How much of the TTL after a renewal's start the guard trusts the lease without asking again. */
 const FRESH_FRACTION = 2 / 3;
@@ -143,27 +143,25 @@ export class LeaseGuard implements WriteBarrier {
 	};
 
 	/**
-	 * Wraps the session's model calls and tool calls, outside every other wrapper (the guard is
-	 * attached last): the context transform (a compaction may call the model), the model call, and
+	 * Wraps the session's model calls and tool calls, as the outermost layer of the chain (`model-calls.ts`): the context transform (a compaction may call the model), the model call, and
 	 * the tool hooks (checked before them, and again after, since an approval may wait long).
 	 */
 	private guardCalls(session: LiveSession): void {
-		const agent = session.agent;
-		const stream: StreamFn = agent.streamFn;
-		agent.streamFn = async (model, context, options) =>
-			(await this.holds(session)) ? stream(model, context, options) : errorStream(model, LEASE_LOST_REASON);
-		const transform = agent.transformContext;
-		if (transform) {
-			agent.transformContext = async (messages, signal) =>
-				(await this.holds(session)) ? transform(messages, signal) : messages;
-		}
-		const before = agent.beforeToolCall;
-		agent.beforeToolCall = async (context, signal) => {
-			if (!(await this.holds(session))) return { block: true, reason: LEASE_LOST_REASON };
-			const result = await before?.(context, signal);
-			if (result?.block) return result;
-			if (!(await this.holds(session))) return { block: true, reason: LEASE_LOST_REASON };
-			return result;
-		};
+		session.useModelCallLayer("lease", {
+			stream:
+				(stream: StreamFn): StreamFn =>
+				async (model, context, options) =>
+					(await this.holds(session)) ? stream(model, context, options) : errorStream(model, LEASE_LOST_REASON),
+			transformContext: (transform) =>
+				transform &&
+				(async (messages, signal) => ((await this.holds(session)) ? transform(messages, signal) : messages)),
+			beforeToolCall: (before) => async (context, signal) => {
+				if (!(await this.holds(session))) return { block: true, reason: LEASE_LOST_REASON };
+				const result = await before(context, signal);
+				if (result?.block) return result;
+				if (!(await this.holds(session))) return { block: true, reason: LEASE_LOST_REASON };
+				return result;
+			},
+		});
 	}
 }

@@ -10,7 +10,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { isLeaseStore } from "../../store/shared.js";
 import type { LeaseStore, SessionStore } from "../../store/types.js";
-import type { SessionManager } from "../session/manager.js";
+import type { SessionManager } from "../runtime/session/manager.js";
 import type { EventPublisher } from "./event-publisher.js";
 import type { EventSubscriptions } from "./event-subscriptions.js";
 import { eventChannel, RESYNC_MESSAGE, type RedisLink } from "./redis.js";

@@ -1,20 +1,20 @@
 /**
  * One replica's part in a cluster: its Redis link, the live fan-out (publisher and
- * subscriptions), the control bus, and the operations the routes call for a session that runs
- * on another replica. Built by `buildApp` when `WHEELHOUSE_REDIS_URL` is set; started before the
+ * subscriptions), the control bus (the remote session port sends through it, `session/remote-port.ts`),
+ * the lease keeper and guard. Built by `buildApp` when `WHEELHOUSE_REDIS_URL` is set; started before the
  * app listens (Redis unreachable at startup stops it, naming the variable), closed with the app.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
-import type { AgentMessage } from "../../agent/types.js";
 import { redactUrl } from "../../ai/redact-url.js";
-import type { IdempotencyRecord, QueuedMessage, QueueKind, SessionRecord, SessionStore } from "../../store/types.js";
-import type { ApprovalDecision, ClientToolResult, ResolveOutcome } from "../../tools/index.js";
-import { ConfigError } from "../config.js";
-import type { LiveSession } from "../session/live-session.js";
-import type { SessionManager } from "../session/manager.js";
-import type { ToolInteractions } from "../session/tool-interactions.js";
-import type { WritePasses } from "../sse/write-passes.js";
+import type { SessionStore } from "../../store/types.js";
+import { ConfigError } from "../config/config.js";
+import type { WritePasses } from "../http/sse/write-passes.js";
+import type { LiveSession } from "../runtime/session/live-session.js";
+import type { SessionManager } from "../runtime/session/manager.js";
+import type { ClusterLink } from "../runtime/session/port-context.js";
+import type { OpenStreamSink } from "../runtime/session/stream-sink.js";
+import type { ToolInteractions } from "../runtime/session/tool-interactions.js";
 import { abortRecorded, recordAbort } from "./aborts.js";
 import { ControlBus, type ControlMessage } from "./control.js";
 import { EventPublisher } from "./event-publisher.js";
@@ -22,10 +22,16 @@ import { EventSubscriptions } from "./event-subscriptions.js";
 import { LeaseGuard } from "./lease-guard.js";
 import { LeaseKeeper, leasesOf } from "./leases.js";
 import { RedisLink } from "./redis.js";
-import type { ClusterStreamDeps } from "./remote-stream.js";
+import {
+	type ClusterRunPosition,
+	type ClusterStreamDeps,
+	streamClusterEvents,
+	streamClusterRun,
+} from "./remote-stream.js";
 import type { ClusterSettings } from "./settings.js";
 
-export class ClusterNode {
+/** One replica's part in a cluster; the session ports reach the other replicas through it (`ClusterLink`). */
+export class ClusterNode implements ClusterLink {
 	readonly redis: RedisLink;
 	readonly publisher: EventPublisher;
 	readonly subscriptions: EventSubscriptions;
@@ -111,7 +117,7 @@ export class ClusterNode {
 			this.keeper.start();
 		}
 		if (this.guard) {
-			// Added last: its checks wrap every other extension's wrappers of the model call.
+			// Its layer is the outermost of every session's model calls (`session/model-calls.ts`).
 			sessions.addExtension(this.guard.extension);
 			this.removeGuardBarrier = passes?.addBarrier(this.guard);
 			await this.guard.start(sessions);
@@ -170,82 +176,17 @@ export class ClusterNode {
 		return this.control?.send(message) ?? Promise.resolve(false);
 	}
 
-	// --- what the routes call for a session without a run on this replica ------------------------
-
-	/** The stored record when the session's run is on another replica (none here, the store says running). */
-	async runningElsewhere(session: LiveSession): Promise<SessionRecord | undefined> {
-		if (session.isBusy) return undefined;
-		const record = await this.store.getSession(session.id);
-		return record?.status === "running" ? record : undefined;
+	/** Stores the abort of run `runId` (`aborts.ts`); false for an unknown session. */
+	storeAbort(sessionId: string, runId: string): Promise<boolean> {
+		return recordAbort(this.store, sessionId, runId, Date.now());
 	}
 
-	/**
-	 * Queues a message for a session that has no run here: durably in the store (with its key's
-	 * record), then tells the replica running it. Resolves to the stored entry and the queue length.
-	 */
-	async enqueue(
-		session: LiveSession,
-		kind: QueueKind,
-		message: AgentMessage,
-		idle: boolean,
-		withKey?: (answer: { queue: QueueKind; entryId: number; queueLength: number; idle: boolean }) => IdempotencyRecord,
-	): Promise<{ entry: QueuedMessage; queueLength: number; idle: boolean } | undefined> {
-		const before = (await this.store.listQueued(session.id, kind)).length;
-		const queueLength = before + 1;
-		const entry = await this.store.enqueue(
-			session.id,
-			kind,
-			message,
-			Date.now(),
-			withKey && ((queued) => withKey({ queue: kind, entryId: queued.id, queueLength, idle })),
-		);
-		if (!entry) return undefined;
-		if (!idle) await this.send({ t: "queue", s: session.id });
-		return { entry, queueLength, idle };
+	streamEvents(session: LiveSession, open: OpenStreamSink, afterId: number | undefined): void {
+		streamClusterEvents(this.streams, session, open, afterId);
 	}
 
-	/**
-	 * Aborts run `runId` of a session running on another replica: the abort is stored (durably,
-	 * see `aborts.ts`), then the replica running it is told. `gone`: the session no longer exists;
-	 * `not_delivered`: Redis did not take the control message (the run may go on until its replica
-	 * finds the stored abort, or is taken over).
-	 */
-	async abortElsewhere(session: LiveSession, runId: string): Promise<"delivered" | "not_delivered" | "gone"> {
-		if (!(await recordAbort(this.store, session.id, runId, Date.now()))) return "gone";
-		return (await this.send({ t: "abort", s: session.id, run: runId })) ? "delivered" : "not_delivered";
-	}
-
-	/** Whether the transcript's end has a result for `toolCallId` (the call ended: 409, not 404). */
-	private async answeredInTranscript(sessionId: string, toolCallId: string): Promise<boolean> {
-		const total = (await this.store.countMessages(sessionId)) ?? 0;
-		const page = await this.store.listMessages(sessionId, {
-			offset: Math.max(0, total - RECENT_MESSAGES),
-			limit: RECENT_MESSAGES,
-		});
-		return (page?.messages ?? []).some((m) => (m as { toolCallId?: string }).toolCallId === toolCallId);
-	}
-
-	/**
-	 * Delivers an approval or a client tool result to a call waiting on another replica: stored
-	 * durably as the call's resolution, then the replica running it is told. `unknown` when no such
-	 * call waits (by the store), `finished` when it was answered already.
-	 */
-	async resolve(
-		session: LiveSession,
-		kind: "approval" | "client_tool",
-		toolCallId: string,
-		value: ApprovalDecision | ClientToolResult,
-	): Promise<ResolveOutcome> {
-		const stored = (await this.store.listPending(session.id, { includeResolved: true })).find(
-			(p) => p.toolCallId === toolCallId && p.kind === kind,
-		);
-		if (!stored) return (await this.answeredInTranscript(session.id, toolCallId)) ? "finished" : "unknown";
-		if (stored.resolvedAt !== null) return "finished";
-		if (!(await this.store.resolvePending(session.id, toolCallId, JSON.stringify(value), Date.now()))) {
-			return "finished";
-		}
-		await this.send({ t: "pending", s: session.id, kind, call: toolCallId });
-		return "resolved";
+	streamRun(session: LiveSession, open: OpenStreamSink, run: ClusterRunPosition, afterId: number | undefined): void {
+		streamClusterRun(this.streams, session, open, run, afterId);
 	}
 }
 
@@ -258,6 +199,3 @@ export type ResumeTakenOver = (sessionId: string, at: number, stopBecause?: stri
 
 /** At close, how long the events still queued may take to be published. */
 const CLOSE_PUBLISH_WAIT_MS = 1_000;
-
-/** How much of a transcript's end is searched for the result of a call that no longer waits. */
-const RECENT_MESSAGES = 200;

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
-import { ConfigError, type ServerConfig } from "../config.js";
+import { ConfigError, type ServerConfig } from "../config/config.js";
 
 export interface ClusterSettings {
 	redisUrl: string;

@@ -3,9 +3,9 @@
  * takes when a request answers the tool calls an earlier answer returned.
  */
 import type { ToolResultMessage } from "../../ai/types.js";
-import { apiError } from "../errors.js";
-import type { LiveSession } from "../session/live-session.js";
-import type { ToolInteractions } from "../session/tool-interactions.js";
+import { apiError } from "../http/errors.js";
+import type { LiveSession } from "../runtime/session/live-session.js";
+import type { ToolInteractions } from "../runtime/session/tool-interactions.js";
 
 /** Where the facades differ. */
 export interface DeliveryOptions {

@@ -9,53 +9,28 @@
  * touch different rows, run side by side. Within a wave the run starts go first, then every
  * message append (a run start's prompt included), then the run ends.
  */
-import type { AgentMessage } from "../../agent/types.js";
-import { addUsage, zeroUsage } from "../shared.js";
+import { addUsage } from "../shared.js";
+import type { EndOp, MessagesOp, RunOp, StartOp } from "../sql/run-writes.js";
 import type { UsageTotals } from "../types.js";
 import { usageEntriesOf } from "../usage.js";
 import { named, type Queryable } from "./connection.js";
 
-/** A barrier write as data, for a multi-row statement. Contract: `sessionId` is the session every row is for. */
-export type BarrierOp =
-	| {
-			kind: "start";
-			sessionId: string;
-			runId: string;
-			startedAt: number;
-			/** The run's prompt (message JSON), appended after the start. */
-			rows: readonly string[];
-			messages: AgentMessage[];
-			usageJson: string;
-	  }
-	| { kind: "messages"; sessionId: string; runId: string | null; rows: readonly string[]; messages: AgentMessage[] }
-	| {
-			kind: "end";
-			sessionId: string;
-			runId: string;
-			status: string;
-			endedAt: number;
-			usageJson: string;
-			errorMessage: string | null;
-	  };
-
-type MessagesOp = { sessionId: string; runId: string | null; rows: readonly string[]; messages: AgentMessage[] };
-
 /**
- * Runs one wave (at most one op per session) in the caller's transaction. Throws when a session
- * of a message append no longer exists (as the single-row append does), so the caller can run
- * the writes one by one and lose only the failing one.
+ * Runs one wave (at most one op per session) in the caller's transaction; returns the runs it
+ * ended. Throws when a session of a message append no longer exists, so the caller can run the
+ * writes one by one and lose only the failing one.
  */
-export async function runWave(tx: Queryable, ops: readonly BarrierOp[]): Promise<void> {
+export async function runWave(tx: Queryable, ops: readonly RunOp[]): Promise<Set<string>> {
 	const starts = ops.filter((o) => o.kind === "start");
-	const appends: MessagesOp[] = [];
+	const appends: (MessagesOp | StartOp)[] = [];
 	for (const op of ops) if (op.kind !== "end" && op.rows.length > 0) appends.push(op);
 	const ends = ops.filter((o) => o.kind === "end");
 	if (starts.length > 0) await startRuns(tx, starts);
 	if (appends.length > 0) await appendMessages(tx, appends);
-	if (ends.length > 0) await endRuns(tx, ends);
+	return ends.length > 0 ? endRuns(tx, ends) : new Set();
 }
 
-async function startRuns(tx: Queryable, starts: Extract<BarrierOp, { kind: "start" }>[]): Promise<void> {
+async function startRuns(tx: Queryable, starts: StartOp[]): Promise<void> {
 	// The runs' rows and their claims in one statement.
 	await tx.query(
 		named(
@@ -78,7 +53,7 @@ async function startRuns(tx: Queryable, starts: Extract<BarrierOp, { kind: "star
  * Appends each session's rows after its count on disk and adds their usage to the owners' usage
  * rows: one statement for every session of the wave.
  */
-async function appendMessages(tx: Queryable, appends: MessagesOp[]): Promise<void> {
+async function appendMessages(tx: Queryable, appends: (MessagesOp | StartOp)[]): Promise<void> {
 	const messageSession: string[] = [];
 	const messageIndex: number[] = [];
 	const messageData: string[] = [];
@@ -118,16 +93,16 @@ async function appendMessages(tx: Queryable, appends: MessagesOp[]): Promise<voi
 	const withUsage = usage.session.length > 0;
 	const acc = withUsage
 		? `, acc AS (
-			INSERT INTO usage_daily AS u (owner_id, day, provider, model, input, output, cache_read, cache_write,
+			INSERT INTO usage_daily AS u (owner_id, tenant, day, provider, model, input, output, cache_read, cache_write,
 			 total_tokens, cost_usd, turns)
-			SELECT c.owner, e.day, e.provider, e.model, sum(e.input), sum(e.output), sum(e.cache_read), sum(e.cache_write),
+			SELECT c.owner, max(c.tenant), e.day, e.provider, e.model, sum(e.input), sum(e.output), sum(e.cache_read), sum(e.cache_write),
 			 sum(e.total_tokens), sum(e.cost_usd), sum(e.turns)
 			FROM c JOIN unnest($7::text[], $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
 			 $14::bigint[], $15::bigint[], $16::float8[], $17::bigint[])
 			 AS e(session_id, day, provider, model, input, output, cache_read, cache_write, total_tokens, cost_usd, turns)
 			 ON e.session_id = c.id
 			GROUP BY c.owner, e.day, e.provider, e.model
-			ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = u.input + excluded.input,
+			ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET tenant = excluded.tenant, input = u.input + excluded.input,
 			 output = u.output + excluded.output, cache_read = u.cache_read + excluded.cache_read,
 			 cache_write = u.cache_write + excluded.cache_write, total_tokens = u.total_tokens + excluded.total_tokens,
 			 cost_usd = u.cost_usd + excluded.cost_usd, turns = u.turns + excluded.turns)`
@@ -135,7 +110,8 @@ async function appendMessages(tx: Queryable, appends: MessagesOp[]): Promise<voi
 	const sql = `WITH t AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS t(session_id, run_id, n)),
 		c AS (
 			UPDATE sessions s SET message_count = s.message_count + t.n FROM t WHERE s.id = t.session_id
-			RETURNING s.id, t.run_id, s.message_count - t.n AS first, coalesce(s.owner_id, '') AS owner),
+			RETURNING s.id, t.run_id, s.message_count - t.n AS first, coalesce(s.owner_id, '') AS owner,
+			 coalesce(s.tenant, '') AS tenant),
 		m AS (
 			INSERT INTO messages (session_id, seq, run_id, data)
 			SELECT c.id, c.first + d.k - 1, c.run_id, d.data
@@ -168,8 +144,11 @@ async function appendMessages(tx: Queryable, appends: MessagesOp[]): Promise<voi
 	if (found !== appends.length) throw new Error("a session of these messages no longer exists");
 }
 
-/** Ends the runs, then adds each run's usage to its session and frees the session if it is the current run. */
-async function endRuns(tx: Queryable, ends: Extract<BarrierOp, { kind: "end" }>[]): Promise<void> {
+/**
+ * Ends the runs, then adds each run's usage to its session and frees the session if it is the
+ * current run. Returns the runs ended (their session found).
+ */
+async function endRuns(tx: Queryable, ends: EndOp[]): Promise<Set<string>> {
 	const updated = await tx.query<{ id: string }>(
 		named(
 			`UPDATE runs r SET status = t.status, ended_at = t.ended_at, usage = t.usage, error_message = t.error_message
@@ -188,7 +167,7 @@ async function endRuns(tx: Queryable, ends: Extract<BarrierOp, { kind: "end" }>[
 	);
 	const ended = new Set(updated.rows.map((r) => r.id));
 	const done = ends.filter((e) => ended.has(e.runId));
-	if (done.length === 0) return;
+	if (done.length === 0) return new Set();
 	const rows = (
 		await tx.query<{ id: string; usage: string }>(
 			named("SELECT id, usage FROM sessions WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", [
@@ -198,7 +177,7 @@ async function endRuns(tx: Queryable, ends: Extract<BarrierOp, { kind: "end" }>[
 	).rows;
 	const usageOf = new Map(rows.map((r) => [r.id, r.usage]));
 	const found = done.filter((e) => usageOf.has(e.sessionId));
-	if (found.length === 0) return;
+	if (found.length === 0) return new Set();
 	const totals = found.map((e) =>
 		JSON.stringify(
 			addUsage(JSON.parse(usageOf.get(e.sessionId) as string) as UsageTotals, JSON.parse(e.usageJson) as UsageTotals),
@@ -215,9 +194,5 @@ async function endRuns(tx: Queryable, ends: Extract<BarrierOp, { kind: "end" }>[
 			[found.map((e) => e.sessionId), totals, found.map((e) => e.endedAt), found.map((e) => e.runId)],
 		),
 	);
-}
-
-/** A run end's usage as stored (the run's own, from zero). */
-export function runUsageJson(usage: Partial<UsageTotals> | undefined): string {
-	return JSON.stringify(addUsage(zeroUsage(), usage));
+	return new Set(found.map((e) => e.runId));
 }

@@ -26,7 +26,8 @@
  */
 import type pg from "pg";
 import { closedError } from "../shared.js";
-import { type BarrierOp, runWave } from "./barrier-batch.js";
+import type { RunOp } from "../sql/run-writes.js";
+import { runWave } from "./barrier-batch.js";
 import { asUnavailable, isConnectionFailure, named, type Queryable } from "./connection.js";
 import type { Bump, EventLog } from "./event-log.js";
 import type { PostgresSettings } from "./settings.js";
@@ -48,7 +49,7 @@ interface LaterWrite {
 	/** A run it starts (for the duplicate-run check until it commits). */
 	runId?: string;
 	/** The same write as data: it joins the multi-row statements of the other sessions' (`barrier-batch.ts`). */
-	op?: BarrierOp;
+	op?: RunOp;
 }
 
 /** A durable write. */
@@ -140,7 +141,7 @@ export class CommitQueue {
 	 * A write durable at the next barrier. `op`, the same write as data, lets it share multi-row
 	 * statements with other sessions' writes; `run` is what runs when it has none, or alone.
 	 */
-	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string, op?: BarrierOp): void {
+	later(fence: Fence, run: (tx: Queryable) => Promise<void>, undo: () => void, runId?: string, op?: RunOp): void {
 		this.open();
 		this.items.push({ kind: "later", fence, run, undo, ...(runId ? { runId } : {}), ...(op ? { op } : {}) });
 		if (runId) this.laterRuns.set(runId, fence.sessionId);
@@ -460,7 +461,7 @@ export class CommitQueue {
 			// Waves with at most one write per session: a session's nth write goes into the nth wave,
 			// so each session's writes keep their call order. A write with no `op` runs alone, after
 			// every write called before it and before every write called after it.
-			let waves: BarrierOp[][] = [];
+			let waves: RunOp[][] = [];
 			const depth = new Map<string, number>();
 			const flush = async () => {
 				for (const wave of waves) await runWave(client, wave);

@@ -1,30 +1,17 @@
 /**
- * The PostgreSQL store's event log: id reservation, the buffers of `../sql/event-buffer.ts` taken
- * and restored around commits, and the reads that merge the rows with the streaming window. When
- * buffers are written is the commit queue's business (`commit.ts`).
+ * The PostgreSQL driver of the event log (`../sql/event-buffer.ts`): its reads, reservations
+ * extended ahead of use and written with the next commit, and the buffers taken and restored
+ * around commits. When buffers are written is the commit queue's business (`commit.ts`); the
+ * format is the SQLite store's, without message references.
  *
- * The on-disk format is the one the SQLite store writes too (`../sql/event-batch.ts`: one row per
- * session per flush, frames concatenated, skip frames for the ids of dropped deltas), without
- * message references.
- *
- * Ids are reserved in blocks in the session's row ahead of use (`event_id_reserved`): when the
- * next id comes within half a block of the reservation, the next commit extends it by a block, so
- * the reservation is normally durable long before an id reaches it. An id past the durable
- * reservation makes `syncPending` true: the barrier writes the extension before that id can
- * leave the process. A crash therefore never leads to a reused id.
+ * When the next id comes within half a block of the reservation, the next commit extends it by a
+ * block, so the reservation is normally durable long before an id reaches it. An id past the
+ * durable reservation makes `syncPending` true: the barrier writes the extension before that id
+ * can leave the process. A crash therefore never leads to a reused id.
  */
-import type { EventPage } from "../shared.js";
-import { decodeBatch } from "../sql/event-batch.js";
-import { EventBuffer } from "../sql/event-buffer.js";
-import type { StoredEvent } from "../types.js";
+import { EventBuffer, ID_RESERVATION, type LogRows } from "../sql/event-buffer.js";
 import { named, type Queryable } from "./connection.js";
 import type { EventBatch, SessionState, WorkingSet } from "./working-set.js";
-
-/** Event ids reserved per extension; bounds the id gap a crash can leave. */
-export const ID_RESERVATION = 1024;
-
-/** Rows read per query when a read walks the log. */
-const ROWS_PER_READ = 64;
 
 /** A reservation extension to write: the session, its token, the new reservation. */
 export interface Bump {
@@ -33,16 +20,53 @@ export interface Bump {
 	reserved: number;
 }
 
+/** The log's reads as PostgreSQL statements on `db` (after the buffers are committed). */
+function logRows(db: Queryable): LogRows {
+	const first = async <R>(sql: string, params: unknown[]): Promise<R | undefined> =>
+		(await db.query(named(sql, params))).rows[0] as R | undefined;
+	return {
+		lastId: async (sessionId) =>
+			(
+				await first<{ last: number }>(
+					`SELECT greatest(last_event_id, event_id_reserved,
+					 coalesce((SELECT max(last_id) FROM event_batches WHERE session_id = $1), 0)) AS last
+					 FROM sessions WHERE id = $1`,
+					[sessionId],
+				)
+			)?.last,
+		batches: async (sessionId, after, limit) =>
+			(
+				await db.query(
+					named(
+						"SELECT first_id, last_id, data FROM event_batches WHERE session_id = $1 AND last_id > $2 ORDER BY last_id LIMIT $3",
+						[sessionId, after, limit],
+					),
+				)
+			).rows,
+		firstId: async (sessionId) =>
+			(
+				await first<{ first_id: number }>(
+					"SELECT first_id FROM event_batches WHERE session_id = $1 ORDER BY last_id LIMIT 1",
+					[sessionId],
+				)
+			)?.first_id,
+		message: () => undefined,
+	};
+}
+
 export class EventLog extends EventBuffer<SessionState> {
 	private readonly bumps = new Set<SessionState>();
 
+	protected readonly reserveAhead = ID_RESERVATION / 2;
+
 	constructor(
-		private readonly sessions: WorkingSet,
+		sessions: WorkingSet,
+		db: Queryable,
 		maxEventsPerSession: number,
 		/** Runs after an event went into a buffer (the commit queue decides when buffers are written). */
 		afterBuffered: () => void,
 	) {
-		super(maxEventsPerSession, afterBuffered);
+		super(sessions, logRows(db), maxEventsPerSession, afterBuffered);
 	}
 
 	/** True while an id past a session's durable reservation has been handed out (the barrier must write it). */
@@ -56,14 +80,10 @@ export class EventLog extends EventBuffer<SessionState> {
 		return this.bumps.size > 0;
 	}
 
-	/** Assigns the next id of `state`'s session and buffers the event. Returns the id. */
-	append(state: SessionState, type: string, data: string, at: number): number {
-		const id = state.last + 1;
-		if (id + ID_RESERVATION / 2 > state.reserved) {
-			state.reserved = id + ID_RESERVATION;
-			this.bumps.add(state);
-		}
-		return this.buffer(state, id, type, data, at);
+	/** Extends the reservation by a block, written with the next commit. */
+	protected reserve(state: SessionState, id: number): void {
+		state.reserved = id + ID_RESERVATION;
+		this.bumps.add(state);
 	}
 
 	/** Takes every buffered batch (failed ones first) out of the buffers, for one commit. */
@@ -137,74 +157,5 @@ export class EventLog extends EventBuffer<SessionState> {
 		state.retry = [];
 		this.dirty.delete(state);
 		this.bumps.delete(state);
-	}
-
-	/** The highest id of a session: from the working set, else from its row. Undefined if unknown. */
-	private async lastOf(db: Queryable, sessionId: string): Promise<number | undefined> {
-		const state = this.sessions.get(sessionId);
-		if (state) return state.last;
-		const row = (
-			await db.query<{ last: number }>(
-				named(
-					`SELECT greatest(last_event_id, event_id_reserved,
-					 coalesce((SELECT max(last_id) FROM event_batches WHERE session_id = $1), 0)) AS last
-					 FROM sessions WHERE id = $1`,
-					[sessionId],
-				),
-			)
-		).rows[0];
-		return row?.last;
-	}
-
-	/** Retained events after `afterId` (see `EventLogReader.readEvents`); the caller committed the buffers first. */
-	async read(db: Queryable, sessionId: string, afterId: number, page: EventPage): Promise<StoredEvent[]> {
-		const state = this.sessions.get(sessionId);
-		const last = await this.lastOf(db, sessionId);
-		if (last === undefined) return [];
-		const from = this.readFrom(afterId, last);
-		const streaming = state?.streaming;
-		const windowStart = streaming?.[0]?.id ?? Number.POSITIVE_INFINITY;
-		let cursor = from;
-		let done = from + 1 >= windowStart;
-		while (!done && page.open) {
-			const rows = (
-				await db.query<{ first_id: number; last_id: number; data: string }>(
-					named(
-						"SELECT first_id, last_id, data FROM event_batches WHERE session_id = $1 AND last_id > $2 ORDER BY last_id LIMIT $3",
-						[sessionId, cursor, ROWS_PER_READ],
-					),
-				)
-			).rows;
-			for (const row of rows) {
-				decodeBatch(row.first_id, row.data, (e) => {
-					if (e.id >= windowStart || !page.open) {
-						done = true;
-						return false;
-					}
-					if (e.id > from) page.add(e);
-					return true;
-				});
-				cursor = row.last_id;
-				if (done || !page.open) break;
-			}
-			if (rows.length < ROWS_PER_READ) done = true;
-		}
-		this.readWindow(streaming, from, page);
-		return page.events;
-	}
-
-	/** Lowest retained id (see `EventLogReader.oldestEventId`); the caller committed the buffers first. */
-	async oldest(db: Queryable, sessionId: string): Promise<number | undefined> {
-		const state = this.sessions.get(sessionId);
-		const last = await this.lastOf(db, sessionId);
-		if (last === undefined || last === 0) return undefined;
-		const first =
-			(
-				await db.query<{ first_id: number }>(
-					"SELECT first_id FROM event_batches WHERE session_id = $1 ORDER BY last_id LIMIT 1",
-					[sessionId],
-				)
-			).rows[0]?.first_id ?? state?.streaming?.[0]?.id;
-		return this.oldestOf(last, first);
 	}
 }

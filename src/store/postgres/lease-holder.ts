@@ -4,8 +4,10 @@
  * leaves it when the store releases the lease or loses it (taken over, not renewable, or fenced
  * at commit), telling the listeners. The lease SQL is `leases.ts`.
  */
+
+import { ID_RESERVATION } from "../sql/event-buffer.js";
 import type { CommitQueue } from "./commit.js";
-import { type EventLog, ID_RESERVATION } from "./event-log.js";
+import type { EventLog } from "./event-log.js";
 import { releaseLeases, renewLeases, takeLease } from "./leases.js";
 import type { PostgresSettings } from "./settings.js";
 import { type SessionState, stateFromLease, type WorkingSet } from "./working-set.js";

@@ -157,6 +157,131 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX facade_records_by_key ON facade_records (kind, key);
 		`,
 	},
+	{
+		version: 3,
+		description:
+			"schedules: server-owned cron and one-shot schedules, every fire they made (one per tick at most: a " +
+			"unique index), and the scheduler lease (holder, fencing token, expiry on the database's clock) that " +
+			"lets one replica fire at a time; indexes for the filtered session list (status, update time, metadata)",
+		sql: `
+			CREATE TABLE schedules (
+				id TEXT PRIMARY KEY,
+				owner_id TEXT,
+				spec TEXT NOT NULL,
+				state TEXT NOT NULL,
+				next_fire_at BIGINT,
+				last_fire_at BIGINT,
+				created_at BIGINT NOT NULL,
+				updated_at BIGINT NOT NULL
+			);
+			CREATE INDEX schedules_by_created ON schedules (created_at, id);
+			CREATE INDEX schedules_by_owner ON schedules (owner_id, created_at, id);
+			CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE state = 'active';
+			CREATE TABLE schedule_fires (
+				id BIGSERIAL PRIMARY KEY,
+				schedule_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				tick_at BIGINT NOT NULL,
+				outcome TEXT NOT NULL,
+				session_id TEXT,
+				run_id TEXT,
+				reason TEXT,
+				created_at BIGINT NOT NULL,
+				settled_at BIGINT
+			);
+			CREATE UNIQUE INDEX schedule_fires_one_per_tick ON schedule_fires (schedule_id, tick_at) WHERE kind <> 'manual';
+			CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, id);
+			CREATE INDEX schedule_fires_unsettled ON schedule_fires (created_at) WHERE outcome = 'firing';
+			CREATE INDEX sessions_by_owner_status ON sessions (owner_id, status, created_at, id);
+			CREATE INDEX sessions_by_owner_updated ON sessions (owner_id, updated_at);
+			CREATE INDEX sessions_by_metadata ON sessions USING gin ((config::jsonb -> 'metadata') jsonb_path_ops);
+			CREATE TABLE scheduler_lease (
+				name TEXT PRIMARY KEY,
+				holder TEXT NOT NULL,
+				token BIGINT NOT NULL,
+				expires BIGINT NOT NULL
+			);
+		`,
+	},
+	{
+		version: 4,
+		description:
+			"sessions carry their owner's tenant and a visibility (owner: its creator only; tenant: everyone of its " +
+			"tenant), so a listing shows a caller exactly what it may see; existing sessions stay visible to their " +
+			"owner only",
+		// Only shared sessions are looked up by tenant: the partial index stays as small as they are.
+		sql: `
+			ALTER TABLE sessions ADD COLUMN tenant TEXT;
+			ALTER TABLE sessions ADD COLUMN visibility TEXT NOT NULL DEFAULT 'owner';
+			CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at, id) WHERE visibility = 'tenant';
+		`,
+	},
+	{
+		version: 5,
+		description:
+			"runs past a tenant's or an API key's concurrent-run limit wait in a shared admission queue " +
+			'(auth.admission "queue"): admission_queue holds the waiting runs and the slots held, ' +
+			"admission_turns the round-robin between tenants",
+		sql: `
+			CREATE TABLE admission_queue (
+				id BIGSERIAL PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				owner_id TEXT,
+				tenant TEXT,
+				grp TEXT NOT NULL,
+				messages TEXT NOT NULL,
+				state TEXT NOT NULL,
+				holder TEXT,
+				run_id TEXT,
+				heartbeat_at BIGINT,
+				enqueued_at BIGINT NOT NULL
+			);
+			CREATE INDEX admission_by_group ON admission_queue (grp, state, id);
+			CREATE INDEX admission_by_session ON admission_queue (session_id);
+			CREATE TABLE admission_turns (
+				grp TEXT PRIMARY KEY,
+				turn BIGINT NOT NULL
+			);
+		`,
+	},
+	{
+		version: 6,
+		description:
+			"superseded_messages keeps what a rewind, a regenerate or an edit took off a transcript's end, numbered " +
+			"by branch per session, as SQLite 14 does",
+		sql: `
+			CREATE TABLE superseded_messages (
+				session_id TEXT NOT NULL,
+				branch INTEGER NOT NULL,
+				seq INTEGER NOT NULL,
+				run_id TEXT,
+				data TEXT NOT NULL,
+				superseded_at BIGINT NOT NULL,
+				PRIMARY KEY (session_id, branch, seq)
+			);
+		`,
+	},
+	{
+		version: 7,
+		description:
+			"usage rows carry the tenant the usage was spent for (per-tenant budgets and GET /v1/usage?scope=tenant), " +
+			"as SQLite 15 does: with an index for a tenant's days; rows written before have tenant '' (none) until " +
+			"their owner spends again on the same day and model",
+		sql: `
+			ALTER TABLE usage_daily ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+			CREATE INDEX usage_daily_by_tenant ON usage_daily (tenant, day);
+		`,
+	},
+	{
+		version: 8,
+		description:
+			"the sessions shared with a tenant get the status index the owners' sessions have (tenant, status, " +
+			"created_at, id), so a caller with a tenant lists its tenant's shared sessions of a status from an index",
+		// Partial, as sessions_by_tenant: only shared sessions are looked up by tenant.
+		sql: `
+			CREATE INDEX sessions_shared_by_status ON sessions (tenant, status, created_at, id) WHERE visibility = 'tenant';
+		`,
+	},
 ];
 
 export const LATEST_PG_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

@@ -5,17 +5,17 @@
  * ids and activity times not yet written), so that stays with the store.
  */
 import type { AgentMessage } from "../../agent/types.js";
-import { checkLimit, decodeCursor, duplicateSessionError, encodeCursor } from "../shared.js";
-import { patchConfig, pickConfig, type SessionRow, ZERO_USAGE_JSON } from "../sql/rows.js";
-import type { NewSession, SessionConfig, SessionPage, SessionRecord } from "../types.js";
+import { duplicateSessionError, patchConfig } from "../shared.js";
+import type { NewSessionRow, SessionRow } from "../sql/rows.js";
+import type { SessionConfig } from "../types.js";
 import type { Queryable, Read } from "./connection.js";
-import { ID_RESERVATION } from "./event-log.js";
 import { DB_NOW_MS } from "./leases.js";
 
 /** A session row with the highest id of its batches. */
 export type SessionRowWithLog = SessionRow & { batch_last: number | null };
 
-const SESSION_COLUMNS = "s.*, (SELECT max(b.last_id) FROM event_batches b WHERE b.session_id = s.id) AS batch_last";
+export const SESSION_COLUMNS =
+	"s.*, (SELECT max(b.last_id) FROM event_batches b WHERE b.session_id = s.id) AS batch_last";
 
 /** The lease a new session's row is created with: this store's, for `ttlMs`. */
 export interface NewLease {
@@ -29,35 +29,36 @@ export interface NewLease {
  */
 export async function insertSession(
 	tx: Queryable,
-	session: NewSession,
+	row: NewSessionRow,
 	messages: AgentMessage[],
 	lease: NewLease,
 ): Promise<SessionRowWithLog> {
-	const t = session.createdAt;
 	const inserted = await tx.query<SessionRowWithLog>(
 		`INSERT INTO sessions AS s (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count,
-				 event_id_reserved, lease_holder, lease_token, lease_expires)
-				 VALUES ($1, $2, $3, $4, $4, $4, $5, $6, $7, $8, ${DB_NOW_MS}, ${DB_NOW_MS} + $9)
+				 event_id_reserved, lease_holder, lease_token, lease_expires, tenant, visibility)
+				 VALUES ($1, $2, $3, $4, $4, $4, $5, $6, $7, $8, ${DB_NOW_MS}, ${DB_NOW_MS} + $9, $10, $11)
 				 ON CONFLICT (id) DO NOTHING RETURNING s.*, NULL::bigint AS batch_last`,
 		[
-			session.id,
-			session.ownerId,
-			JSON.stringify(pickConfig(session)),
-			t,
-			ZERO_USAGE_JSON,
-			messages.length,
-			ID_RESERVATION,
+			row.id,
+			row.ownerId,
+			row.config,
+			row.at,
+			row.usage,
+			row.messageCount,
+			row.reserved,
 			lease.holderId,
 			lease.ttlMs,
+			row.tenant,
+			row.visibility,
 		],
 	);
 	const created = inserted.rows[0];
-	if (!created) throw duplicateSessionError(session.id);
+	if (!created) throw duplicateSessionError(row.id);
 	if (messages.length > 0) {
 		await tx.query(
 			`INSERT INTO messages (session_id, seq, run_id, data)
 					 SELECT $1, n - 1, NULL, data FROM unnest($2::text[]) WITH ORDINALITY AS t(data, n)`,
-			[session.id, messages.map((m) => JSON.stringify(m))],
+			[row.id, messages.map((m) => JSON.stringify(m))],
 		);
 	}
 	return created;
@@ -95,38 +96,6 @@ export async function patchSessionConfig(
 	return sessionRow(tx, sessionId);
 }
 
-/** See `SessionCatalog.listSessions`; `toRecord` turns each row into its record. */
-export async function listSessionPage(
-	read: Read,
-	options: { ownerId?: string | null; cursor?: string; limit?: number },
-	toRecord: (row: SessionRowWithLog) => SessionRecord,
-): Promise<SessionPage> {
-	const limit = checkLimit("limit", options.limit, 50, 1, 1000);
-	const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
-	const where: string[] = [];
-	const args: unknown[] = [];
-	if (options.ownerId !== undefined) {
-		args.push(options.ownerId);
-		where.push(`s.owner_id IS NOT DISTINCT FROM $${args.length}`);
-	}
-	if (after) {
-		args.push(after[0], after[1]);
-		where.push(`(s.created_at, s.id) > ($${args.length - 1}, $${args.length})`);
-	}
-	args.push(limit + 1);
-	const rows = await read<SessionRowWithLog>(
-		`SELECT ${SESSION_COLUMNS} FROM sessions s ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""}
-			 ORDER BY s.created_at, s.id LIMIT $${args.length}`,
-		args,
-	);
-	const page = rows.slice(0, limit).map(toRecord);
-	const last = page[page.length - 1];
-	return {
-		sessions: page,
-		...(rows.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
-	};
-}
-
 /** Deletes the sessions and everything of theirs but their usage rows, in the caller's transaction; how many. */
 export async function deleteSessionRows(tx: Queryable, sessionIds: string[]): Promise<number> {
 	for (const table of [
@@ -137,6 +106,7 @@ export async function deleteSessionRows(tx: Queryable, sessionIds: string[]): Pr
 		"pending_interactions",
 		"idempotency_keys",
 		"facade_records",
+		"superseded_messages",
 	]) {
 		await tx.query(`DELETE FROM ${table} WHERE session_id = ANY($1::text[])`, [sessionIds]);
 	}

@@ -1,20 +1,24 @@
 /**
- * The PostgreSQL `SessionStore`, on node-postgres: its public methods, each a few statements
- * around the parts that do the work —
+ * The PostgreSQL `SessionStore`, on node-postgres: a driver of the SQL store engine
+ * (`../sql/engine.ts`, which holds the public methods both SQL stores share), with what only it
+ * does —
  *
- * - `../sql/`: what both SQL stores share — the synchronous writes (`engine.ts`), the event
- *   buffer and streaming window (`event-buffer.ts`), the rows and the log's on-disk format;
+ * - `../sql/`: the engine, its driver interface (`driver.ts`), the event buffer and id reservation
+ *   (`event-buffer.ts`), the run writes (`run-writes.ts`), the rows and the log's format;
  * - `settings.ts`, `url.ts`: the options, checked before anything connects;
  * - `connection.ts`: the pool, transactions, and which failures mean "unreachable";
  * - `migrations.ts`, `owner-lock.ts`: the schema (checked, owned when single-replica, migrated);
  * - `working-set.ts`, `lease-holder.ts`, `leases.ts`: the sessions whose lease this store holds,
  *   joining, renewing, releasing and losing them, and the lease SQL;
- * - `event-log.ts`: id reservation, batches taken and restored around commits, reads;
- * - `run-writes.ts`: run starts, messages, run ends and drained messages, with their usage rows;
+ * - `event-log.ts`: reservations, batches taken and restored around commits, the log's reads;
+ * - `run-writes.ts`, `barrier-batch.ts`: the run writes' statements, many sessions' in one;
  * - `commit.ts`: which writes share which transaction, fencing, retries;
- * - `sessions.ts`, `recovery.ts`: the session rows' SQL, and marking crashed runs interrupted;
- * - `queue.ts`, `pending.ts`, `idempotency-keys.ts`, `usage-reads.ts`, `webhook-outbox.ts`: the
- *   queues, pending interactions, idempotency records, usage rows and the outbox.
+ * - `sessions.ts`, `row-reads.ts`, `recovery.ts`: the session rows' SQL, the reads the engine maps
+ *   to records, and marking crashed runs interrupted;
+ * - `record-writes.ts`, `webhook-outbox.ts`, `facade-records.ts`: the writes of
+ *   queues, pending interactions, idempotency records and usage rows, the outbox, facade records;
+ * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`).
+ * - `admission.ts`: the shared admission queue of runs waiting for a slot (`store.admission`).
  *
  * The store is created synchronously (options checked) and connects in the background: every
  * asynchronous method waits for that first, so a failed start rejects them all with its reason.
@@ -24,57 +28,45 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { AgentMessage } from "../../agent/types.js";
-import { checkLimit, closedError, duplicateRunError, EventPage } from "../shared.js";
+import { checkLimit, closedError } from "../shared.js";
+import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
-import { type RunRow, toRunRecord, toSessionRecord } from "../sql/rows.js";
+import { type NewSessionRow, toSessionRecord } from "../sql/rows.js";
+import { RunWrites } from "../sql/run-writes.js";
 import type {
-	FacadeRecord,
-	IdempotencyRecord,
 	LeaseStore,
-	NewSession,
-	NewWebhookDelivery,
-	PendingInteraction,
-	QueuedMessage,
-	QueueKind,
-	RunEnd,
-	RunRecord,
 	SessionConfig,
-	SessionPage,
 	SessionRecord,
 	SessionStore,
-	StoredEvent,
-	UsageEntry,
-	UsageQuery,
-	UsageRow,
+	SupersededBranch,
 	WebhookDelivery,
-	WebhookOutbox,
 	WebhookStatus,
 } from "../types.js";
+import { PgAdmission } from "./admission.js";
 import { CommitQueue } from "./commit.js";
 import { asUnavailable, createPool, named, type Queryable, type Read } from "./connection.js";
 import { EventLog } from "./event-log.js";
 import { PgFacadeRecords } from "./facade-records.js";
-import { PgIdempotencyKeys } from "./idempotency-keys.js";
 import { LeaseHolder } from "./lease-holder.js";
 import { expiredRuns } from "./leases.js";
 import { checkSchemaVersion, LATEST_PG_SCHEMA_VERSION, migrate } from "./migrations.js";
 import { PgOwnerLock } from "./owner-lock.js";
-import { PgPendingInteractions } from "./pending.js";
-import { PgQueue } from "./queue.js";
+import { pgRecordWrites } from "./record-writes.js";
 import { interruptRuns } from "./recovery.js";
-import { RunWrites } from "./run-writes.js";
+import { pgRowReads } from "./row-reads.js";
+import { pgRunDriver } from "./run-writes.js";
+import { PgSchedules } from "./schedules.js";
 import {
 	deleteSessionRows,
 	idleSessionIds,
 	insertSession,
-	listSessionPage,
 	patchSessionConfig,
 	readSessionRow,
 	type SessionRowWithLog,
 } from "./sessions.js";
 import { type PostgresSettings, type PostgresStoreOptions, resolveSettings } from "./settings.js";
-import { readUsage, recordUsage } from "./usage-reads.js";
-import { PgWebhookOutbox, putDeliveries } from "./webhook-outbox.js";
+import { readSuperseded, supersedeRows } from "./superseded.js";
+import { PgWebhookOutbox } from "./webhook-outbox.js";
 import { type SessionState, WorkingSet } from "./working-set.js";
 
 export type { PostgresStoreOptions } from "./settings.js";
@@ -91,7 +83,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
 	return store;
 }
 
-export class PostgresSessionStore extends SqlStoreEngine<SessionState> implements SessionStore, LeaseStore {
+export class PostgresSessionStore
+	extends SqlStoreEngine<SessionState, SessionRowWithLog>
+	implements SessionStore, LeaseStore
+{
 	readonly kind = "postgres" as const;
 	readonly maxEventsPerSession: number;
 	readonly schemaVersion = LATEST_PG_SCHEMA_VERSION;
@@ -105,12 +100,13 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 	protected readonly sessions = new WorkingSet();
 	protected readonly log: EventLog;
 	protected readonly commits: CommitQueue;
-	protected readonly runs: RunWrites;
-	private readonly outbox: PgWebhookOutbox;
-	private readonly queue: PgQueue;
-	private readonly pending: PgPendingInteractions;
-	private readonly keys: PgIdempotencyKeys;
-	private readonly facade: PgFacadeRecords;
+	protected readonly runs: RunWrites<SessionState>;
+	protected readonly outbox: PgWebhookOutbox;
+	protected readonly records: RecordWrites;
+	protected readonly reads: RowReads<SessionRowWithLog>;
+	protected readonly facade: PgFacadeRecords;
+	readonly schedules: PgSchedules;
+	readonly admission: PgAdmission;
 	/** `query`, for the parts that read. */
 	private readonly read: Read = (sql, params) => this.query(sql, params);
 	private readonly leases: LeaseHolder;
@@ -124,17 +120,21 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		this.maxEventsPerSession = this.settings.maxEventsPerSession;
 		this.leaseTtlMs = this.settings.leaseTtlMs;
 		this.pool = createPool(this.settings);
-		this.log = new EventLog(this.sessions, this.maxEventsPerSession, () => this.commits.afterAppend());
+		this.log = new EventLog(this.sessions, this.pool, this.maxEventsPerSession, () => this.commits.afterAppend());
 		this.commits = new CommitQueue(this.pool, this.settings, this.sessions, this.log, (state) =>
 			this.leases.lose(state, new Error(`the lease of session "${state.sessionId}" was taken over by another replica`)),
 		);
 		this.leases = new LeaseHolder(this.holderId, this.settings, this.sessions, this.log, this.commits);
-		this.runs = new RunWrites(this.commits);
+		this.runs = new RunWrites(pgRunDriver(this.commits), 0);
 		this.outbox = new PgWebhookOutbox(this.commits, () => this.reader());
-		this.queue = new PgQueue(this.commits, this.read, this.settings.maxIdempotencyKeys);
-		this.pending = new PgPendingInteractions(this.commits, this.read);
-		this.keys = new PgIdempotencyKeys(this.commits, this.read, this.settings.maxIdempotencyKeys);
+		this.reads = pgRowReads(this.read);
+		this.records = pgRecordWrites(this.commits, this.settings.maxIdempotencyKeys);
 		this.facade = new PgFacadeRecords(this.commits, this.read);
+		this.schedules = new PgSchedules(this.commits, this.read, () => this.begin());
+		this.admission = new PgAdmission(async () => {
+			await this.begin();
+			return this.pool;
+		}, this.settings.url.redacted);
 		this.ready = this.start();
 		// Callers that never await `ready` still see the failure on their first call.
 		this.ready.catch(() => undefined);
@@ -177,7 +177,7 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 	}
 
 	/** Before any asynchronous method: not closed, started. */
-	private async begin(): Promise<void> {
+	protected async begin(): Promise<void> {
 		if (this.closed) throw closedError();
 		await this.ready;
 		if (this.closed) throw closedError();
@@ -200,7 +200,7 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		}
 	}
 
-	private toRecord(row: SessionRowWithLog): SessionRecord {
+	protected toRecord(row: SessionRowWithLog): SessionRecord {
 		const state = this.sessions.get(row.id);
 		const written = Math.max(row.batch_last ?? 0, row.last_event_id);
 		// A cluster's other replicas see what is written: the holder's reservation runs ahead of the
@@ -213,7 +213,7 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 	// --- the working set and leases -------------------------------------------------------------
 
 	/** Takes the session's lease and loads its write state (once per session; concurrent calls share it). */
-	private async join(sessionId: string): Promise<SessionState | undefined> {
+	protected async join(sessionId: string): Promise<SessionState | undefined> {
 		await this.begin();
 		return this.leases.join(sessionId);
 	}
@@ -249,13 +249,11 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 
 	// --- sessions -------------------------------------------------------------------------------
 
-	async createSession(session: NewSession, messages: AgentMessage[] = []): Promise<SessionRecord> {
-		await this.begin();
-		const row = await this.commits.durable((tx) =>
-			insertSession(tx, session, messages, { holderId: this.holderId, ttlMs: this.settings.leaseTtlMs }),
-		);
-		this.leases.joinCreated(session.id, (row as unknown as { lease_token: number }).lease_token, messages.length);
-		return this.toRecord(row);
+	protected async insertSession(row: NewSessionRow, messages: AgentMessage[]): Promise<SessionRecord> {
+		const lease = { holderId: this.holderId, ttlMs: this.settings.leaseTtlMs };
+		const created = await this.commits.durable((tx) => insertSession(tx, row, messages, lease));
+		this.leases.joinCreated(row.id, (created as unknown as { lease_token: number }).lease_token, messages.length);
+		return this.toRecord(created);
 	}
 
 	async getSession(sessionId: string): Promise<SessionRecord | undefined> {
@@ -263,18 +261,13 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		return row && this.toRecord(row);
 	}
 
-	async updateSession(
+	protected async patchSession(
 		sessionId: string,
 		patch: Partial<SessionConfig>,
 		at: number,
 	): Promise<SessionRecord | undefined> {
-		await this.begin();
 		const row = await this.commits.durable((tx) => patchSessionConfig(tx, sessionId, patch, at));
 		return row && this.toRecord(row);
-	}
-
-	async listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): Promise<SessionPage> {
-		return listSessionPage(this.read, options, (row) => this.toRecord(row));
 	}
 
 	async deleteSessions(sessionIds: string[]): Promise<number> {
@@ -290,6 +283,15 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		return this.commits.durable((tx) => deleteSessionRows(tx, sessionIds));
 	}
 
+	protected supersede(state: SessionState, keep: number, at: number): Promise<SupersededBranch | undefined> {
+		return this.commits.durable((tx) => supersedeRows(tx, state.sessionId, keep, at), state, undefined);
+	}
+
+	protected async supersededRows(sessionId: string): Promise<SupersededBranch[] | undefined> {
+		await this.begin();
+		return readSuperseded(this.read, sessionId);
+	}
+
 	async listIdleSessions(cutoff: number, limit?: number): Promise<string[]> {
 		const max = checkLimit("limit", limit, 1000, 1, 1_000_000);
 		await this.begin();
@@ -297,121 +299,26 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		return idleSessionIds(this.read, cutoff, max);
 	}
 
-	// --- working set ----------------------------------------------------------------------------
-
-	async openSession(sessionId: string): Promise<boolean> {
-		return (await this.join(sessionId)) !== undefined;
-	}
-
-	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
-		this.open();
-		const state = this.sessions.get(sessionId);
-		if (!state) return false;
-		// The session's current run is its own; a run started by a queued write is known too.
-		if (state.tally.runId !== runId && this.commits.laterRuns.get(runId) !== sessionId) return false;
-		const put = webhooks && webhooks.length > 0 ? (tx: Queryable) => putDeliveries(tx, webhooks) : undefined;
-		return this.runs.endRun(state, runId, end, put);
-	}
-
-	// --- commit barrier -------------------------------------------------------------------------
-
-	async sync(): Promise<void> {
-		await this.commits.sync();
-	}
-
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
-		const rows = await this.query<{ data: string }>(
-			"SELECT data FROM messages WHERE session_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
-			[sessionId, offset, limit],
-		);
-		return rows.map((r) => r.data);
-	}
-
-	async countMessages(sessionId: string): Promise<number | undefined> {
-		const rows = await this.query<{ message_count: number }>("SELECT message_count FROM sessions WHERE id = $1", [
-			sessionId,
-		]);
-		return rows[0]?.message_count;
-	}
-
-	async readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): Promise<StoredEvent[]> {
-		const page = new EventPage(checkLimit("limit", limit, 1000, 1, 100_000), maxBytes);
-		return this.readLog((db) => this.log.read(db, sessionId, afterId, page));
-	}
-
-	async oldestEventId(sessionId: string): Promise<number | undefined> {
-		return this.readLog((db) => this.log.oldest(db, sessionId));
-	}
-
 	/** A read of the event log, once its buffered events are written; a connection failure becomes unavailable. */
-	private async readLog<T>(read: (db: Queryable) => Promise<T>): Promise<T> {
+	protected async readLog<T>(read: () => Promise<T>): Promise<T> {
 		await this.begin();
 		await this.commits.flush();
 		try {
-			return await read(this.pool);
+			return await read();
 		} catch (error) {
 			throw asUnavailable(error, "reading events", this.settings.url.redacted);
 		}
 	}
 
-	// --- queue ----------------------------------------------------------------------------------
-
-	async enqueue(
-		sessionId: string,
-		kind: QueueKind,
-		message: AgentMessage,
-		createdAt: number,
-		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
-	): Promise<QueuedMessage | undefined> {
-		await this.begin();
-		return this.queue.enqueue(sessionId, kind, message, createdAt, withKey);
-	}
-
-	async listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]> {
-		return this.queue.listQueued(sessionId, kind);
-	}
-
-	async drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined> {
-		const state = await this.join(sessionId);
-		return state && this.runs.drainQueued(state, ids, messages);
-	}
-
-	async clearQueue(sessionId: string, kind?: QueueKind): Promise<number> {
-		await this.begin();
-		return this.queue.clearQueue(sessionId, kind);
-	}
-
 	// --- runs -----------------------------------------------------------------------------------
 
-	async startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): Promise<boolean> {
-		const state = await this.join(sessionId);
-		if (!state) return false;
-		if (this.commits.laterRuns.has(runId)) throw duplicateRunError(runId);
-		const exists = await this.query("SELECT 1 FROM runs WHERE id = $1", [runId]);
-		if (exists.length > 0 || this.commits.laterRuns.has(runId)) throw duplicateRunError(runId);
-		// The lease may have been lost while the check ran.
-		if (!this.sessions.holds(state)) return false;
-		return this.runs.startRun(state, runId, startedAt, messages);
-	}
-
-	async listRuns(sessionId: string, limit?: number): Promise<RunRecord[]> {
-		const max = checkLimit("limit", limit, 100, 1, 100_000);
-		const rows = await this.query<RunRow>(
-			`SELECT * FROM (SELECT * FROM runs WHERE session_id = $1 ORDER BY started_at DESC, seq DESC LIMIT $2) r
-			 ORDER BY started_at, seq`,
-			[sessionId, max],
-		);
-		return rows.map(toRunRecord);
-	}
-
-	async recoverInterrupted(
+	protected async interruptRuns(
 		at: number,
-		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
-		sessionIds?: readonly string[],
+		webhooks: RecoveryWebhooks | undefined,
+		sessionIds: readonly string[] | undefined,
 	): Promise<string[]> {
-		await this.begin();
 		if (sessionIds !== undefined && sessionIds.length === 0) return [];
 		const changed = await this.commits.durable((tx) =>
 			interruptRuns(tx, at, { holderId: this.holderId, cluster: this.settings.cluster }, webhooks, sessionIds),
@@ -423,111 +330,17 @@ export class PostgresSessionStore extends SqlStoreEngine<SessionState> implement
 		return changed;
 	}
 
-	// --- pending interactions -------------------------------------------------------------------
-
-	async putPending(
-		interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">,
-		webhooks?: (runId: string | null) => NewWebhookDelivery[],
-	): Promise<boolean> {
-		await this.begin();
-		return this.pending.putPending(interaction, webhooks);
-	}
-
-	async resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean> {
-		await this.begin();
-		return this.pending.resolvePending(sessionId, toolCallId, resolution, at);
-	}
-
-	async deletePending(sessionId: string, toolCallId: string): Promise<boolean> {
-		await this.begin();
-		return this.pending.deletePending(sessionId, toolCallId);
-	}
-
-	async listPending(sessionId: string, options: { includeResolved?: boolean } = {}): Promise<PendingInteraction[]> {
-		return this.pending.listPending(sessionId, options);
-	}
-
-	// --- idempotency keys and usage -------------------------------------------------------------
-
-	async putIdempotencyKey(record: IdempotencyRecord): Promise<boolean> {
-		await this.begin();
-		return this.keys.putIdempotencyKey(record);
-	}
-
-	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {
-		return this.keys.getIdempotencyKey(sessionId, key);
-	}
-
-	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
-		await this.begin();
-		return this.keys.deleteIdempotencyKeys(cutoff);
-	}
-
-	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
-		await this.begin();
-		if (entries.length === 0) return;
-		await this.commits.durable((tx) => recordUsage(tx, ownerId ?? "", entries));
-	}
-
-	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
-		return readUsage(this.read, query);
-	}
-
-	// --- facade records -------------------------------------------------------------------------
-
-	async putFacadeRecords(
-		sessionId: string,
-		records: readonly { kind: string; key: string; data: string }[],
-		at: number,
-	): Promise<boolean> {
-		await this.begin();
-		return this.facade.putFacadeRecords(sessionId, records, at);
-	}
-
-	async getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined> {
-		return this.facade.getFacadeRecord(sessionId, kind, key);
-	}
-
-	async findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]> {
-		return this.facade.findFacadeRecords(kind, key, ownerId, limit);
-	}
-
 	// --- webhook outbox -------------------------------------------------------------------------
 
-	async enqueueWebhooks(deliveries: NewWebhookDelivery[]): Promise<void> {
-		await this.begin();
-		return this.outbox.enqueueWebhooks(deliveries);
-	}
-
-	async claimWebhooks(now: number, limit: number, claimUntil: number): Promise<WebhookDelivery[]> {
-		await this.begin();
-		return this.outbox.claimWebhooks(now, limit, claimUntil);
-	}
-
-	async settleWebhook(id: string, outcome: Parameters<WebhookOutbox["settleWebhook"]>[1]): Promise<boolean> {
-		await this.begin();
-		return this.outbox.settleWebhook(id, outcome);
-	}
-
-	async listWebhooks(options?: { status?: WebhookStatus; limit?: number }): Promise<WebhookDelivery[]> {
+	override async listWebhooks(options?: { status?: WebhookStatus; limit?: number }): Promise<WebhookDelivery[]> {
 		try {
-			return await this.outbox.listWebhooks(options);
+			return await super.listWebhooks(options);
 		} catch (error) {
 			throw asUnavailable(error, "a read", this.settings.url.redacted);
 		}
 	}
 
-	async pruneWebhooks(cutoff: number): Promise<number> {
-		await this.begin();
-		return this.outbox.pruneWebhooks(cutoff);
-	}
-
 	// --- lifecycle ------------------------------------------------------------------------------
-
-	async flush(): Promise<void> {
-		await this.begin();
-		await this.commits.flush();
-	}
 
 	async close(): Promise<void> {
 		this.closing ??= this.shutDown();

@@ -28,8 +28,6 @@ export interface EventBatch {
 export interface SessionState extends BufferState {
 	/** The fencing token of this store's lease on the session. */
 	token: number;
-	/** Ids up to this are reserved (durably once `reservedDurable` reaches it). */
-	reserved: number;
 	/** Ids up to this are durably reserved. */
 	reservedDurable: number;
 	/** Batches of a commit that failed: written first by the next one. */
@@ -41,9 +39,8 @@ export interface SessionState extends BufferState {
 export function stateFromLease(sessionId: string, row: LeaseRow): SessionState {
 	const written = Math.max(row.batch_last ?? 0, row.last_event_id);
 	const last = Math.max(written, row.event_id_reserved);
-	return newBufferState(sessionId, written, last, {
+	return newBufferState(sessionId, written, last, last, {
 		token: row.lease_token,
-		reserved: last,
 		reservedDurable: last,
 		retry: [] as EventBatch[],
 		tally: { messages: row.message_count, runId: row.current_run_id, running: row.status === "running" },

@@ -3,7 +3,7 @@
  * columns parsed, copies returned (callers never share objects with the store).
  */
 import type { AgentMessage } from "../../agent/types.js";
-import { addUsage, zeroUsage } from "../shared.js";
+import { addUsage, copyConfig, zeroUsage } from "../shared.js";
 import type {
 	FacadeRecord,
 	IdempotencyRecord,
@@ -15,6 +15,7 @@ import type {
 	SessionConfig,
 	SessionRecord,
 	SessionRunStatus,
+	SessionVisibility,
 	UsageRow,
 	UsageTotals,
 } from "../types.js";
@@ -22,6 +23,8 @@ import type {
 export interface SessionRow {
 	id: string;
 	owner_id: string | null;
+	tenant: string | null;
+	visibility: string;
 	config: string;
 	created_at: number;
 	updated_at: number;
@@ -45,7 +48,7 @@ export interface RunRow {
 	error_message: string | null;
 }
 
-interface PendingRow {
+export interface PendingRow {
 	session_id: string;
 	tool_call_id: string;
 	kind: PendingInteraction["kind"];
@@ -55,7 +58,7 @@ interface PendingRow {
 	resolution: string | null;
 }
 
-interface IdempotencyRow {
+export interface IdempotencyRow {
 	session_id: string;
 	key: string;
 	operation: string;
@@ -64,7 +67,7 @@ interface IdempotencyRow {
 	created_at: number;
 }
 
-interface QueueRow {
+export interface QueueRow {
 	id: number;
 	session_id: string;
 	kind: QueueKind;
@@ -74,48 +77,38 @@ interface QueueRow {
 
 export const ZERO_USAGE_JSON = JSON.stringify(zeroUsage());
 
-export const CONFIG_KEYS = [
-	"model",
-	"systemPrompt",
-	"thinkingLevel",
-	"tools",
-	"toolExecution",
-	"steeringMode",
-	"followUpMode",
-	"metadata",
-	"clientTools",
-	"toolApprovals",
-	"compaction",
-	"budget",
-	"onInterrupt",
-] as const satisfies readonly (keyof SessionConfig)[];
-
-/** The config fields of `c`, copied (what the `config` column stores). */
-export function pickConfig(c: SessionConfig | NewSession): SessionConfig {
-	return {
-		model: c.model,
-		systemPrompt: c.systemPrompt,
-		thinkingLevel: c.thinkingLevel,
-		tools: [...c.tools],
-		toolExecution: c.toolExecution,
-		steeringMode: c.steeringMode,
-		followUpMode: c.followUpMode,
-		metadata: { ...c.metadata },
-		clientTools: structuredClone(c.clientTools ?? []),
-		toolApprovals: { ...c.toolApprovals },
-		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
-		...(c.budget ? { budget: { ...c.budget } } : {}),
-		onInterrupt: c.onInterrupt ?? "continue",
-	};
+/**
+ * The columns a new session's row starts with: created, updated and active at `at`, zero usage,
+ * the starting transcript's length, and the first block of event ids reserved (`reserved`), so a
+ * new session's first events need no extra write.
+ */
+export interface NewSessionRow {
+	id: string;
+	ownerId: string | null;
+	/** The owner's tenant, `null` when it has none. */
+	tenant: string | null;
+	/** Who besides its owner may see the session (`"owner"` unless the new session says otherwise). */
+	visibility: SessionVisibility;
+	config: string;
+	at: number;
+	usage: string;
+	messageCount: number;
+	reserved: number;
 }
 
-/** `config` with the fields `patch` gives replaced. */
-export function patchConfig(config: SessionConfig, patch: Partial<SessionConfig>): SessionConfig {
-	const next = pickConfig(config);
-	for (const key of CONFIG_KEYS) {
-		if (patch[key] !== undefined) (next as unknown as Record<string, unknown>)[key] = patch[key];
-	}
-	return pickConfig(next);
+/** The row of `session` with a starting transcript of `messageCount` messages. */
+export function newSessionRow(session: NewSession, messageCount: number, reserved: number): NewSessionRow {
+	return {
+		id: session.id,
+		ownerId: session.ownerId,
+		tenant: session.tenant ?? null,
+		visibility: session.visibility ?? "owner",
+		config: JSON.stringify(copyConfig(session)),
+		at: session.createdAt,
+		usage: ZERO_USAGE_JSON,
+		messageCount,
+		reserved,
+	};
 }
 
 /**
@@ -127,7 +120,9 @@ export function toSessionRecord(row: SessionRow, touchedAt: number | undefined, 
 	return {
 		id: row.id,
 		ownerId: row.owner_id,
-		...pickConfig(config),
+		tenant: row.tenant ?? null,
+		visibility: row.visibility === "tenant" ? "tenant" : "owner",
+		...copyConfig(config),
 		createdAt: row.created_at,
 		updatedAt: row.updated_at,
 		lastActiveAt: Math.max(row.last_active_at, touchedAt ?? 0),
@@ -185,9 +180,10 @@ export function toQueuedMessage(r: QueueRow): QueuedMessage {
 	};
 }
 
-/** A row of `usage_daily` (the owner `""` stands for none). */
+/** A row of `usage_daily` (the owner `""` and the tenant `""` stand for none). */
 export interface UsageDailyRow {
 	owner_id: string;
+	tenant: string;
 	day: string;
 	provider: string;
 	model: string;
@@ -203,6 +199,7 @@ export interface UsageDailyRow {
 export function toUsageRow(r: UsageDailyRow): UsageRow {
 	return {
 		ownerId: r.owner_id === "" ? null : r.owner_id,
+		tenant: r.tenant === "" ? null : r.tenant,
 		day: r.day,
 		provider: r.provider,
 		model: r.model,

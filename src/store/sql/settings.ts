@@ -3,7 +3,7 @@
  * each checked with its allowed range. Each store adds its own (`../sqlite/open.ts`,
  * `../postgres/settings.ts`).
  */
-import { checkLimit, DEFAULT_MAX_EVENTS_PER_SESSION, maxIdempotencyKeys } from "../shared.js";
+import { checkLimit, maxEventsPerSession, maxIdempotencyKeys } from "../shared.js";
 import type { StoreOptions } from "../types.js";
 
 /** The engine options' values, checked, with their defaults. */
@@ -20,13 +20,7 @@ export function resolveEngineSettings(
 	options: StoreOptions & { flushIntervalMs?: number; syncDelayMs?: number; maxBatchEvents?: number },
 ): EngineSettings {
 	return {
-		maxEventsPerSession: checkLimit(
-			"maxEventsPerSession",
-			options.maxEventsPerSession,
-			DEFAULT_MAX_EVENTS_PER_SESSION,
-			1,
-			10_000_000,
-		),
+		maxEventsPerSession: maxEventsPerSession(options.maxEventsPerSession),
 		maxIdempotencyKeys: maxIdempotencyKeys(options.maxIdempotencyKeysPerSession),
 		flushIntervalMs: checkLimit("flushIntervalMs", options.flushIntervalMs, 50, 0, 60_000),
 		syncDelayMs: checkLimit("syncDelayMs", options.syncDelayMs, 0, 0, 60_000),

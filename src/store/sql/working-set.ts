@@ -4,7 +4,6 @@
  * is each store's own (`../sqlite/working-set.ts`: on first write; `../postgres/working-set.ts`:
  * with its lease).
  */
-import type { BufferState } from "./event-buffer.js";
 
 /** A session's message count, current run, and whether a run is active, as the queued writes leave them. */
 export interface Tally {
@@ -13,7 +12,8 @@ export interface Tally {
 	running: boolean;
 }
 
-export class SessionStates<S extends BufferState> {
+/** Contract: `S` is a session's write state (`BufferState` of `event-buffer.ts` and the driver's own part). */
+export class SessionStates<S extends { sessionId: string }> {
 	private readonly states = new Map<string, S>();
 
 	/** The state of a session in the working set, or undefined. */

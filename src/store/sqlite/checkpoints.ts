@@ -18,12 +18,18 @@
  *
  * Bounding the WAL: a checkpoint here never runs beside a write of this connection, so unless
  * another connection holds an old read snapshot it copies every frame, and the next commit starts
- * the WAL over; `journal_size_limit` then cuts the file back to `walLimitBytes`. The thread
- * truncates the WAL past that size itself (see `event-writer.ts`).
+ * the WAL over; `journal_size_limit` then cuts the file back to `walLimitBytes`. The thread's
+ * checkpoints run beside our commits, so they never copy every frame and the WAL is never started
+ * over; once the WAL is past half of `walLimitBytes` after one of them, the thread says so and one
+ * RESTART checkpoint here copies the few frames written since and starts the WAL over (the next
+ * commit writes from its start; `journal_size_limit` cuts the file back if it grew past the limit).
+ * The thread never takes the write lock: our commits never wait for it (a TRUNCATE checkpoint
+ * there would stop the event loop in SQLite's busy handler for its copy, fsyncs and truncation,
+ * and fail commits when a signal cuts the handler's sleeps short, as a CPU profiler's do).
  */
 import type Database from "better-sqlite3";
 import { EventWriter } from "./event-writer.js";
-import type { SqliteSettings } from "./open.js";
+import { BUSY_TIMEOUT_MS, type SqliteSettings } from "./open.js";
 
 /** WAL pages written in one interval (4 KiB each) from which the thread checkpoints. */
 export const THREAD_FRAMES = 64;
@@ -84,15 +90,34 @@ export class Checkpointer {
 		}
 		const copied = this.checkpoint();
 		if (copied >= THREAD_FRAMES && !this.threadFailed) {
-			this.thread = new EventWriter(this.settings.path, this.settings.synchronous, this.settings.checkpoints);
+			this.thread = new EventWriter(this.settings.path, this.settings.synchronous, this.settings.checkpoints, () =>
+				this.walFull(),
+			);
 			this.quietIntervals = 0;
 		}
 	}
 
-	/** One PASSIVE checkpoint on this connection; returns the WAL's size in pages (what it had to copy at most). */
-	private checkpoint(): number {
+	/**
+	 * The thread's checkpoint left the WAL past half its limit: copy what was written since and start
+	 * the WAL over, here, between our transactions (see the module comment). A RESTART checkpoint
+	 * takes the write lock, which only this connection takes, so nothing waits for it; it waits for
+	 * nothing either (no busy timeout): while the thread checkpoints, or a reader holds an old
+	 * snapshot, it gives up, and the thread's next checkpoint asks again.
+	 */
+	private walFull(): void {
+		if (this.stopped || this.thread === undefined) return;
+		this.db.pragma("busy_timeout = 0");
 		try {
-			const [result] = this.db.pragma("wal_checkpoint(PASSIVE)") as { log: number }[];
+			this.checkpoint("RESTART");
+		} finally {
+			this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+		}
+	}
+
+	/** One checkpoint on this connection (PASSIVE by default); returns the WAL's size in pages (what it had to copy at most). */
+	private checkpoint(mode: "PASSIVE" | "RESTART" = "PASSIVE"): number {
+		try {
+			const [result] = this.db.pragma(`wal_checkpoint(${mode})`) as { log: number }[];
 			this.failing = false;
 			return result?.log ?? 0;
 		} catch (error) {

@@ -5,17 +5,23 @@
  *   the barrier and the buffered events of the sessions involved.
  * - A *queued* write (`later`: run starts, messages, run ends) waits for the next barrier
  *   (`sync()`, the server's write passes), any durable write, a read of its session, or the end of
- *   the event-loop turn it was made in (`syncDelayMs` later when set); the queued writes of every
- *   session made until then share one commit, their statements back to back instead of each
- *   between the server's other work. No commit waits for others to join it.
+ *   the event-loop turn it was made in (`syncDelayMs` later when set; `groupWindowMs` after the
+ *   last commit while commits follow each other that closely); the queued writes of every session
+ *   made until then share one commit, their statements back to back instead of each between the
+ *   server's other work. No barrier waits for others to join its commit.
  * - Buffered events and activity times ride along with the next commit, or are written by the
  *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread).
  * - WAL checkpoints run between transactions or, while much is written, on a thread
  *   (`checkpoints.ts`); with `eventWriter: "thread"`, on the writer thread.
  *
  * A failed commit leaves queued writes queued and events buffered for the next try; a queued write
- * that fails on its own loses only itself (its caller has returned) and is reported.
+ * that fails on its own loses only itself (its caller has returned) and is reported. A transaction
+ * takes the write lock when it begins (`BEGIN IMMEDIATE`), so a busy database fails the whole commit
+ * there, never one queued write inside it; and a failure of the database itself (busy, full, I/O)
+ * inside a transaction fails the whole commit too. The barrier (`sync()`) resolves only once
+ * what was queued is committed: a failed commit is never reported to a client as done.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type Database from "better-sqlite3";
 import { closedError } from "../shared.js";
 import { inlineRefs, type RefTarget } from "../sql/event-batch.js";
@@ -43,6 +49,24 @@ interface TxOutcome {
 
 /** With the writer thread: at most this many batch messages in flight before appends wait (bounds memory). */
 const MAX_OUTSTANDING_BATCHES = 16;
+
+/** The barrier's pause between commit attempts while they fail: it starts here and doubles. */
+const BARRIER_RETRY_MIN_MS = 20;
+/** The barrier's longest pause between commit attempts. */
+const BARRIER_RETRY_MAX_MS = 1_000;
+
+/**
+ * True for a failure of the database rather than of one write's statements (busy or locked, full,
+ * I/O, out of memory, read-only, corrupt): every write would fail the same way, so the commit
+ * fails and all of them are tried again, none is dropped.
+ */
+function isDatabaseFailure(error: unknown): boolean {
+	const code = (error as { code?: unknown } | undefined)?.code;
+	return (
+		typeof code === "string" &&
+		/^SQLITE_(BUSY|LOCKED|FULL|IOERR|NOMEM|READONLY|CORRUPT|CANTOPEN|PROTOCOL|NOTADB)/.test(code)
+	);
+}
 
 /** The `fn` of a durable write that only commits what is queued and buffered. */
 const noWrite = () => undefined;
@@ -90,12 +114,14 @@ export class CommitQueue {
 	private flushTimerIsImmediate = false;
 	private syncTimer: NodeJS.Timeout | NodeJS.Immediate | undefined;
 	private syncTimerIsImmediate = false;
+	/** When the last commit ended (`performance.now()`): see `groupWindowMs`. */
+	private lastCommitAt = Number.NEGATIVE_INFINITY;
 	/** Told each commit's duration (`observeCommits`). */
 	commitObserver: ((ms: number) => void) | undefined;
 	closed = false;
 	private readonly syncSoon = () => {
 		this.syncTimer = undefined;
-		this.sync();
+		this.commitQueued();
 	};
 
 	constructor(
@@ -106,7 +132,7 @@ export class CommitQueue {
 		private readonly settings: SqliteSettings,
 	) {
 		this.savepoint = db.transaction((fn: () => unknown) => fn());
-		this.tx = db.transaction((batches: EventBatch[], later: LaterWrite[], fn: () => unknown): TxOutcome => {
+		const tx = db.transaction((batches: EventBatch[], later: LaterWrite[], fn: () => unknown): TxOutcome => {
 			// The queued writes first: if one fails, the events that refer to its messages (or to later
 			// ones of its session, whose seqs move up) are written with the messages inlined instead.
 			const failed = later.length > 0 ? this.runAllLater(later) : undefined;
@@ -117,9 +143,12 @@ export class CommitQueue {
 			try {
 				return { value: this.savepoint(fn), failed };
 			} catch (error) {
+				if (isDatabaseFailure(error)) throw error;
 				return { error, failed };
 			}
 		});
+		// The write lock is taken at BEGIN: a busy database fails the commit before any write ran.
+		this.tx = tx.immediate;
 		if (settings.path !== ":memory:" && settings.threadWrites) {
 			this.writer = new EventWriter(settings.path, settings.synchronous, settings.checkpoints);
 		} else if (settings.path !== ":memory:") {
@@ -175,7 +204,8 @@ export class CommitQueue {
 		const startedAt = this.commitObserver ? performance.now() : 0;
 		try {
 			outcome = this.tx(this.log.batchesOf(states), later, fn);
-			this.commitObserver?.(performance.now() - startedAt);
+			this.lastCommitAt = performance.now();
+			this.commitObserver?.(this.lastCommitAt - startedAt);
 			this.checkpointer?.noteCommit();
 		} catch (failure) {
 			if (later.length === 0) throw failure;
@@ -225,10 +255,12 @@ export class CommitQueue {
 		this.laterSessions.add(sessionId);
 		// Not unref'd: a script that stores a message and then exits must still commit it.
 		if (this.syncTimer !== undefined) return;
-		this.syncTimerIsImmediate = this.settings.syncDelayMs === 0;
-		this.syncTimer = this.syncTimerIsImmediate
-			? setImmediate(this.syncSoon)
-			: setTimeout(this.syncSoon, this.settings.syncDelayMs);
+		const delay = Math.max(
+			this.settings.syncDelayMs,
+			this.lastCommitAt + this.settings.groupWindowMs - performance.now(),
+		);
+		this.syncTimerIsImmediate = delay <= 0;
+		this.syncTimer = this.syncTimerIsImmediate ? setImmediate(this.syncSoon) : setTimeout(this.syncSoon, delay);
 	}
 
 	private cancelSyncTimer(): void {
@@ -267,12 +299,16 @@ export class CommitQueue {
 		}
 	}
 
-	/** Runs one queued write; a failure undoes that write only and is reported (its caller has returned). */
+	/**
+	 * Runs one queued write; a failure undoes that write only and is reported (its caller has
+	 * returned). A failure of the database fails the commit instead (`isDatabaseFailure`).
+	 */
 	private runLater(write: LaterWrite): boolean {
 		try {
 			this.savepoint(write.run);
 			return true;
 		} catch (error) {
+			if (isDatabaseFailure(error)) throw error;
 			this.settings.onFlushError(
 				new Error(`session store: a queued write failed and is not on disk: ${(error as Error).message}`, {
 					cause: error,
@@ -284,16 +320,43 @@ export class CommitQueue {
 
 	/** Before a read of `sessionId` (every session when omitted): commits the queued writes it would miss. */
 	settle(sessionId?: string): void {
-		if (this.laterWrites.length > 0 && (sessionId === undefined || this.laterSessions.has(sessionId))) this.sync();
+		if (this.laterWrites.length > 0 && (sessionId === undefined || this.laterSessions.has(sessionId))) {
+			this.commitQueued();
+		}
 	}
 
-	/** The barrier: commits the queued writes. A failure is reported; the writes stay queued. */
-	sync(): void {
-		if (this.laterWrites.length === 0 || this.closed) return;
+	/**
+	 * Commits the queued writes now. A failure is reported and the writes stay queued. True when
+	 * nothing is left queued (or the store is closed: closing reports what it could not write).
+	 */
+	private commitQueued(): boolean {
+		if (this.laterWrites.length === 0 || this.closed) return true;
 		try {
 			this.durable(noWrite, []);
+			return true;
 		} catch (error) {
 			this.settings.onFlushError(error instanceof Error ? error : new Error(String(error)));
+			return false;
+		}
+	}
+
+	/**
+	 * The barrier the server awaits before anything leaves the process (`SessionStore.sync`): commits
+	 * the writes queued so far within the call, and answers nothing when that worked. When it failed,
+	 * a promise that tries again (each failure reported), pausing longer each time up to a second,
+	 * and resolves once they are committed, so what a client is shown next never claims a write the
+	 * disk does not have. Never throws or rejects (the server's write passes rely on that): when the
+	 * store closes first, it resolves, and closing reports what it could not write.
+	 */
+	sync(): undefined | Promise<void> {
+		return this.commitQueued() ? undefined : this.retryQueued();
+	}
+
+	/** Tries to commit the queued writes again, after a pause that doubles each time, until it worked. */
+	private async retryQueued(): Promise<void> {
+		for (let pause = BARRIER_RETRY_MIN_MS; ; pause = Math.min(BARRIER_RETRY_MAX_MS, pause * 2)) {
+			await sleep(pause, undefined, { ref: false });
+			if (this.commitQueued()) return;
 		}
 	}
 

@@ -2,8 +2,9 @@
  * The writer thread of the SQLite store with `eventWriter: "thread"`: a worker with its own
  * connection that commits the event batches, so the SQLite work of the SSE hot path (UTF-8
  * encoding, b-tree and WAL writes) runs on another core, and runs the WAL checkpoints beside them.
- * Without it (the default) there is no thread: checkpoints run on the store's connection between
- * transactions (`checkpoints.ts`).
+ * Without it (the default) the same worker runs in checkpoint-only mode while much is written
+ * (`checkpoints.ts`): it copies the WAL into the database beside the store's commits, and never
+ * takes the write lock.
  *
  * Protocol: the main thread posts `{ seq, batches }` messages in order; the worker commits each
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
@@ -61,18 +62,51 @@ try {
 	});
 	// The main connection does not checkpoint (so its commits never pay for it); this thread does.
 	// A PASSIVE checkpoint never blocks the writer, but under continuous writes it never catches up
-	// either, so the WAL is never restarted and grows with everything written. Past the limit, a
-	// TRUNCATE checkpoint (which waits for the writer's current transaction, then resets the file)
-	// bounds it; right after a PASSIVE one it has only the newest frames left to copy.
+	// either, so the WAL is never restarted and grows with everything written.
+	// - Writer mode: past the limit, a TRUNCATE checkpoint resets the file; right after a PASSIVE one
+	//   it has only the newest frames left to copy. It takes the write lock first and then waits for
+	//   every reader of the WAL, so it runs without a busy timeout: waiting (for our writer, or for a
+	//   reader such as a backup holding an old snapshot) would hold the server's writers past their
+	//   own busy timeout. It gives up at once instead, and the next interval tries again.
+	// - Checkpoint-only mode: the store's connection is the only writer, and a TRUNCATE would stop
+	//   its commits (the event loop) for the copy, two fsyncs and the truncation of a large file,
+	//   waiting in SQLite's busy handler, whose timeout counts sleeps that any signal (a CPU
+	//   profiler's) cuts short. Past half the limit the thread asks the store instead (a "walFull"
+	//   message): one RESTART checkpoint there, between its transactions, copies the frames written
+	//   since this thread's copy and starts the WAL over. Until the store answers, this thread does
+	//   not checkpoint: beside one of its checkpoints the store's would give up.
 	const pageSize = db.pragma("page_size", { simple: true });
+	const truncate = () => {
+		db.pragma("busy_timeout = 0");
+		try {
+			db.pragma("wal_checkpoint(TRUNCATE)");
+		} finally {
+			db.pragma("busy_timeout = 10000");
+		}
+	};
+	let storeCheckpoints = false;
 	const checkpoints = setInterval(() => {
+		if (storeCheckpoints) return;
 		try {
 			const [result] = db.pragma("wal_checkpoint(PASSIVE)");
-			if (result && result.log * pageSize > workerData.walLimitBytes) db.pragma("wal_checkpoint(TRUNCATE)");
+			if (!result) return;
+			if (workerData.checkpointOnly) {
+				if (result.log * pageSize <= workerData.walLimitBytes / 2) return;
+				// Once more first: what was written during the first copy, so the store has less left to copy.
+				db.pragma("wal_checkpoint(PASSIVE)");
+				storeCheckpoints = true;
+				parentPort.postMessage({ walFull: true });
+			} else if (result.log * pageSize > workerData.walLimitBytes) {
+				truncate();
+			}
 		} catch {}
 	}, workerData.checkpointIntervalMs);
 	checkpoints.unref();
 	parentPort.on("message", (m) => {
+		if (m.walFullDone) {
+			storeCheckpoints = false;
+			return;
+		}
 		if (m.close) {
 			clearInterval(checkpoints);
 			try { db.pragma("wal_checkpoint(PASSIVE)"); db.close(); } catch {}
@@ -109,6 +143,10 @@ export class EventWriter {
 	/**
 	 * Starts the writer on `path` (already migrated). Does not wait for the thread to boot (that takes
 	 * tens of milliseconds): the first `send`/`wait` does, and throws if it could not open the database.
+	 * With `onWalFull` it is a checkpoint-only thread: it never takes the write lock, and calls
+	 * `onWalFull` (on this thread, from the event loop) after a checkpoint that left the WAL past half
+	 * of `walLimitBytes`, for the store's connection to finish the copy and start the WAL over; the
+	 * thread does not checkpoint until `onWalFull` has returned.
 	 */
 	constructor(
 		path: string,
@@ -117,6 +155,7 @@ export class EventWriter {
 			walLimitBytes: DEFAULT_WAL_LIMIT_BYTES,
 			checkpointIntervalMs: DEFAULT_CHECKPOINT_INTERVAL_MS,
 		},
+		onWalFull?: () => void,
 	) {
 		const buffer = new SharedArrayBuffer(8);
 		this.shared = new Int32Array(buffer);
@@ -125,9 +164,27 @@ export class EventWriter {
 		const driver = createRequire(import.meta.url).resolve("better-sqlite3");
 		this.worker = new Worker(WORKER_SOURCE, {
 			eval: true,
-			workerData: { path, synchronous, shared: buffer, errorPort: port2, driver, ...checkpoints },
+			workerData: {
+				path,
+				synchronous,
+				shared: buffer,
+				errorPort: port2,
+				driver,
+				checkpointOnly: onWalFull !== undefined,
+				...checkpoints,
+			},
 			transferList: [port2],
 		});
+		if (onWalFull) {
+			this.worker.on("message", (m: { walFull?: boolean }) => {
+				if (!m.walFull || this.closed) return;
+				try {
+					onWalFull();
+				} finally {
+					this.worker.postMessage({ walFullDone: true });
+				}
+			});
+		}
 		this.worker.unref();
 	}
 

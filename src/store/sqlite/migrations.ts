@@ -260,6 +260,184 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX facade_records_by_key ON facade_records (kind, key);
 		`,
 	},
+	{
+		version: 11,
+		description:
+			"schedules: server-owned cron and one-shot schedules, every fire they made (one per tick at most: a " +
+			"unique index), and the scheduler lease that lets one process fire at a time; for the filtered " +
+			"session list, indexes (status, update time) and session_metadata, one row per metadata pair kept by " +
+			"triggers, indexed by pair",
+		sql: `
+			CREATE TABLE schedules (
+				id TEXT PRIMARY KEY,
+				owner_id TEXT,
+				spec TEXT NOT NULL,
+				state TEXT NOT NULL,
+				next_fire_at INTEGER,
+				last_fire_at INTEGER,
+				created_at INTEGER NOT NULL,
+				updated_at INTEGER NOT NULL
+			);
+			CREATE INDEX schedules_by_created ON schedules (created_at, id);
+			CREATE INDEX schedules_by_owner ON schedules (owner_id, created_at, id);
+			CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE state = 'active';
+			CREATE TABLE schedule_fires (
+				id INTEGER PRIMARY KEY AUTOINCREMENT,
+				schedule_id TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				tick_at INTEGER NOT NULL,
+				outcome TEXT NOT NULL,
+				session_id TEXT,
+				run_id TEXT,
+				reason TEXT,
+				created_at INTEGER NOT NULL,
+				settled_at INTEGER
+			);
+			CREATE UNIQUE INDEX schedule_fires_one_per_tick ON schedule_fires (schedule_id, tick_at) WHERE kind <> 'manual';
+			CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, id);
+			CREATE INDEX schedule_fires_unsettled ON schedule_fires (created_at) WHERE outcome = 'firing';
+			CREATE INDEX sessions_by_owner_status ON sessions (owner_id, status, created_at, id);
+			CREATE INDEX sessions_by_owner_updated ON sessions (owner_id, updated_at);
+			CREATE TABLE session_metadata (
+				session_id TEXT NOT NULL,
+				owner_id TEXT,
+				created_at INTEGER NOT NULL,
+				key TEXT NOT NULL,
+				value TEXT NOT NULL,
+				PRIMARY KEY (session_id, key)
+			) WITHOUT ROWID;
+			CREATE INDEX session_metadata_lookup ON session_metadata (key, value, owner_id, created_at, session_id);
+			INSERT INTO session_metadata
+				SELECT s.id, s.owner_id, s.created_at, j.key, j.value FROM sessions s, json_each(s.config, '$.metadata') j
+				WHERE j.type = 'text';
+			CREATE TRIGGER sessions_metadata_insert AFTER INSERT ON sessions BEGIN
+				INSERT INTO session_metadata
+					SELECT NEW.id, NEW.owner_id, NEW.created_at, j.key, j.value FROM json_each(NEW.config, '$.metadata') j
+					WHERE j.type = 'text';
+			END;
+			CREATE TRIGGER sessions_metadata_update AFTER UPDATE OF config ON sessions BEGIN
+				DELETE FROM session_metadata WHERE session_id = OLD.id;
+				INSERT INTO session_metadata
+					SELECT NEW.id, NEW.owner_id, NEW.created_at, j.key, j.value FROM json_each(NEW.config, '$.metadata') j
+					WHERE j.type = 'text';
+			END;
+			CREATE TRIGGER sessions_metadata_delete AFTER DELETE ON sessions BEGIN
+				DELETE FROM session_metadata WHERE session_id = OLD.id;
+			END;
+			CREATE TABLE scheduler_lease (
+				name TEXT PRIMARY KEY,
+				holder TEXT NOT NULL,
+				token INTEGER NOT NULL,
+				expires INTEGER NOT NULL
+			);
+		`,
+	},
+	{
+		version: 12,
+		description:
+			"sessions carry their owner's tenant and a visibility (owner: its creator only; tenant: everyone of its " +
+			"tenant), so a listing shows a caller exactly what it may see; existing sessions stay visible to their " +
+			"owner only",
+		// Only shared sessions are looked up by tenant: the partial index stays as small as they are.
+		sql: `
+			ALTER TABLE sessions ADD COLUMN tenant TEXT;
+			ALTER TABLE sessions ADD COLUMN visibility TEXT NOT NULL DEFAULT 'owner';
+			CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at, id) WHERE visibility = 'tenant';
+		`,
+	},
+	{
+		version: 13,
+		description:
+			"runs past a tenant's or an API key's concurrent-run limit wait in a shared admission queue " +
+			'(auth.admission "queue"): admission_queue holds the waiting runs and the slots held, ' +
+			"admission_turns the round-robin between tenants",
+		sql: `
+			CREATE TABLE admission_queue (
+				id INTEGER PRIMARY KEY,
+				session_id TEXT NOT NULL,
+				owner_id TEXT,
+				tenant TEXT,
+				grp TEXT NOT NULL,
+				messages TEXT NOT NULL,
+				state TEXT NOT NULL,
+				holder TEXT,
+				run_id TEXT,
+				heartbeat_at BIGINT,
+				enqueued_at BIGINT NOT NULL
+			);
+			CREATE INDEX admission_by_group ON admission_queue (grp, state, id);
+			CREATE INDEX admission_by_session ON admission_queue (session_id);
+			CREATE TABLE admission_turns (
+				grp TEXT PRIMARY KEY,
+				turn BIGINT NOT NULL
+			);
+		`,
+	},
+	{
+		version: 14,
+		description:
+			"superseded_messages keeps what a rewind, a regenerate or an edit took off a transcript's end, numbered " +
+			"by branch per session; the transcript itself keeps dense seqs. Older builds neither read nor delete " +
+			"these rows, so they must refuse this version",
+		sql: `
+			CREATE TABLE superseded_messages (
+				session_id TEXT NOT NULL,
+				branch INTEGER NOT NULL,
+				seq INTEGER NOT NULL,
+				run_id TEXT,
+				data TEXT NOT NULL,
+				superseded_at INTEGER NOT NULL,
+				PRIMARY KEY (session_id, branch, seq)
+			) WITHOUT ROWID;
+		`,
+	},
+	{
+		version: 15,
+		description:
+			"usage rows carry the tenant the usage was spent for (per-tenant budgets and GET /v1/usage?scope=tenant), " +
+			"with an index for a tenant's days; rows written before have tenant '' (none) until their owner spends " +
+			"again on the same day and model",
+		sql: `
+			ALTER TABLE usage_daily ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+			CREATE INDEX usage_daily_by_tenant ON usage_daily (tenant, day);
+		`,
+	},
+	{
+		version: 16,
+		description:
+			"session_metadata carries the tenant a session is shared with (shared_tenant: its tenant when its " +
+			"visibility is tenant, else null), backfilled from sessions and kept by the triggers, so a caller with " +
+			"a tenant lists its tenant's shared sessions with a metadata pair from an index, as its own",
+		// The partial index holds the shared sessions' pairs only: as small as they are.
+		sql: `
+			ALTER TABLE session_metadata ADD COLUMN shared_tenant TEXT;
+			UPDATE session_metadata SET shared_tenant = (SELECT s.tenant FROM sessions s WHERE s.id = session_id)
+				WHERE session_id IN (SELECT id FROM sessions WHERE visibility = 'tenant' AND tenant IS NOT NULL);
+			CREATE INDEX session_metadata_shared ON session_metadata (key, value, shared_tenant, created_at, session_id)
+				WHERE shared_tenant IS NOT NULL;
+			DROP TRIGGER sessions_metadata_insert;
+			DROP TRIGGER sessions_metadata_update;
+			CREATE TRIGGER sessions_metadata_insert AFTER INSERT ON sessions BEGIN
+				INSERT INTO session_metadata
+					SELECT NEW.id, NEW.owner_id, NEW.created_at, j.key, j.value,
+						CASE WHEN NEW.visibility = 'tenant' THEN NEW.tenant END
+					FROM json_each(NEW.config, '$.metadata') j
+					WHERE j.type = 'text';
+			END;
+			CREATE TRIGGER sessions_metadata_update AFTER UPDATE OF config ON sessions BEGIN
+				DELETE FROM session_metadata WHERE session_id = OLD.id;
+				INSERT INTO session_metadata
+					SELECT NEW.id, NEW.owner_id, NEW.created_at, j.key, j.value,
+						CASE WHEN NEW.visibility = 'tenant' THEN NEW.tenant END
+					FROM json_each(NEW.config, '$.metadata') j
+					WHERE j.type = 'text';
+			END;
+			CREATE TRIGGER sessions_metadata_sharing AFTER UPDATE OF tenant, visibility ON sessions BEGIN
+				UPDATE session_metadata SET shared_tenant = CASE WHEN NEW.visibility = 'tenant' THEN NEW.tenant END
+					WHERE session_id = NEW.id;
+			END;
+		`,
+	},
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]?.version ?? 0;

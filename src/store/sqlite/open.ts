@@ -13,6 +13,8 @@ import { checkSchemaVersion, migrate } from "./migrations.js";
 import { DEFAULT_LOCK_HEARTBEAT_MS, DEFAULT_LOCK_STALE_MS, OwnerLock } from "./owner-lock.js";
 
 export const DEFAULT_DB_PATH = "./data/wheelhouse.db";
+/** How long the store's connection waits for a lock another connection holds (SQLite's busy timeout). */
+export const BUSY_TIMEOUT_MS = 5000;
 
 export interface SqliteStoreOptions extends StoreOptions {
 	/** Database file; its folder is created. Default `./data/wheelhouse.db`. */
@@ -29,6 +31,15 @@ export interface SqliteStoreOptions extends StoreOptions {
 	 * it was made in, with every other write made in that turn.
 	 */
 	syncDelayMs?: number;
+	/**
+	 * A write that is durable at the next barrier, made within this long of the last commit, waits
+	 * until then (not only to the end of its turn) for its own commit: while commits follow each other
+	 * this closely the store is busy, and the next barrier (a write pass, a response) or this timer
+	 * commits it with the writes made meanwhile, one commit instead of one per turn. No client waits
+	 * on it: what a client is shown goes through a barrier, which commits at once. 0 turns it off.
+	 * Default 5 ms.
+	 */
+	groupWindowMs?: number;
 	/** A buffer of this many events is written at once, synchronously. Default 2,000. */
 	maxBatchEvents?: number;
 	/** SQLite `synchronous` in WAL mode: `normal` survives process crashes, `full` also OS crashes. Default `normal`. */
@@ -45,10 +56,12 @@ export interface SqliteStoreOptions extends StoreOptions {
 	/**
 	 * The bound on the WAL file. Checkpoints on this connection (between its transactions) copy every
 	 * frame, and the next commit restarts the WAL, which SQLite then cuts back to this size
-	 * (`journal_size_limit`). A checkpoint thread (while much is written, or the writer thread of
-	 * `eventWriter: "thread"`) checkpoints beside concurrent writes, which never lets SQLite restart the
-	 * WAL; past this size it truncates it (a `TRUNCATE` checkpoint, which waits for the current write
-	 * transaction). See `checkpoints.ts`. Default 64 MiB.
+	 * (`journal_size_limit`). The checkpoint thread (while much is written) checkpoints beside our
+	 * commits, which never lets SQLite restart the WAL: past half this size it has this connection
+	 * finish the copy between its transactions, so the next commit restarts it. The writer thread of
+	 * `eventWriter: "thread"` truncates it past this size (a `TRUNCATE` checkpoint that waits for
+	 * nothing: it gives up while a write or a reader of an older snapshot is in the way, and tries
+	 * again the next interval). See `checkpoints.ts`. Default 64 MiB.
 	 */
 	walLimitBytes?: number;
 	/** How often the WAL is checkpointed (`checkpoints.ts`). Default 1,000 ms. */
@@ -61,9 +74,12 @@ export interface SqliteStoreOptions extends StoreOptions {
 	onFlushError?: (error: Error) => void;
 }
 
+const DEFAULT_GROUP_WINDOW_MS = 5;
+
 /** The options, checked, with their defaults. */
 export interface SqliteSettings extends EngineSettings {
 	path: string;
+	groupWindowMs: number;
 	synchronous: "NORMAL" | "FULL";
 	checkIntegrity: boolean;
 	threadWrites: boolean;
@@ -77,6 +93,7 @@ export function resolveSettings(options: SqliteStoreOptions): SqliteSettings {
 	return {
 		path: options.path ?? DEFAULT_DB_PATH,
 		...resolveEngineSettings(options),
+		groupWindowMs: checkLimit("groupWindowMs", options.groupWindowMs, DEFAULT_GROUP_WINDOW_MS, 0, 1_000),
 		synchronous: options.synchronous === "full" ? "FULL" : "NORMAL",
 		checkIntegrity: options.checkIntegrity !== false,
 		threadWrites: options.eventWriter === "thread",
@@ -131,7 +148,7 @@ export function openDatabase(
 		checkSchemaVersion(db, path); // refuses someone else's file, or a newer one, before anything is written to it
 		db.pragma("journal_mode = WAL");
 		db.pragma(`synchronous = ${settings.synchronous}`);
-		db.pragma("busy_timeout = 5000");
+		db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
 		// Before migrating: a newer build must not migrate a file an older one is still serving.
 		if (path !== ":memory:") lock = new OwnerLock(db, path, { ...settings.lock, onLost });
 		migrate(db, path);

@@ -22,10 +22,12 @@ export function prepareStatements(db: Database.Database) {
 		getCountAndRun: prepare("SELECT message_count, current_run_id, status FROM sessions WHERE id = ?"),
 		getUsage: prepare("SELECT usage FROM sessions WHERE id = ?").pluck(),
 		runExists: prepare("SELECT 1 FROM runs WHERE id = ?").pluck(),
+		getUpdatedAt: prepare("SELECT updated_at FROM sessions WHERE id = ?").pluck(),
 		getMessage: prepare("SELECT data FROM messages WHERE session_id = ? AND seq = ?").pluck(),
 		insertSession: prepare(
 			`INSERT INTO sessions (id, owner_id, config, created_at, updated_at, last_active_at, usage, message_count,
-			 event_id_reserved) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			 event_id_reserved, tenant, visibility)
+			 VALUES (@id, @ownerId, @config, @at, @at, @at, @usage, @messageCount, @reserved, @tenant, @visibility)`,
 		),
 		updateConfig: prepare("UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"),
 		bumpActivity: prepare("UPDATE sessions SET last_active_at = max(last_active_at, ?) WHERE id = ?"),
@@ -33,10 +35,14 @@ export function prepareStatements(db: Database.Database) {
 		listAllAfter: prepare(
 			`SELECT * FROM sessions WHERE created_at > ? OR (created_at = ? AND id > ?) ORDER BY created_at, id LIMIT ?`,
 		),
-		listOwner: prepare(`SELECT * FROM sessions WHERE owner_id IS ? ORDER BY created_at, id LIMIT ?`),
-		listOwnerAfter: prepare(
-			`SELECT * FROM sessions WHERE owner_id IS ? AND (created_at > ? OR (created_at = ? AND id > ?))
+		// What one caller may see: its own sessions, and its tenant's shared ones (`tenant = NULL` matches none).
+		listOwner: prepare(
+			`SELECT * FROM sessions WHERE (owner_id IS ? OR (visibility = 'tenant' AND tenant = ?))
 			 ORDER BY created_at, id LIMIT ?`,
+		),
+		listOwnerAfter: prepare(
+			`SELECT * FROM sessions WHERE (owner_id IS ? OR (visibility = 'tenant' AND tenant = ?))
+			 AND (created_at > ? OR (created_at = ? AND id > ?)) ORDER BY created_at, id LIMIT ?`,
 		),
 		deleteChildren: [
 			prepare("DELETE FROM messages WHERE session_id = ?"),
@@ -46,6 +52,7 @@ export function prepareStatements(db: Database.Database) {
 			prepare("DELETE FROM pending_interactions WHERE session_id = ?"),
 			prepare("DELETE FROM idempotency_keys WHERE session_id = ?"),
 			prepare("DELETE FROM facade_records WHERE session_id = ?"),
+			prepare("DELETE FROM superseded_messages WHERE session_id = ?"),
 		],
 		deleteSession: prepare("DELETE FROM sessions WHERE id = ?"),
 		insertMessage: prepare("INSERT INTO messages (session_id, seq, run_id, data) VALUES (?, ?, ?, ?)"),
@@ -55,7 +62,7 @@ export function prepareStatements(db: Database.Database) {
 		insertBatch: prepare("INSERT INTO event_batches (session_id, last_id, first_id, data) VALUES (?, ?, ?, ?)"),
 		trimBatches: prepare("DELETE FROM event_batches WHERE session_id = ? AND last_id <= ?"),
 		readBatches: prepare(
-			"SELECT first_id, data FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY last_id",
+			"SELECT first_id, last_id, data FROM event_batches WHERE session_id = ? AND last_id > ? ORDER BY last_id LIMIT ?",
 		),
 		firstBatch: prepare("SELECT first_id FROM event_batches WHERE session_id = ? ORDER BY last_id LIMIT 1"),
 		reserveIds: prepare("UPDATE sessions SET event_id_reserved = ? WHERE id = ?"),
@@ -111,17 +118,29 @@ export function prepareStatements(db: Database.Database) {
 		),
 		getIdempotencyKey: prepare("SELECT * FROM idempotency_keys WHERE session_id = ? AND key = ?"),
 		expireIdempotencyKeys: prepare("DELETE FROM idempotency_keys WHERE created_at < ?"),
-		getOwner: prepare("SELECT owner_id FROM sessions WHERE id = ?").pluck(),
+		getOwner: prepare("SELECT owner_id, tenant FROM sessions WHERE id = ?"),
 		addUsage: prepare(
-			`INSERT INTO usage_daily (owner_id, day, provider, model, input, output, cache_read, cache_write, total_tokens,
-			 cost_usd, turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			 ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET input = input + excluded.input,
+			`INSERT INTO usage_daily (owner_id, tenant, day, provider, model, input, output, cache_read, cache_write,
+			 total_tokens, cost_usd, turns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (owner_id, day, provider, model) DO UPDATE SET tenant = excluded.tenant, input = input + excluded.input,
 			 output = output + excluded.output, cache_read = cache_read + excluded.cache_read,
 			 cache_write = cache_write + excluded.cache_write, total_tokens = total_tokens + excluded.total_tokens,
 			 cost_usd = cost_usd + excluded.cost_usd, turns = turns + excluded.turns`,
 		),
 		readUsage: prepare(
 			`SELECT * FROM usage_daily WHERE owner_id = ? AND day >= ? AND day <= ? ORDER BY day, provider, model`,
+		),
+		sumUsage: prepare(
+			`SELECT coalesce(sum(total_tokens), 0) AS total_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+			 FROM usage_daily WHERE owner_id = ? AND day >= ? AND day <= ?`,
+		),
+		sumTenantUsage: prepare(
+			`SELECT coalesce(sum(total_tokens), 0) AS total_tokens, coalesce(sum(cost_usd), 0) AS cost_usd
+			 FROM usage_daily WHERE tenant = ? AND day >= ? AND day <= ?`,
+		),
+		readTenantUsage: prepare(
+			`SELECT * FROM usage_daily WHERE tenant = ? AND day >= ? AND day <= ?
+			 ORDER BY day, provider, model, owner_id`,
 		),
 		listIdle: prepare(
 			"SELECT id FROM sessions WHERE last_active_at < ? AND status != 'running' ORDER BY last_active_at, id LIMIT ?",

@@ -1,13 +1,17 @@
 /**
- * The SQLite `SessionStore` (the default), on better-sqlite3: its public methods, each a few
- * statements around the parts that do the work —
+ * The SQLite `SessionStore` (the default), on better-sqlite3: a driver of the SQL store engine
+ * (`../sql/engine.ts`, which holds the public methods both SQL stores share), with what only it
+ * does —
  *
- * - `../sql/`: what both SQL stores share — the synchronous writes (`engine.ts`), the event
- *   buffer and streaming window (`event-buffer.ts`), the rows and the log's on-disk format;
+ * - `../sql/`: the engine, its driver interface (`driver.ts`), the event buffer and id reservation
+ *   (`event-buffer.ts`), the run writes (`run-writes.ts`), the rows and the log's format;
  * - `open.ts`: the options and the file (checked, owned, migrated);
  * - `working-set.ts`: the write state of the sessions this process writes to;
- * - `event-log.ts`: id reservation, batch rows, reads;
- * - `run-writes.ts`: run starts, messages, run ends and drained messages, with their tallies;
+ * - `event-log.ts`, `run-writes.ts`, `row-reads.ts`, `record-writes.ts`: the statements the
+ *   engine's parts run (the log, run writes, reads, and queue/pending/idempotency/usage writes);
+ * - `session-search.ts`: the statements of a filtered session list;
+ * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`);
+ * - `admission.ts`: the admission queue of runs waiting for a slot (`store.admission`);
  * - `commit-queue.ts`: which writes share which transaction, and when it commits;
  * - `statements.ts`, `migrations.ts`, `checkpoints.ts` (WAL checkpoints between transactions),
  *   `event-writer.ts` (the writer thread of `eventWriter: "thread"`), `owner-lock.ts` (one process
@@ -18,73 +22,40 @@
  */
 import type Database from "better-sqlite3";
 import type { AgentMessage } from "../../agent/types.js";
-import {
-	addUsage,
-	checkLimit,
-	decodeCursor,
-	duplicateSessionError,
-	EventPage,
-	encodeCursor,
-	sumAssistantUsage,
-} from "../shared.js";
+import { addUsage, checkLimit, duplicateSessionError, patchConfig, sumAssistantUsage } from "../shared.js";
+import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
-import {
-	patchConfig,
-	pickConfig,
-	type RunRow,
-	type SessionRow,
-	toIdempotencyRecord,
-	toPendingInteraction,
-	toQueuedMessage,
-	toRunRecord,
-	toSessionRecord,
-	toUsageRow,
-	type UsageDailyRow,
-	ZERO_USAGE_JSON,
-} from "../sql/rows.js";
-import type {
-	FacadeRecord,
-	IdempotencyRecord,
-	NewSession,
-	NewWebhookDelivery,
-	PendingInteraction,
-	QueuedMessage,
-	QueueKind,
-	RunEnd,
-	RunRecord,
-	SessionConfig,
-	SessionPage,
-	SessionRecord,
-	SessionStore,
-	StoredEvent,
-	UsageEntry,
-	UsageQuery,
-	UsageRow,
-	UsageTotals,
-	WebhookDelivery,
-	WebhookOutbox,
-	WebhookStatus,
-} from "../types.js";
-import { checkUsageQuery } from "../usage.js";
+import { type NewSessionRow, type SessionRow, toSessionRecord } from "../sql/rows.js";
+import { RunWrites } from "../sql/run-writes.js";
+import type { SessionConfig, SessionRecord, SessionStore, SupersededBranch, UsageTotals } from "../types.js";
+import { SqliteAdmission } from "./admission.js";
 import { CommitQueue } from "./commit-queue.js";
-import { EventLog, ID_RESERVATION } from "./event-log.js";
+import { EventLog } from "./event-log.js";
 import { SqliteFacadeRecords } from "./facade-records.js";
 import { LATEST_SCHEMA_VERSION } from "./migrations.js";
 import { openDatabase, resolveSettings, type SqliteSettings, type SqliteStoreOptions } from "./open.js";
 import type { OwnerLock } from "./owner-lock.js";
-import { RunWrites } from "./run-writes.js";
+import { sqliteRecordWrites } from "./record-writes.js";
+import { sqliteRowReads } from "./row-reads.js";
+import { sqliteRunDriver } from "./run-writes.js";
+import { SqliteSchedules } from "./schedules.js";
+import { SqliteSessionSearch } from "./session-search.js";
 import { prepareStatements, type Statements } from "./statements.js";
+import { SqliteSuperseded } from "./superseded.js";
 import { SqliteWebhookOutbox } from "./webhook-outbox.js";
 import { type SessionState, WorkingSet } from "./working-set.js";
 
 export { DEFAULT_DB_PATH, type SqliteStoreOptions } from "./open.js";
+
+/** At most this many messages of a run are kept for references (a longer run's oldest are repeated). */
+const MAX_REFS = 64;
 
 /** Opens (creating or migrating) a store; throws a clear Error for a corrupt, foreign or newer file. */
 export function openSqliteStore(options: SqliteStoreOptions = {}): SqliteSessionStore {
 	return new SqliteSessionStore(options);
 }
 
-export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements SessionStore {
+export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow> implements SessionStore {
 	readonly kind = "sqlite" as const;
 	readonly maxEventsPerSession: number;
 	readonly path: string;
@@ -97,9 +68,14 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 	protected readonly sessions: WorkingSet;
 	protected readonly log: EventLog;
 	protected readonly commits: CommitQueue;
-	protected readonly runs: RunWrites;
-	private readonly outbox: SqliteWebhookOutbox;
-	private readonly facade: SqliteFacadeRecords;
+	protected readonly runs: RunWrites<SessionState>;
+	protected readonly outbox: SqliteWebhookOutbox;
+	protected readonly facade: SqliteFacadeRecords;
+	protected readonly records: RecordWrites;
+	protected readonly reads: RowReads<SessionRow>;
+	readonly schedules: SqliteSchedules;
+	private readonly superseded: SqliteSuperseded;
+	readonly admission: SqliteAdmission;
 
 	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
 	get threads(): { writer: boolean; checkpoint: boolean } {
@@ -132,43 +108,54 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 			this.db.close();
 			throw error;
 		}
-		this.runs = new RunWrites(this.s, this.sessions, this.commits);
 		this.outbox = new SqliteWebhookOutbox(this.db, this.commits);
 		this.facade = new SqliteFacadeRecords(this.db, this.commits);
+		this.reads = sqliteRowReads(this.s, this.commits, new SqliteSessionSearch(this.db));
+		this.records = sqliteRecordWrites(this.s, this.commits, this.outbox, this.settings.maxIdempotencyKeys);
+		this.runs = new RunWrites(sqliteRunDriver(this.s, this.sessions, this.commits, this.outbox), MAX_REFS);
+		this.schedules = new SqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
+		this.superseded = new SqliteSuperseded(this.db);
+		this.admission = new SqliteAdmission(this.db, this.commits, () => this.open());
+	}
+
+	protected supersede(state: SessionState, keep: number, at: number): SupersededBranch | undefined {
+		return this.commits.durableFor(state.sessionId, () => this.superseded.supersede(state.sessionId, keep, at));
+	}
+
+	protected supersededRows(sessionId: string): SupersededBranch[] | undefined {
+		this.commits.settle(sessionId);
+		return this.superseded.list(sessionId);
+	}
+
+	protected begin(): void {
+		this.open();
+	}
+
+	protected join(sessionId: string): SessionState | undefined {
+		this.open();
+		return this.sessions.join(sessionId);
 	}
 
 	private row(sessionId: string): SessionRow | undefined {
 		return this.s.getSession.get(sessionId) as SessionRow | undefined;
 	}
 
-	private toRecord(row: SessionRow): SessionRecord {
+	protected toRecord(row: SessionRow): SessionRecord {
 		// Listing many sessions must not join each to the working set: ids of the others come from disk.
 		return toSessionRecord(row, this.commits.touches.get(row.id), this.sessions.lastEventId(row.id) ?? 0);
 	}
 
 	// --- sessions -------------------------------------------------------------------------------
 
-	async createSession(session: NewSession, messages: AgentMessage[] = []): Promise<SessionRecord> {
+	protected insertSession(row: NewSessionRow, messages: AgentMessage[]): SessionRecord {
 		return this.commits.durable(() => {
-			if (this.row(session.id)) throw duplicateSessionError(session.id);
-			const t = session.createdAt;
-			this.s.insertSession.run(
-				session.id,
-				session.ownerId,
-				JSON.stringify(pickConfig(session)),
-				t,
-				t,
-				t,
-				ZERO_USAGE_JSON,
-				messages.length,
-				ID_RESERVATION,
-			);
+			if (this.row(row.id)) throw duplicateSessionError(row.id);
+			this.s.insertSession.run(row);
 			messages.forEach((m, i) => {
-				this.s.insertMessage.run(session.id, i, null, JSON.stringify(m));
+				this.s.insertMessage.run(row.id, i, null, JSON.stringify(m));
 			});
-			// The first block of ids is reserved with the row, so a new session's first events need no extra write.
-			this.sessions.add(session.id, messages.length, ID_RESERVATION);
-			return this.toRecord(this.row(session.id) as SessionRow);
+			this.sessions.add(row.id, messages.length, row.reserved);
+			return this.toRecord(this.row(row.id) as SessionRow);
 		}, []);
 	}
 
@@ -179,11 +166,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 		return row && this.toRecord(row);
 	}
 
-	async updateSession(
-		sessionId: string,
-		patch: Partial<SessionConfig>,
-		at: number,
-	): Promise<SessionRecord | undefined> {
+	protected patchSession(sessionId: string, patch: Partial<SessionConfig>, at: number): SessionRecord | undefined {
 		return this.commits.durableFor(sessionId, () => {
 			const row = this.row(sessionId);
 			if (!row) return undefined;
@@ -191,32 +174,6 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 			this.s.updateConfig.run(JSON.stringify(config), at, sessionId);
 			return this.toRecord(this.row(sessionId) as SessionRow);
 		});
-	}
-
-	async listSessions(options: { ownerId?: string | null; cursor?: string; limit?: number } = {}): Promise<SessionPage> {
-		this.open();
-		this.commits.settle();
-		const limit = checkLimit("limit", options.limit, 50, 1, 1000);
-		const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor);
-		const byOwner = options.ownerId !== undefined;
-		const args: unknown[] = [];
-		if (byOwner) args.push(options.ownerId);
-		if (after) args.push(after[0], after[0], after[1]);
-		args.push(limit + 1);
-		const stmt = byOwner
-			? after
-				? this.s.listOwnerAfter
-				: this.s.listOwner
-			: after
-				? this.s.listAllAfter
-				: this.s.listAll;
-		const rows = stmt.all(...args) as SessionRow[];
-		const page = rows.slice(0, limit).map((r) => this.toRecord(r));
-		const last = page[page.length - 1];
-		return {
-			sessions: page,
-			...(rows.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
-		};
 	}
 
 	async deleteSessions(sessionIds: string[]): Promise<number> {
@@ -242,11 +199,6 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 
 	// --- working set ----------------------------------------------------------------------------
 
-	async openSession(sessionId: string): Promise<boolean> {
-		this.open();
-		return this.sessions.join(sessionId) !== undefined;
-	}
-
 	async releaseSession(sessionId: string): Promise<boolean> {
 		this.open();
 		const state = this.sessions.get(sessionId);
@@ -258,103 +210,20 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 		return true;
 	}
 
-	endRun(sessionId: string, runId: string, end: RunEnd, webhooks?: NewWebhookDelivery[]): boolean {
-		this.open();
-		const state = this.sessions.get(sessionId);
-		const put = webhooks && webhooks.length > 0 ? () => this.outbox.put(webhooks) : undefined;
-		return state !== undefined && this.runs.endRun(state, runId, end, put);
-	}
-
-	// --- commit barrier -------------------------------------------------------------------------
-
-	async sync(): Promise<void> {
-		this.commits.sync();
-	}
-
 	// --- transcript and event log reads ---------------------------------------------------------
 
-	protected async messageRows(sessionId: string, offset: number, limit: number): Promise<string[]> {
-		return this.s.listMessages.pluck().all(sessionId, offset, limit) as string[];
-	}
-
-	async countMessages(sessionId: string): Promise<number | undefined> {
-		this.open();
-		this.commits.settle(sessionId);
-		const row = this.s.getCountAndRun.get(sessionId) as { message_count: number } | undefined;
-		return row?.message_count;
-	}
-
-	async readEvents(sessionId: string, afterId: number, limit?: number, maxBytes?: number): Promise<StoredEvent[]> {
-		const page = new EventPage(checkLimit("limit", limit, 1000, 1, 100_000), maxBytes);
+	protected readLog<T>(read: () => Promise<T>): Promise<T> {
 		this.commits.flush();
-		return this.log.read(sessionId, afterId, page);
-	}
-
-	async oldestEventId(sessionId: string): Promise<number | undefined> {
-		this.commits.flush();
-		return this.log.oldest(sessionId);
-	}
-
-	// --- queue ----------------------------------------------------------------------------------
-
-	async enqueue(
-		sessionId: string,
-		kind: QueueKind,
-		message: AgentMessage,
-		createdAt: number,
-		withKey?: (queued: QueuedMessage) => IdempotencyRecord,
-	): Promise<QueuedMessage | undefined> {
-		return this.commits.durableFor(sessionId, () => {
-			if (!this.row(sessionId)) return undefined;
-			const json = JSON.stringify(message);
-			const id = Number(this.s.insertQueued.run(sessionId, kind, json, createdAt).lastInsertRowid);
-			this.s.bumpActivity.run(createdAt, sessionId);
-			const queued: QueuedMessage = { id, sessionId, kind, message: JSON.parse(json) as AgentMessage, createdAt };
-			if (withKey) this.writeIdempotencyKey(withKey(queued));
-			return queued;
-		});
-	}
-
-	async listQueued(sessionId: string, kind?: QueueKind): Promise<QueuedMessage[]> {
-		this.open();
-		const rows = kind === undefined ? this.s.listQueued.all(sessionId) : this.s.listQueuedKind.all(sessionId, kind);
-		return (rows as Parameters<typeof toQueuedMessage>[0][]).map(toQueuedMessage);
-	}
-
-	async drainQueued(sessionId: string, ids: number[], messages: AgentMessage[]): Promise<number | undefined> {
-		this.open();
-		const state = this.sessions.join(sessionId);
-		return state && this.runs.drainQueued(state, ids, messages);
-	}
-
-	async clearQueue(sessionId: string, kind?: QueueKind): Promise<number> {
-		return this.commits.durableFor(
-			sessionId,
-			() =>
-				(kind === undefined ? this.s.clearQueue.run(sessionId) : this.s.clearQueueKind.run(sessionId, kind)).changes,
-		);
+		return read();
 	}
 
 	// --- runs -----------------------------------------------------------------------------------
 
-	async startRun(sessionId: string, runId: string, startedAt: number, messages: AgentMessage[] = []): Promise<boolean> {
-		this.open();
-		const state = this.sessions.join(sessionId);
-		return state !== undefined && this.runs.startRun(state, runId, startedAt, messages);
-	}
-
-	async listRuns(sessionId: string, limit?: number): Promise<RunRecord[]> {
-		const max = checkLimit("limit", limit, 100, 1, 100_000);
-		this.open();
-		this.commits.settle(sessionId);
-		return (this.s.listRuns.all(sessionId, max) as RunRow[]).reverse().map(toRunRecord);
-	}
-
-	async recoverInterrupted(
+	protected interruptRuns(
 		at: number,
-		webhooks?: (sessionId: string, runId: string | null) => NewWebhookDelivery[],
-		sessionIds?: readonly string[],
-	): Promise<string[]> {
+		webhooks: RecoveryWebhooks | undefined,
+		sessionIds: readonly string[] | undefined,
+	): string[] {
 		const only = sessionIds && new Set(sessionIds);
 		const changed = this.commits.durable(() => {
 			const rows = (this.s.listRunning.all() as SessionRow[]).filter((row) => !only || only.has(row.id));
@@ -379,136 +248,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState> implements 
 		return changed;
 	}
 
-	// --- pending interactions -------------------------------------------------------------------
-
-	async putPending(
-		interaction: Omit<PendingInteraction, "resolvedAt" | "resolution">,
-		webhooks?: (runId: string | null) => NewWebhookDelivery[],
-	): Promise<boolean> {
-		return this.commits.durableFor(interaction.sessionId, () => {
-			const row = this.row(interaction.sessionId);
-			if (!row) return false;
-			const i = interaction;
-			this.s.upsertPending.run(i.sessionId, i.toolCallId, i.kind, i.payload, i.createdAt);
-			// The session's queued writes (its run start) committed first in this transaction: the row is current.
-			if (webhooks) this.outbox.put(webhooks(row.current_run_id));
-			return true;
-		});
-	}
-
-	async resolvePending(sessionId: string, toolCallId: string, resolution: string, at: number): Promise<boolean> {
-		return this.commits.durableFor(
-			sessionId,
-			() => this.s.resolvePending.run(at, resolution, sessionId, toolCallId).changes > 0,
-		);
-	}
-
-	async deletePending(sessionId: string, toolCallId: string): Promise<boolean> {
-		return this.commits.durableFor(sessionId, () => this.s.deletePending.run(sessionId, toolCallId).changes > 0);
-	}
-
-	async listPending(sessionId: string, options: { includeResolved?: boolean } = {}): Promise<PendingInteraction[]> {
-		this.open();
-		const rows = this.s.listPending.all(sessionId, options.includeResolved ? 1 : 0);
-		return (rows as Parameters<typeof toPendingInteraction>[0][]).map(toPendingInteraction);
-	}
-
-	// --- idempotency keys -----------------------------------------------------------------------
-
-	async putIdempotencyKey(record: IdempotencyRecord): Promise<boolean> {
-		// One commit with the session's queued writes: a run start and the key that started it.
-		return this.commits.durableFor(record.sessionId, () => {
-			if (!this.row(record.sessionId)) return false;
-			this.writeIdempotencyKey(record);
-			return true;
-		});
-	}
-
-	/** The statements of `putIdempotencyKey`, inside a caller's write. */
-	private writeIdempotencyKey(r: IdempotencyRecord): void {
-		// Delete and insert (not an upsert): the new row's id puts it last in the session's put order.
-		this.s.deleteIdempotencyKey.run(r.sessionId, r.key);
-		this.s.insertIdempotencyKey.run(r.sessionId, r.key, r.operation, r.fingerprint, r.outcome, r.createdAt);
-		this.s.trimIdempotencyKeys.run(r.sessionId, this.settings.maxIdempotencyKeys);
-	}
-
-	async recordUsage(ownerId: string | null, entries: readonly UsageEntry[]): Promise<void> {
-		this.open();
-		if (entries.length === 0) return;
-		this.commits.durable(() => this.runs.addUsage(ownerId ?? "", entries), []);
-	}
-
-	async readUsage(query: UsageQuery): Promise<UsageRow[]> {
-		this.open();
-		checkUsageQuery(query);
-		this.commits.settle();
-		const rows = this.s.readUsage.all(query.ownerId ?? "", query.fromDay, query.toDay) as UsageDailyRow[];
-		return rows.map(toUsageRow);
-	}
-
-	async getIdempotencyKey(sessionId: string, key: string): Promise<IdempotencyRecord | undefined> {
-		this.open();
-		const row = this.s.getIdempotencyKey.get(sessionId, key);
-		return row ? toIdempotencyRecord(row as Parameters<typeof toIdempotencyRecord>[0]) : undefined;
-	}
-
-	async deleteIdempotencyKeys(cutoff: number): Promise<number> {
-		return this.commits.durable(() => this.s.expireIdempotencyKeys.run(cutoff).changes, []);
-	}
-
-	// --- facade records -------------------------------------------------------------------------
-
-	async putFacadeRecords(
-		sessionId: string,
-		records: readonly { kind: string; key: string; data: string }[],
-		at: number,
-	): Promise<boolean> {
-		return this.facade.putFacadeRecords(sessionId, records, at);
-	}
-
-	async getFacadeRecord(sessionId: string, kind: string, key: string): Promise<FacadeRecord | undefined> {
-		this.open();
-		return this.facade.getFacadeRecord(sessionId, kind, key);
-	}
-
-	async findFacadeRecords(kind: string, key: string, ownerId: string | null, limit?: number): Promise<FacadeRecord[]> {
-		this.open();
-		return this.facade.findFacadeRecords(kind, key, ownerId, limit);
-	}
-
-	// --- webhook outbox -------------------------------------------------------------------------
-
-	async enqueueWebhooks(deliveries: NewWebhookDelivery[]): Promise<void> {
-		this.open();
-		return this.outbox.enqueueWebhooks(deliveries);
-	}
-
-	async claimWebhooks(now: number, limit: number, claimUntil: number): Promise<WebhookDelivery[]> {
-		this.open();
-		return this.outbox.claimWebhooks(now, limit, claimUntil);
-	}
-
-	async settleWebhook(id: string, outcome: Parameters<WebhookOutbox["settleWebhook"]>[1]): Promise<boolean> {
-		this.open();
-		return this.outbox.settleWebhook(id, outcome);
-	}
-
-	async listWebhooks(options?: { status?: WebhookStatus; limit?: number }): Promise<WebhookDelivery[]> {
-		this.open();
-		return this.outbox.listWebhooks(options);
-	}
-
-	async pruneWebhooks(cutoff: number): Promise<number> {
-		this.open();
-		return this.outbox.pruneWebhooks(cutoff);
-	}
-
 	// --- lifecycle ------------------------------------------------------------------------------
-
-	async flush(): Promise<void> {
-		this.open();
-		this.commits.flush();
-	}
 
 	async close(): Promise<void> {
 		if (this.closed) return;

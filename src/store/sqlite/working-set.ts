@@ -10,8 +10,6 @@ import type { Statements } from "./statements.js";
 
 /** One session's write state: its event buffer (`../sql/event-buffer.ts`) and what follows. */
 export interface SessionState extends BufferState {
-	/** Ids up to this are durably reserved (see `event-log.ts`). */
-	reserved: number;
 	/**
 	 * The session's message count and current run as the writes not yet committed leave them
 	 * (`commit-queue.ts`); undefined until first needed (then read from disk).
@@ -29,7 +27,7 @@ export interface IdsOnDisk {
 
 /** The state of a session whose ids on disk are as given, with nothing buffered. */
 export function newSessionState(sessionId: string, written: number, last: number, reserved: number): SessionState {
-	return newBufferState(sessionId, written, last, { reserved, tally: undefined });
+	return newBufferState(sessionId, written, last, reserved, { tally: undefined as Tally | undefined });
 }
 
 export class WorkingSet extends SessionStates<SessionState> {

@@ -13,11 +13,17 @@
  * Streamable HTTP: a server that was restarted or redeployed answers the old session id with 404
  * (the spec's "session not found": the request was not run). The call then re-initialises the
  * connection and is sent once more, instead of failing.
+ *
+ * Elicitation (elicitation.ts): the client declares the capability (form mode); a request is tied
+ * to the one call in flight and handed to `options.elicit`, and that call's timeout does not run
+ * while a human answers (it starts afresh with the answer). With no call, or several, in flight
+ * it cannot be tied to one, and is answered `cancel`.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { CallToolResult, Tool as McpTool, Progress } from "@modelcontextprotocol/sdk/types.js";
+import type { ElicitationSchema, McpElicitationResult } from "./elicitation.js";
 
 /** The SDK's runtime parts (sdk.ts), imported on the first connect. */
 type McpSdk = typeof import("./sdk.js");
@@ -69,7 +75,30 @@ export interface McpConnectionOptions {
 	onChange: () => void;
 	/** Told when the set of skipped tools changes (not again on a reconnect that lists the same). */
 	logger?: McpLogger;
+	/**
+	 * Answers an elicitation the server sent during `call` (the one call in flight); absent: every
+	 * elicitation is answered `cancel`. `signal` is aborted when the call ends or the server
+	 * withdraws the request. Contract: never rejects.
+	 */
+	elicit?: (
+		request: { message: string; requestedSchema: ElicitationSchema },
+		call: { tool: string; toolCallId: string },
+		signal: AbortSignal,
+	) => Promise<McpElicitationResult>;
 }
+
+/** A `tools/call` in flight, for tying an elicitation to it. */
+interface InFlightCall {
+	tool: string;
+	toolCallId?: string;
+	/** Aborted when the caller aborts or the call ends. */
+	signal: AbortSignal;
+	/** Stops the call's timeout; the returned function starts it afresh. */
+	pause(): () => void;
+}
+
+/** Node's largest timer delay: the SDK's own timeout is left this far off, and the call's own timer (paused during an elicitation) applies. */
+const NO_SDK_TIMEOUT = 2_147_483_647;
 
 const TASK_REQUIRED_REASON =
 	'requires task-based execution (execution.taskSupport "required"), which is not supported yet';
@@ -115,6 +144,8 @@ export class McpServerConnection {
 	private stderrTail = "";
 	/** Bumped per connect attempt; events of an older client are ignored. */
 	private generation = 0;
+	/** The calls in flight now (an elicitation is tied to the one call, or refused). */
+	private readonly inFlight = new Set<InFlightCall>();
 
 	constructor(
 		readonly name: string,
@@ -175,11 +206,12 @@ export class McpServerConnection {
 		args: Record<string, unknown>,
 		signal?: AbortSignal,
 		onProgress?: (progress: Progress) => void,
+		toolCallId?: string,
 	): Promise<CallToolResult> {
-		const first = await this.callOnce(tool, args, signal, onProgress);
+		const first = await this.callOnce(tool, args, signal, onProgress, toolCallId);
 		if (first.kind === "result") return first.result;
 		await this.reinitialise(first.generation);
-		const second = await this.callOnce(tool, args, signal, onProgress);
+		const second = await this.callOnce(tool, args, signal, onProgress, toolCallId);
 		if (second.kind === "result") return second.result;
 		// Refused on the session it just created too (e.g. replicas behind a balancer without sticky sessions).
 		this.handleDisconnect(second.generation, `call to ${tool} failed: HTTP 404, session not found`);
@@ -195,18 +227,57 @@ export class McpServerConnection {
 		args: Record<string, unknown>,
 		signal: AbortSignal | undefined,
 		onProgress: ((progress: Progress) => void) | undefined,
+		toolCallId: string | undefined,
 	): Promise<{ kind: "result"; result: CallToolResult } | { kind: "session_unknown"; generation: number }> {
 		const client = this.client;
 		const sdk = this.sdk;
 		if (this.state !== "connected" || !client || !sdk) throw new Error(this.unavailableMessage());
 		const { ErrorCode, McpError } = sdk;
 		const generation = this.generation;
+		// The call's timeout, restarted by each progress notification and paused while an elicitation waits.
+		const timeoutMs = this.options.timeoutMs;
+		const timedOut = new AbortController();
+		const ended = new AbortController();
+		let timer: NodeJS.Timeout | undefined;
+		let paused = 0;
+		const arm = () => {
+			clearTimeout(timer);
+			if (paused > 0) return;
+			timer = setTimeout(
+				() => timedOut.abort(new McpError(ErrorCode.RequestTimeout, "Request timed out", { timeout: timeoutMs })),
+				timeoutMs,
+			);
+		};
+		const call: InFlightCall = {
+			tool,
+			...(toolCallId !== undefined ? { toolCallId } : {}),
+			signal: signal ? AbortSignal.any([signal, ended.signal]) : ended.signal,
+			pause: () => {
+				paused++;
+				clearTimeout(timer);
+				let resumed = false;
+				return () => {
+					if (resumed) return;
+					resumed = true;
+					paused--;
+					if (!ended.signal.aborted) arm();
+				};
+			},
+		};
+		this.inFlight.add(call);
+		arm();
 		try {
 			const result = await client.callTool({ name: tool, arguments: args }, sdk.CallToolResultSchema, {
-				signal,
-				timeout: this.options.timeoutMs,
-				resetTimeoutOnProgress: true,
-				...(onProgress ? { onprogress: onProgress } : {}),
+				signal: signal ? AbortSignal.any([signal, timedOut.signal]) : timedOut.signal,
+				timeout: NO_SDK_TIMEOUT,
+				...(onProgress
+					? {
+							onprogress: (progress: Progress) => {
+								arm();
+								onProgress(progress);
+							},
+						}
+					: {}),
 			});
 			return { kind: "result", result: result as CallToolResult };
 		} catch (error) {
@@ -226,6 +297,44 @@ export class McpServerConnection {
 				throw new Error(`MCP server ${this.name} is unreachable (${messageOf(error)}); reconnecting`);
 			}
 			throw new Error(`MCP tool ${this.name}__${tool} failed: ${error.message}`);
+		} finally {
+			clearTimeout(timer);
+			ended.abort();
+			this.inFlight.delete(call);
+		}
+	}
+
+	/**
+	 * Answers an `elicitation/create` of the server: handed to `options.elicit` when exactly one
+	 * call of a known tool call is in flight (its timeout paused meanwhile), else `cancel`.
+	 */
+	private async answerElicitation(
+		params: { message: string; requestedSchema?: unknown; mode?: string },
+		signal: AbortSignal,
+	): Promise<McpElicitationResult> {
+		const calls = [...this.inFlight];
+		const call = calls.length === 1 ? calls[0] : undefined;
+		const elicit = this.options.elicit;
+		if (!elicit || !call?.toolCallId || params.mode === "url" || !params.requestedSchema) {
+			if (calls.length > 1) {
+				this.options.logger?.warn(
+					{ mcpServer: this.name, calls: calls.map((c) => c.tool) },
+					`MCP server ${this.name} asked for input while ${calls.length} of its calls were in flight; MCP does not say which call asks, so the request was answered "cancel"`,
+				);
+			}
+			return { action: "cancel" };
+		}
+		const resume = call.pause();
+		try {
+			return await elicit(
+				{ message: params.message, requestedSchema: params.requestedSchema as ElicitationSchema },
+				{ tool: call.tool, toolCallId: call.toolCallId },
+				AbortSignal.any([signal, call.signal]),
+			);
+		} catch {
+			return { action: "cancel" };
+		} finally {
+			resume();
 		}
 	}
 
@@ -287,7 +396,15 @@ export class McpServerConnection {
 			this.sdk ??= await import("./sdk.js");
 			if (generation !== this.generation) return;
 			const sdk = this.sdk;
-			client = new sdk.Client(this.options.clientInfo, { capabilities: {} });
+			client = new sdk.Client(this.options.clientInfo, { capabilities: { elicitation: { form: {} } } });
+			client.setRequestHandler(
+				sdk.ElicitRequestSchema,
+				async (request, extra) =>
+					(await this.answerElicitation(
+						request.params as { message: string; requestedSchema?: unknown; mode?: string },
+						extra.signal,
+					)) as Record<string, unknown> & McpElicitationResult,
+			);
 			const transport = this.createTransport(sdk);
 			client.onclose = () => this.handleDisconnect(generation, "connection closed");
 			client.onerror = () => {};

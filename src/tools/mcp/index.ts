@@ -5,6 +5,14 @@
 export type { McpLogger, McpServerState, McpServerStatus, SkippedMcpTool } from "./connection.js";
 export { type McpToolResultDetails, mapMcpContent } from "./content.js";
 export {
+	type ElicitationField,
+	type ElicitationSchema,
+	elicitationContentProblems,
+	type McpElicitation,
+	type McpElicitationHandler,
+	type McpElicitationResult,
+} from "./elicitation.js";
+export {
 	type McpAgentTool,
 	McpManager,
 	type McpManagerOptions,

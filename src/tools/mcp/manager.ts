@@ -4,6 +4,9 @@
  * Config is resolved in the constructor (`${ENV}` substitution, URL parsing) so a bad entry fails
  * startup naming the field; connecting happens in `start()` and never fails startup: a server
  * that is down is retried in the background and reported by `status()`.
+ *
+ * Elicitations the servers send during a tool call go to the handler `setElicitationHandler`
+ * installed (elicitation.ts), with the call's tool call id; without one they are answered `cancel`.
  */
 import type { TSchema } from "@sinclair/typebox";
 import type { AgentTool, AgentToolResult } from "../../agent/types.js";
@@ -12,6 +15,7 @@ import { substituteEnv, substituteEnvRecord } from "../env.js";
 import type { IdempotentMark } from "../idempotent.js";
 import { type McpLogger, McpServerConnection, type McpServerStatus, type ResolvedMcpServer } from "./connection.js";
 import { type McpToolResultDetails, resultContent, resultErrorText } from "./content.js";
+import type { McpElicitationHandler } from "./elicitation.js";
 
 export interface McpManagerOptions {
 	/** Environment for `${ENV}` substitution; default `process.env`. */
@@ -67,6 +71,7 @@ export class McpManager {
 	private readonly toolCache = new Map<string, { remote: unknown; tool: McpAgentTool }>();
 	/** Servers whose config declares every tool idempotent. */
 	private readonly idempotentServers = new Set<string>();
+	private elicitationHandler?: McpElicitationHandler;
 
 	/** Throws (naming the field) on an unset `${ENV}` variable or a malformed URL. */
 	constructor(servers: Record<string, McpServerConfig> = {}, options: McpManagerOptions = {}) {
@@ -88,11 +93,28 @@ export class McpManager {
 				...(config.includeTools ? { includeTools: config.includeTools } : {}),
 				clientInfo: options.clientInfo ?? { name: "wheelhouse", version: "0.1.0" },
 				onChange: () => this.emit(connection.status()),
+				elicit: (request, call, signal) => {
+					const handler = this.elicitationHandler;
+					if (!handler) return Promise.resolve({ action: "cancel" as const });
+					return handler({
+						server: name,
+						toolCallId: call.toolCallId,
+						toolName: qualifiedToolName(name, call.tool),
+						message: request.message,
+						requestedSchema: request.requestedSchema,
+						signal,
+					});
+				},
 				...(options.logger ? { logger: options.logger } : {}),
 			});
 			this.connections.set(name, connection);
 			if (config.idempotent === true) this.idempotentServers.add(name);
 		}
+	}
+
+	/** Who answers the servers' elicitations from now on (the server's sessions); replaces the previous one. */
+	setElicitationHandler(handler: McpElicitationHandler | undefined): void {
+		this.elicitationHandler = handler;
 	}
 
 	/** Connects every server (in parallel); resolves once each has connected or scheduled a retry. */
@@ -157,7 +179,7 @@ export class McpManager {
 			parameters: remote.inputSchema as unknown as TSchema,
 			origin: { kind: "mcp", server: connection.name, tool: remote.name },
 			idempotent: this.idempotentServers.has(connection.name),
-			async execute(_toolCallId, params, signal, onUpdate): Promise<AgentToolResult<McpToolResultDetails>> {
+			async execute(toolCallId, params, signal, onUpdate): Promise<AgentToolResult<McpToolResultDetails>> {
 				const details: McpToolResultDetails = { server: connection.name, tool: remote.name };
 				const result = await connection.callTool(
 					remote.name,
@@ -177,6 +199,7 @@ export class McpManager {
 									details: { ...details, progress },
 								} as AgentToolResult<McpToolResultDetails>)
 						: undefined,
+					toolCallId,
 				);
 				if (result.isError) throw new Error(resultErrorText(result, name));
 				return {

@@ -8,6 +8,7 @@ export { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 export { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 export {
 	CallToolResultSchema,
+	ElicitRequestSchema,
 	ErrorCode,
 	McpError,
 	ToolListChangedNotificationSchema,

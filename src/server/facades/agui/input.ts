@@ -21,7 +21,7 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { type ClientToolSpec, validateClientToolSpecs } from "../../../tools/index.js";
-import { apiError } from "../../errors.js";
+import { apiError } from "../../http/errors.js";
 
 /** A message of `RunAgentInput.messages` (the schema checked `id` and `role`). */
 export interface InputMessage {

@@ -5,7 +5,7 @@
  */
 import { Type } from "@sinclair/typebox";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
-import { MAX_ID_LENGTH, PROFILE_NAME, ThinkingLevel } from "../../schemas.js";
+import { MAX_ID_LENGTH, PROFILE_NAME, ThinkingLevel } from "../../http/schemas.js";
 import { PROTOCOL_VERSION_PATTERN } from "./protocol.js";
 
 const Open = (properties: Parameters<typeof Type.Object>[0], description?: string) =>

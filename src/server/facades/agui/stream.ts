@@ -4,9 +4,10 @@
  * reconnecting client's view of a run in progress.
  */
 import type { Usage } from "../../../ai/types.js";
-import type { LiveSession } from "../../session/live-session.js";
-import type { ToolInteractions } from "../../session/tool-interactions.js";
-import type { SseConnection } from "../../sse/connection.js";
+import type { SessionRecord } from "../../../store/types.js";
+import type { SseConnection } from "../../http/sse/connection.js";
+import type { LiveSession } from "../../runtime/session/live-session.js";
+import type { ToolInteractions } from "../../runtime/session/tool-interactions.js";
 import { runSegment, type SegmentEnd } from "../openai/run-segment.js";
 import type { AguiEncoder } from "./encoder.js";
 import { type AguiEvent, aguiFrame, type TokenUsage } from "./events.js";
@@ -22,14 +23,8 @@ export interface StretchOptions {
 }
 
 /** The client's tools of a session, by name. */
-export function clientToolNames(session: LiveSession): Set<string> {
-	return new Set(session.config.clientTools.map((tool) => tool.name));
-}
-
-/** The native frame's JSON data (frames of the session log are `id:`, `event:`, then one `data:` line). */
-function dataOf(frame: string): string {
-	const at = frame.indexOf("\ndata: ");
-	return at < 0 ? "{}" : frame.slice(at + 7, frame.indexOf("\n", at + 7));
+export function clientToolNames(record: Pick<SessionRecord, "clientTools">): Set<string> {
+	return new Set(record.clientTools.map((tool) => tool.name));
 }
 
 const SERVER_EVENTS = new Set(["queue_update", "approval_requested", "approval_resolved"]);
@@ -44,9 +39,9 @@ export async function streamStretch(
 	start: Parameters<typeof runSegment>[1],
 ): Promise<{ end: SegmentEnd; usage: Usage }> {
 	const { session, interactions, encoder } = options;
-	const unsubscribe = session.subscribe({
-		deliver(_id, type, frame) {
-			if (SERVER_EVENTS.has(type)) encoder.serverEvent(type, dataOf(frame));
+	const unsubscribe = session.observe({
+		event({ type, data }) {
+			if (SERVER_EVENTS.has(type)) encoder.serverEvent(type, data);
 		},
 		// The session going away ends its run, which ends the stretch.
 		close() {},
@@ -56,7 +51,7 @@ export async function streamStretch(
 			{
 				session,
 				interactions,
-				clientTools: clientToolNames(session),
+				clientTools: clientToolNames(session.config),
 				sink: { event: (event) => encoder.agentEvent(event) },
 				signal: options.signal,
 				detach: options.detach,
@@ -70,10 +65,9 @@ export async function streamStretch(
 }
 
 /** The run's token counts in AG-UI's accounting (undefined when nothing was counted). */
-export function tokenUsage(usage: Usage, session: LiveSession): TokenUsage[] | undefined {
+export function tokenUsage(usage: Usage, model: { provider: string; id: string }): TokenUsage[] | undefined {
 	const input = usage.input + usage.cacheRead + usage.cacheWrite;
 	if (input + usage.output === 0) return undefined;
-	const model = session.agent.state.model;
 	return [
 		{
 			provider: model.provider,

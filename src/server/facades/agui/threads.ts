@@ -15,10 +15,11 @@
  * record (transcript.ts).
  */
 import { createHash } from "node:crypto";
-import type { SessionStore } from "../../../store/types.js";
-import { ApiError } from "../../errors.js";
-import type { LiveSession } from "../../session/live-session.js";
-import type { NewSessionInput, SessionManager } from "../../session/manager.js";
+import type { SessionRecord, SessionStore } from "../../../store/types.js";
+import { isSessionNotFound } from "../../runtime/session/errors.js";
+import type { LiveSession } from "../../runtime/session/live-session.js";
+import type { NewSessionInput, SessionManager } from "../../runtime/session/manager.js";
+import type { SessionPort } from "../../runtime/session/port.js";
 import { isNonEmptyState } from "./input.js";
 import { indexOfId } from "./transcript.js";
 
@@ -44,12 +45,30 @@ export class Threads {
 		return { id: `ses_${hash.slice(0, 32)}`, creatable: true };
 	}
 
-	/** The thread's session, or undefined when it has none (yet) that this owner may see. */
+	/**
+	 * The thread's session loaded into this process, or undefined when it has none (yet) that this
+	 * owner may see. In cluster mode this builds the session here (reloaded from the store when no
+	 * run of it is here): only for a request whose run is, or starts, here; reads and control use
+	 * {@link open}.
+	 */
 	async find(ownerId: string | null, threadId: string): Promise<LiveSession | undefined> {
 		try {
 			return await this.sessions.load(this.sessionIdOf(ownerId, threadId).id, ownerId);
 		} catch (err) {
-			if (err instanceof ApiError && err.code === "SESSION_NOT_FOUND") return undefined;
+			if (isSessionNotFound(err)) return undefined;
+			throw err;
+		}
+	}
+
+	/**
+	 * The port of the thread's session (session/port.ts), or undefined when it has none (yet) that
+	 * this owner may see. In cluster mode a session whose run is on another replica is not loaded.
+	 */
+	async open(ownerId: string | null, threadId: string): Promise<SessionPort | undefined> {
+		try {
+			return await this.sessions.open(this.sessionIdOf(ownerId, threadId).id, ownerId);
+		} catch (err) {
+			if (isSessionNotFound(err)) return undefined;
 			throw err;
 		}
 	}
@@ -62,44 +81,46 @@ export class Threads {
 	}
 
 	/** Stores the client's ids of messages the session now holds (durably when this resolves). */
-	async rememberSent(session: LiveSession, ids: readonly string[]): Promise<void> {
+	async rememberSent(sessionId: string, ids: readonly string[]): Promise<void> {
 		const records = [...new Set(ids)].filter((id) => indexOfId(id) === undefined);
 		if (records.length === 0) return;
 		await this.store.putFacadeRecords(
-			session.id,
+			sessionId,
 			records.map((key) => ({ kind: SENT, key, data: "" })),
 			Date.now(),
 		);
 	}
 
-	/** Which of the client's message `ids` the session already holds (ours, or ones it was prompted with). */
-	async held(session: LiveSession, ids: readonly string[]): Promise<Set<string>> {
+	/**
+	 * Which of the client's message `ids` the session (`messageCount` messages long) already holds
+	 * (ours, or ones it was prompted with).
+	 */
+	async held(sessionId: string, messageCount: number, ids: readonly string[]): Promise<Set<string>> {
 		const held = new Set<string>();
-		const length = session.agent.state.messages.length;
 		for (const id of new Set(ids)) {
 			const index = indexOfId(id);
-			if (index !== undefined ? index < length : await this.store.getFacadeRecord(session.id, SENT, id)) held.add(id);
+			if (index !== undefined ? index < messageCount : await this.store.getFacadeRecord(sessionId, SENT, id))
+				held.add(id);
 		}
 		return held;
 	}
 
 	/**
-	 * Gives the session's model calls `extra` after its system prompt until the returned function
-	 * is called (when the run is over); the stored system prompt is not changed, and a config
-	 * change in between wins.
+	 * Gives the session's model calls `extra` after its system prompt (the port's
+	 * `setInstructions`) until the returned function is called (when the run is over); the stored
+	 * system prompt is not changed, and a config change in between wins (the release restores the
+	 * stored prompt only while these instructions are in force).
 	 */
-	instruct(session: LiveSession, extra: string): () => void {
-		const base = session.config.systemPrompt;
+	async instruct(port: SessionPort, extra: string): Promise<() => Promise<void>> {
+		const base = port.record.systemPrompt;
 		const prompt = extra === "" ? base : base === "" ? extra : `${base}\n\n${extra}`;
-		session.agent.state.systemPrompt = prompt;
-		return () => {
-			if (session.agent.state.systemPrompt === prompt) session.agent.state.systemPrompt = session.config.systemPrompt;
-		};
+		await port.setInstructions(prompt);
+		return () => port.setInstructions(undefined, prompt);
 	}
 
 	/** The thread's stored shared state (`{}` when it has none). */
-	state(session: LiveSession): unknown {
-		const json = session.config.metadata[STATE_KEY];
+	state(record: SessionRecord): unknown {
+		const json = record.metadata[STATE_KEY];
 		if (json === undefined) return {};
 		try {
 			return JSON.parse(json);

@@ -10,7 +10,11 @@
  */
 import type { AgentMessage } from "../../../agent/types.js";
 import type { AssistantMessage, ImageContent, TextContent, ToolResultMessage, UserMessage } from "../../../ai/types.js";
+import type { SessionPort } from "../../runtime/session/port.js";
 import type { AguiMessage, ContentPart, ToolCallWire } from "./events.js";
+
+/** Messages per read of a stored transcript (the store's largest page). */
+const PAGE = 1000;
 
 const ID_PATTERN = /^wh-(\d{1,15})(?:\.r\d{1,6})?$/;
 
@@ -28,6 +32,16 @@ export function reasoningId(index: number, block: number): string {
 export function indexOfId(id: string): number | undefined {
 	const match = ID_PATTERN.exec(id);
 	return match ? Number(match[1]) : undefined;
+}
+
+/** The session's whole stored transcript, read through its port a page at a time. */
+export async function wholeTranscript(port: SessionPort): Promise<AgentMessage[]> {
+	const messages: AgentMessage[] = [];
+	for (;;) {
+		const page = await port.messages(messages.length, PAGE);
+		messages.push(...page.messages);
+		if (page.messages.length === 0 || messages.length >= page.total) return messages;
+	}
 }
 
 /** Text and inline images as AG-UI content: a plain string when there is only text. */

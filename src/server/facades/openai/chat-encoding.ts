@@ -3,7 +3,7 @@
  * it happens as `chat.completion.chunk` frames ending with `data: [DONE]`.
  */
 import type { ToolCall, Usage } from "../../../ai/types.js";
-import { formatFrame } from "../../sse/frames.js";
+import { formatFrame } from "../../../wire/sse-frames.js";
 import type { SegmentEnd, ServerToolCall } from "./run-segment.js";
 
 export type ChatFinishReason = "stop" | "length" | "tool_calls";

@@ -5,7 +5,7 @@
  * the prefix answer in the same shape.
  */
 import type { FastifyInstance } from "fastify";
-import { quote } from "../../errors.js";
+import { quote } from "../../http/errors.js";
 
 function errorType(status: number): string {
 	if (status === 401) return "authentication_error";

@@ -4,7 +4,7 @@
  * earlier call). Each is replaced by the item the server produced, from the stored responses of
  * the same key; one that names no such item is a 400 naming the field.
  */
-import { apiError, quote } from "../../errors.js";
+import { apiError, quote } from "../../http/errors.js";
 import type { OutputItem } from "./responses-encoding.js";
 
 type Json = Record<string, unknown>;

@@ -16,7 +16,7 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
-import { apiError, quote } from "../../errors.js";
+import { apiError, quote } from "../../http/errors.js";
 
 /** A conversation as a session starts from it: the system prompt, the history, and what runs next. */
 export interface MappedConversation {

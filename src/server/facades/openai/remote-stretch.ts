@@ -1,43 +1,47 @@
 /**
  * A stretch of a run that waits for client tool results on another replica (cluster mode). The
- * results go the way the `/v1` tool-results route sends them there (`ClusterNode.resolve`: stored
- * as the calls' resolutions, then the replica running the run is told), and the stretch is read
+ * results go the way the `/v1` tool-results route sends them there (the session port's `resolve`:
+ * stored as the calls' resolutions, then the replica running the run is told), and the stretch is read
  * back from the store every replica shares: it ends when the run ends, or once every client tool
  * call of the model's next message waits. Each assistant message reaches the sink whole, once it
- * is in the transcript (its deltas stay on the run's replica).
+ * is in the transcript (its deltas stay on the run's replica); a sink that reads events gets every
+ * message of the stretch as its `message_start` and `message_end`, and a `turn_start` before each
+ * assistant message.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import type { AgentMessage } from "../../../agent/types.js";
 import type { AssistantMessage, ToolCall, ToolResultMessage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { SessionStore } from "../../../store/types.js";
-import type { ClusterNode } from "../../cluster/node.js";
-import { apiError, quote } from "../../errors.js";
-import type { LiveSession } from "../../session/live-session.js";
+import { apiError, quote } from "../../http/errors.js";
+import type { SessionPort } from "../../runtime/session/port.js";
 import { endOf, type SegmentEnd, type SegmentResult, type SegmentSink } from "./run-segment.js";
 
 /** How often the store is read while the run goes on elsewhere. */
 const POLL_MS = 25;
 
 export interface RemoteStretchOptions {
+	/** The store the stretch is read back from. */
 	store: SessionStore;
-	cluster: ClusterNode;
-	session: LiveSession;
+	/** The session's port (remote: its run is on another replica). */
+	port: SessionPort;
 	results: readonly ToolResultMessage[];
 	/** Names of the session's client tools: their calls end the stretch. */
 	clientTools: ReadonlySet<string>;
+	/** The transcript length the stretch is read after (default: the stored length when it starts). */
+	after?: number;
+	/** Ends the stretch (as `aborted`) without touching the run: a client that only watched went away. */
+	detach?: AbortSignal;
 }
 
 /**
  * True when the session's run is on another replica and waits (by the store) for every one of
  * these results. Throws `VALIDATION_FAILED` when it waits for more results than these.
  */
-export async function waitsElsewhere(options: Omit<RemoteStretchOptions, "clientTools">): Promise<boolean> {
-	const { store, cluster, session, results } = options;
-	if (session.isBusy || !(await cluster.runningElsewhere(session))) return false;
-	const waiting = (await store.listPending(session.id))
-		.filter((p) => p.kind === "client_tool")
-		.map((p) => p.toolCallId);
+export async function waitsElsewhere(port: SessionPort, results: readonly ToolResultMessage[]): Promise<boolean> {
+	if (port.where !== "remote") return false;
+	const waiting = await port.waitingToolCalls();
+	if (waiting.length === 0) return false;
 	if (!results.every((result) => waiting.includes(result.toolCallId))) return false;
 	const missing = waiting.filter((id) => !results.some((result) => result.toolCallId === id));
 	if (missing.length > 0) {
@@ -71,13 +75,15 @@ export async function remoteStretch(
 	signal: AbortSignal,
 	started: () => Promise<void>,
 ): Promise<SegmentResult> {
-	const { store, cluster, session, results, clientTools } = options;
-	const before = (await store.countMessages(session.id)) ?? 0;
-	const runId = (await store.getSession(session.id))?.currentRunId;
+	const { store, port, results, clientTools } = options;
+	const session = { id: port.id };
+	const before = options.after ?? (await store.countMessages(session.id)) ?? 0;
+	const runId = port.record.currentRunId;
 	for (const result of results) {
-		const outcome = await cluster.resolve(session, "client_tool", result.toolCallId, {
-			content: result.content,
-			isError: result.isError,
+		const outcome = await port.resolve({
+			kind: "client_tool",
+			toolCallId: result.toolCallId,
+			value: { content: result.content, isError: result.isError },
 		});
 		if (outcome !== "resolved") {
 			throw apiError(
@@ -93,8 +99,13 @@ export async function remoteStretch(
 	let last: AssistantMessage | undefined;
 	let end: SegmentEnd | undefined;
 	while (!end) {
+		if (options.detach?.aborted) {
+			end = { kind: "aborted" };
+			break;
+		}
 		if (signal.aborted) {
-			await cluster.send({ t: "abort", s: session.id });
+			// Stored and sent as `/v1`'s abort does; not delivered, the run ends by its own timeout.
+			await port.abort().catch(() => undefined);
 			end = { kind: "aborted" };
 			break;
 		}
@@ -104,6 +115,10 @@ export async function remoteStretch(
 		const messages = (await store.listMessages(session.id, { offset: before + seen, limit: 1000 }))?.messages ?? [];
 		for (const message of messages) {
 			seen++;
+			// A sink that reads events (AG-UI) gets each message whole: a turn starts at each answer.
+			if (isAssistant(message)) sink.event?.({ type: "turn_start" });
+			sink.event?.({ type: "message_start", message });
+			sink.event?.({ type: "message_end", message });
 			if (!isAssistant(message)) continue;
 			last = message;
 			if (message.usage) addUsage(usage, message.usage);

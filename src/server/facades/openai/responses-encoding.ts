@@ -6,10 +6,10 @@
  */
 import { randomBytes } from "node:crypto";
 import type { ToolCall, Usage } from "../../../ai/types.js";
-import { formatFrame } from "../../sse/frames.js";
+import { formatFrame } from "../../../wire/sse-frames.js";
 import type { SegmentEnd, ServerToolCall } from "./run-segment.js";
 
-export type ResponseStatus = "in_progress" | "completed" | "failed" | "cancelled" | "incomplete";
+export type ResponseStatus = "queued" | "in_progress" | "completed" | "failed" | "cancelled" | "incomplete";
 
 interface OutputText {
 	type: "output_text";
@@ -152,6 +152,9 @@ export function functionCallItem(call: ToolCall): FunctionCallItem {
 	};
 }
 
+/** The events that may come before `response.in_progress`. */
+const OPENING = new Set(["response.created", "response.queued", "response.in_progress", "error"]);
+
 /**
  * Builds a response's output as a stretch happens, and (when streaming) its events. Without a
  * `write`, it only collects the output (the non-streaming answer).
@@ -160,6 +163,8 @@ export class ResponseBuilder {
 	readonly output: OutputItem[] = [];
 	private sequence = 0;
 	private message: MessageItem | undefined;
+	/** What the stream said so far: nothing, `response.queued` (waits for a run slot), or `response.in_progress`. */
+	private phase: "new" | "queued" | "in_progress" = "new";
 
 	constructor(
 		readonly head: ResponseHead,
@@ -168,14 +173,37 @@ export class ResponseBuilder {
 
 	private emit(type: string, payload: Record<string, unknown>): void {
 		if (!this.write) return;
+		// Whatever the response says of its output comes after `response.in_progress`.
+		if (this.phase !== "in_progress" && !OPENING.has(type)) this.begin();
 		const data = JSON.stringify({ type, sequence_number: this.sequence++, ...payload });
 		this.write(formatFrame({ event: type, data }));
 	}
 
+	/** The response is in progress: `response.created` (unless said) and `response.in_progress`, once. */
 	begin(): void {
+		if (this.phase === "in_progress") return;
 		const response = responseObject(this.head, "in_progress", []);
-		this.emit("response.created", { response });
+		if (this.phase === "new") this.emit("response.created", { response });
+		this.phase = "in_progress";
 		this.emit("response.in_progress", { response });
+	}
+
+	/**
+	 * The response waits for a run slot (admission): `response.created` and `response.queued` with
+	 * the status `queued` the first time, `response.queued` again each time its `position` (1 + the
+	 * runs of the same tenant ahead of it; a Wheelhouse field) changes. Nothing once it began.
+	 */
+	queued(position: number): void {
+		if (this.phase === "in_progress") return;
+		const response = responseObject(this.head, "queued", []);
+		if (this.phase === "new") this.emit("response.created", { response });
+		this.phase = "queued";
+		this.emit("response.queued", { response, position });
+	}
+
+	/** A stream that ends before its response began (its wait for a slot failed): an `error` event. */
+	error(code: string, message: string): void {
+		this.emit("error", { code, message, param: null });
 	}
 
 	/** Opens the message item of an assistant message at its first text. */

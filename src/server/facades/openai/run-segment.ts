@@ -16,9 +16,9 @@
 import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, StopReason, ToolCall, Usage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
-import type { LiveSession } from "../../session/live-session.js";
-import type { RunHandle } from "../../session/runs.js";
-import type { ToolInteractions } from "../../session/tool-interactions.js";
+import type { LiveSession } from "../../runtime/session/live-session.js";
+import type { RunHandle } from "../../runtime/session/runs.js";
+import type { ToolInteractions } from "../../runtime/session/tool-interactions.js";
 
 /** How a stretch ended. `tool_calls`: the model called client tools, whose results the run waits for. */
 export type SegmentEnd =
@@ -37,7 +37,7 @@ export interface ServerToolCall {
 	isError: boolean;
 }
 
-/** Receives a stretch as it happens. Contract: must not throw (the agent awaits its listeners). */
+/** Receives a stretch as it happens. Contract: must not throw (an observer that throws is dropped, and the stretch would end only with its run). */
 export interface SegmentSink {
 	/** A new assistant message starts (before its first text delta). */
 	messageStart?(): void;
@@ -81,7 +81,7 @@ function textOf(message: AssistantMessage): string {
 }
 
 /**
- * Runs a stretch: subscribes to the session's agent, then calls `start` (which starts a run, or
+ * Runs a stretch: observes the session's events (`session/observers.ts`), then calls `start` (which starts a run, or
  * resolves the waiting client tool calls of the active one), and settles when the stretch ends.
  * Failures of `start` (a busy session, a bad message) reject before anything was reported.
  */
@@ -187,7 +187,12 @@ export async function runSegment(
 		finish({ kind: "aborted" });
 	};
 	const onDetach = () => finish({ kind: "aborted" });
-	const unsubscribe = session.agent.subscribe(listener);
+	const unsubscribe = session.observe({
+		event: (event) => {
+			if (event.agent) listener(event.agent);
+		},
+		unlogged: listener,
+	});
 	try {
 		const run = await start();
 		if (signal.aborted) onAbort();

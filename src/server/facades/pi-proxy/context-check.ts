@@ -11,7 +11,7 @@
  */
 import type { Context } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
-import { apiError } from "../../errors.js";
+import { apiError } from "../../http/errors.js";
 
 type Fields = Record<string, unknown>;
 

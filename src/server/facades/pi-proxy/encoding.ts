@@ -19,7 +19,7 @@
  */
 import type { AssistantMessage, AssistantMessageEvent, Usage } from "../../../ai/types.js";
 import { zeroUsage } from "../../../ai/usage.js";
-import { formatFrame } from "../../sse/frames.js";
+import { formatFrame } from "../../../wire/sse-frames.js";
 
 /** The proxy events of pi-agent-core 0.73.1 (`ProxyAssistantMessageEvent`). */
 export type ProxyEvent =
