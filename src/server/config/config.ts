@@ -13,6 +13,7 @@
 import { readFileSync } from "node:fs";
 import { Value } from "@sinclair/typebox/value";
 import { parseDatabaseUrl } from "../../store/index.js";
+import { closestNames } from "../../tools/index.js";
 import { ConfigError } from "./config-error.js";
 import {
 	CONFIG_VARS,
@@ -247,12 +248,9 @@ export function configWarnings(env: Record<string, string | undefined>, config: 
 function closestHint(name: string, known: string[]): string {
 	// Compare without the prefix, so `WHEELHOUSE_PORT` finds `PORT`.
 	const bare = (n: string) => (n.startsWith(PREFIX) ? n.slice(PREFIX.length) : n);
-	const [closest] = known
-		.map((candidate) => ({ candidate, distance: editDistance(bare(name), bare(candidate)) }))
-		.sort((a, b) => a.distance - b.distance);
-	return closest && closest.distance <= Math.max(2, Math.floor(bare(name).length / 3))
-		? `did you mean ${closest.candidate}?`
-		: `the variables are: ${known.join(", ")}`;
+	const byBare = new Map(known.map((candidate) => [bare(candidate), candidate]));
+	const [closest] = closestNames(bare(name), [...byBare.keys()], 1);
+	return closest ? `did you mean ${byBare.get(closest)}?` : `the variables are: ${known.join(", ")}`;
 }
 
 /** True for a host that only this machine reaches: `localhost`, 127.0.0.0/8, `::1`. */
@@ -291,19 +289,6 @@ function checkExposure(values: Record<string, unknown>, source: Record<string, s
 		source.apiKeys ?? "apiKeys",
 		`the server would listen on ${host}, beyond this machine, with no API key: set WHEELHOUSE_API_KEYS=<key>[,<key>...] (e.g. \`openssl rand -hex 32\`), or WHEELHOUSE_AUTH=none to serve it open on purpose`,
 	);
-}
-
-/** Levenshtein distance (insertions, deletions, substitutions). */
-function editDistance(a: string, b: string): number {
-	let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-	for (let i = 1; i <= a.length; i++) {
-		const current = [i];
-		for (let j = 1; j <= b.length; j++) {
-			current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-		}
-		previous = current;
-	}
-	return previous[b.length]!;
 }
 
 const MIN_API_KEY_LENGTH = 8;
