@@ -15,6 +15,10 @@
  *   npm run bench:guard -- --tree <ref> --record
  *                                            measure that commit instead of this tree: records a
  *                                            release's figures after the fact, on a quiet machine
+ *   BENCH_GUARD_CONFIGS='{"compaction off":{"compaction":"off"}}'
+ *                                            also this tree's memory-store server with those settings
+ *                                            (ServerConfig keys), one server per name, in the same rounds:
+ *                                            what a feature costs per round
  *   BENCH_GUARD_ROUNDS (8), BENCH_GUARD_SINGLE (16 runs per store), BENCH_GUARD_TOLERANCE (0.2 = 20%)
  *
  * Every figure is a ratio of two servers measured in the same run, so the load of the machine
@@ -56,6 +60,7 @@ const option = (name: string) =>
 const AGAINST = option("--against")?.split(",").filter(Boolean) ?? [];
 const TREE = option("--tree");
 const STORES = (option("--stores") ?? "memory,sqlite").split(",");
+const CONFIGS = JSON.parse(process.env.BENCH_GUARD_CONFIGS ?? "{}") as Record<string, Record<string, unknown>>;
 const TOOL_PROMPT = '/tool calculate {"expression":"6*7"}';
 
 /** The figures a release records and the guard compares (all ratios; lower is better). */
@@ -227,6 +232,13 @@ async function main(): Promise<number> {
 			// Both stores of the measured tree always run: the recorded figures need both.
 			...storesOf("tree", treeRoot, TREE ? ` at ${commitOf(TREE)}` : "", ["memory", "sqlite"]),
 		];
+		for (const [name, config] of Object.entries(CONFIGS)) {
+			variants.push({
+				name: `memory, ${name}`,
+				start: { kind: "wheelhouse", store: "memory", config },
+				root: treeRoot,
+			});
+		}
 		for (const [i, ref] of AGAINST.entries()) {
 			const at = commitOf(ref);
 			variants.push(...storesOf(at, checkoutOf(ref, dbDir, `against-${i}`), ` at ${at}`));

@@ -36,6 +36,8 @@ export type ServerStart =
 			piProxy?: "on";
 			/** Traces exported over OTLP/HTTP (protobuf) to this endpoint, set as the standard OTEL_* variables. */
 			otlpEndpoint?: string;
+			/** More server settings (ServerConfig keys, e.g. `{ compaction: "off" }`): what one feature costs, in the guard's rounds. */
+			config?: Record<string, unknown>;
 	  };
 
 export type ServerReply =
@@ -129,6 +131,7 @@ async function startWheelhouse(start: Extract<ServerStart, { kind: "wheelhouse" 
 			heartbeatMs: 0,
 			...(start.metrics ? { metrics: start.metrics } : {}),
 			...(start.piProxy ? { piProxy: start.piProxy } : {}),
+			...start.config,
 		},
 	});
 	await app.listen({ port: 0, host: "127.0.0.1" });
