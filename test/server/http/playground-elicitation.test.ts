@@ -6,39 +6,27 @@
  * a fitting answer goes back to the MCP server and the tool result shows it; Decline sends a
  * decline.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildPlayground } from "../../../scripts/build-playground.js";
-import { chromiumTitle, haveChromium, launchChromium } from "../../helpers/chromium.js";
+import { chromiumTitle } from "../../helpers/chromium.js";
+import { playgroundInBrowser } from "../../helpers/playground-browser.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 import { fixtureCommand } from "../../tools/helpers.js";
 
-const HAVE_CHROMIUM = haveChromium();
+const playground = playgroundInBrowser("playground-elicit");
+const HAVE_CHROMIUM = playground.haveChromium;
 
-let assets: string;
 let server: TestServer;
-let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
-let browser: BrowserContext | undefined;
 
 beforeAll(async () => {
-	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-elicit-"));
-	await buildPlayground(assets);
 	server = await startServer({
-		playgroundDir: assets,
+		playgroundDir: playground.assets,
 		config: { tools: { mcpServers: { fx: { ...fixtureCommand(), pingIntervalMs: 0 } } } },
 	});
-	if (!HAVE_CHROMIUM) return;
-	chromiumHandle = await launchChromium();
-	browser = chromiumHandle.browser;
 }, 60_000);
 
 afterAll(async () => {
-	await chromiumHandle?.close();
 	await server?.close();
-	rmSync(assets, { recursive: true, force: true });
 });
 
 async function send(page: Page, text: string): Promise<void> {
@@ -51,7 +39,7 @@ describe("the playground and an MCP server's elicitation", () => {
 		chromiumTitle("shows the requested schema as a form, shows a refusal, and sends Accept and Decline"),
 		{ timeout: 60_000 },
 		async () => {
-			const page = await browser!.newPage();
+			const page = await playground.browser.newPage();
 			const errors: string[] = [];
 			page.on("pageerror", (error) => errors.push(String(error)));
 			page.on("console", (message) => {

@@ -10,23 +10,19 @@
  * first; and axe-core finds no serious or critical accessibility violation. One browser for the
  * file; the page is reused where the test allows.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { buildPlayground } from "../../../scripts/build-playground.js";
-import { CHROMIUM, haveChromium, launchChromium } from "../../helpers/chromium.js";
+import { CHROMIUM } from "../../helpers/chromium.js";
+import { playgroundInBrowser } from "../../helpers/playground-browser.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 
-const HAVE_CHROMIUM = haveChromium();
+const playground = playgroundInBrowser("playground-ux");
+const HAVE_CHROMIUM = playground.haveChromium;
 const KEY = "key-playground-ux-0123456789";
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
-let assets: string;
-let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
-let browser: BrowserContext | undefined;
 /** The file's page: every test that needs no page of its own navigates this one. */
 let shared: { page: Page; errors: string[] } | undefined;
 /** The file's server (stand-in model, 5 ms between words): tests that need no other share it. */
@@ -34,19 +30,13 @@ let server: TestServer;
 const cleanups: (() => unknown)[] = [];
 
 beforeAll(async () => {
-	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-ux-"));
-	await buildPlayground(assets);
-	server = await startServer({ playgroundDir: assets, config: { fauxDelayMs: 5 } });
+	server = await startServer({ playgroundDir: playground.assets, config: { fauxDelayMs: 5 } });
 	if (!HAVE_CHROMIUM) return;
-	chromiumHandle = await launchChromium();
-	browser = chromiumHandle.browser;
 	shared = await newPage();
 }, 60_000);
 
 afterAll(async () => {
-	await chromiumHandle?.close();
 	await server?.close();
-	rmSync(assets, { recursive: true, force: true });
 });
 
 afterEach(async () => {
@@ -55,7 +45,7 @@ afterEach(async () => {
 
 /** A new tab; its console errors, uncaught exceptions and CSP violations are collected. */
 async function newPage(): Promise<{ page: Page; errors: string[] }> {
-	const page = await browser!.newPage();
+	const page = await playground.browser.newPage();
 	const errors: string[] = [];
 	page.on("console", (message) => {
 		if (message.type() === "error") errors.push(message.text());
@@ -182,7 +172,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 		});
 
 		it("lists sessions newest first, with their titles, and finds them by search", async () => {
-			const own = await startServer({ playgroundDir: assets });
+			const own = await startServer({ playgroundDir: playground.assets });
 			cleanups.push(() => own.close());
 			for (const title of ["alpha report", "beta notes", "gamma plan"]) {
 				const res = await own.request("POST", "/v1/sessions", { body: { metadata: { title } } });
@@ -216,7 +206,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 		});
 
 		it("keeps the list's message counts fresh while the page stays open beside another client", async () => {
-			const own = await startServer({ playgroundDir: assets });
+			const own = await startServer({ playgroundDir: playground.assets });
 			cleanups.push(() => own.close());
 			const other = await own.request("POST", "/v1/sessions", { body: { metadata: { title: "from a terminal" } } });
 			const id = (other.body as any).id as string;
@@ -319,7 +309,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 		});
 
 		it("disables Send and says so while the server is unreachable", async () => {
-			const own = await startServer({ playgroundDir: assets, config: { sseRetryMs: 100 } });
+			const own = await startServer({ playgroundDir: playground.assets, config: { sseRetryMs: 100 } });
 			cleanups.push(() => own.close());
 			const { page, errors } = await sharedPage(`${own.url}/`);
 			await createSession(page);
@@ -361,7 +351,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 		});
 
 		it("asks to sign in in plain words, with Create session disabled until the models load", async () => {
-			const own = await startServer({ playgroundDir: assets, config: { apiKeys: [KEY] } });
+			const own = await startServer({ playgroundDir: playground.assets, config: { apiKeys: [KEY] } });
 			cleanups.push(() => own.close());
 			const { page, errors } = await sharedPage(`${own.url}/`);
 			await page.getByRole("form", { name: "Sign in" }).waitFor();

@@ -11,54 +11,42 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import type { BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { buildPlayground } from "../../../scripts/build-playground.js";
 import { fauxText, fauxThinking, registerFauxProvider } from "../../../src/ai/providers/faux.js";
 import { type BuildAppOptions, buildApp } from "../../../src/server/http/app.js";
 import { openSqliteStore } from "../../../src/store/sqlite/index.js";
-import { CHROMIUM, haveChromium, launchChromium } from "../../helpers/chromium.js";
+import { CHROMIUM } from "../../helpers/chromium.js";
 import { holdDist } from "../../helpers/dist-lock.js";
 import { jwtAuthConfig, startIdentityProvider } from "../../helpers/jwks-server.js";
 import { repoRoot, startMain, stopAll } from "../../helpers/main-process.js";
+import { playgroundInBrowser } from "../../helpers/playground-browser.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 
-const HAVE_CHROMIUM = haveChromium();
+const playground = playgroundInBrowser("playground");
+const HAVE_CHROMIUM = playground.haveChromium;
 const KEY = "key-playground-0123456789";
 /** The budget for everything the page loads, gzipped. */
 const ASSET_BUDGET_GZ = 150 * 1024;
 
-let assets: string;
-let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
-let browser: BrowserContext | undefined;
 const cleanups: (() => unknown)[] = [];
 
-beforeAll(async () => {
-	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-"));
-	await buildPlayground(assets);
-	if (!HAVE_CHROMIUM) return;
-	chromiumHandle = await launchChromium();
-	browser = chromiumHandle.browser;
-}, 60_000);
-
-afterAll(async () => {
-	await chromiumHandle?.close();
-	rmSync(assets, { recursive: true, force: true });
-});
+afterAll(async () => {});
 
 afterEach(async () => {
 	for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 async function serve(options: BuildAppOptions = {}): Promise<TestServer> {
-	const server = await startServer({ playgroundDir: assets, ...options });
+	const server = await startServer({ playgroundDir: playground.assets, ...options });
 	cleanups.push(() => server.close());
 	return server;
 }
 
 /** A new tab on the page; its console errors and uncaught exceptions are collected. */
 async function openPage(url: string): Promise<{ page: Page; errors: string[] }> {
-	const page = await browser!.newPage();
+	const page = await playground.browser.newPage();
 	cleanups.push(() => page.close());
 	const errors: string[] = [];
 	page.on("console", (message) => {
@@ -131,9 +119,10 @@ describe("the playground over HTTP", () => {
 		expect((await server.request("GET", "/playground/app.js")).status).toBe(404);
 	});
 
-	it("keeps the page's assets under 150 KB gzipped", () => {
+	it("keeps the page's playground.assets under 150 KB gzipped", () => {
 		let total = 0;
-		for (const file of readdirSync(assets)) total += gzipSync(readFileSync(path.join(assets, file))).length;
+		for (const file of readdirSync(playground.assets))
+			total += gzipSync(readFileSync(path.join(playground.assets, file))).length;
 		expect(total).toBeLessThan(ASSET_BUDGET_GZ);
 	});
 });
@@ -396,7 +385,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 				const store = openSqliteStore({ path: dbPath });
 				const app = await buildApp({
 					store,
-					playgroundDir: assets,
+					playgroundDir: playground.assets,
 					env: {},
 					config: { logLevel: "silent", fauxDelayMs: 0, heartbeatMs: 0, sseRetryMs: 100 },
 				});

@@ -5,40 +5,23 @@
  * transcript as it is after the cut; Edit last replaces the last user message with the composer's
  * text and runs from it, and the chat no longer shows the old message. No console error.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import type { BrowserContext } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildPlayground } from "../../../scripts/build-playground.js";
-import { haveChromium, launchChromium } from "../../helpers/chromium.js";
+import { afterAll, expect, it } from "vitest";
 import { waitUntil } from "../../helpers/cluster.js";
+import { playgroundInBrowser } from "../../helpers/playground-browser.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 
-const HAVE_CHROMIUM = haveChromium();
-let assets: string;
-let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
-let browser: BrowserContext | undefined;
+const playground = playgroundInBrowser("playground-branching");
+const HAVE_CHROMIUM = playground.haveChromium;
 let server: TestServer | undefined;
-
-beforeAll(async () => {
-	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-branching-"));
-	await buildPlayground(assets);
-	if (!HAVE_CHROMIUM) return;
-	chromiumHandle = await launchChromium();
-	browser = chromiumHandle.browser;
-}, 60_000);
 
 afterAll(async () => {
 	await server?.close();
-	await chromiumHandle?.close();
-	rmSync(assets, { recursive: true, force: true });
 });
 
 it.skipIf(!HAVE_CHROMIUM)(
 	"regenerates the last answer and edits the last user message",
 	async () => {
-		server = await startServer({ playgroundDir: assets });
+		server = await startServer({ playgroundDir: playground.assets });
 		const id = (await server.request("POST", "/v1/sessions", { body: { model: "faux/echo" } })).body.id as string;
 		const idle = () =>
 			waitUntil("the session idle", async () => {
@@ -49,7 +32,7 @@ it.skipIf(!HAVE_CHROMIUM)(
 			202,
 		);
 		await idle();
-		const page = await browser!.newPage();
+		const page = await playground.browser.newPage();
 		const errors: string[] = [];
 		page.on("pageerror", (error) => errors.push(String(error)));
 		page.on("console", (message) => {

@@ -5,39 +5,22 @@
  * "open session" opens the session that fire made. "Fork" makes a new session with the open
  * session's conversation and opens it. No console error (CSP violations show there).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import type { BrowserContext } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildPlayground } from "../../../scripts/build-playground.js";
-import { haveChromium, launchChromium } from "../../helpers/chromium.js";
+import { afterAll, expect, it } from "vitest";
+import { playgroundInBrowser } from "../../helpers/playground-browser.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
 
-const HAVE_CHROMIUM = haveChromium();
-let assets: string;
-let chromiumHandle: Awaited<ReturnType<typeof launchChromium>> | undefined;
-let browser: BrowserContext | undefined;
+const playground = playgroundInBrowser("playground-schedules");
+const HAVE_CHROMIUM = playground.haveChromium;
 let server: TestServer | undefined;
-
-beforeAll(async () => {
-	assets = mkdtempSync(path.join(tmpdir(), "wheelhouse-playground-schedules-"));
-	await buildPlayground(assets);
-	if (!HAVE_CHROMIUM) return;
-	chromiumHandle = await launchChromium();
-	browser = chromiumHandle.browser;
-}, 60_000);
 
 afterAll(async () => {
 	await server?.close();
-	await chromiumHandle?.close();
-	rmSync(assets, { recursive: true, force: true });
 });
 
 it.skipIf(!HAVE_CHROMIUM)(
 	"lists schedules and their fires, and opens a fire's session",
 	async () => {
-		server = await startServer({ playgroundDir: assets });
+		server = await startServer({ playgroundDir: playground.assets });
 		const created = await server.request("POST", "/v1/schedules", {
 			body: { cron: "0 9 * * 1-5", timezone: "Europe/Paris", profile: "", prompt: "weekday report" },
 		});
@@ -45,7 +28,7 @@ it.skipIf(!HAVE_CHROMIUM)(
 		const fire = await server.request("POST", `/v1/schedules/${created.body.id}/run-now`);
 		expect(fire.body.outcome).toBe("fired");
 
-		const page = await browser!.newPage();
+		const page = await playground.browser.newPage();
 		const errors: string[] = [];
 		page.on("console", (message) => {
 			if (message.type() === "error") errors.push(message.text());
@@ -75,7 +58,7 @@ it.skipIf(!HAVE_CHROMIUM)(
 it.skipIf(!HAVE_CHROMIUM)(
 	"forks the open session and opens the fork",
 	async () => {
-		server ??= await startServer({ playgroundDir: assets });
+		server ??= await startServer({ playgroundDir: playground.assets });
 		const parent = await server.request("POST", "/v1/sessions", {
 			body: {
 				messages: [
@@ -85,7 +68,7 @@ it.skipIf(!HAVE_CHROMIUM)(
 			},
 		});
 		expect(parent.status).toBe(201);
-		const page = await browser!.newPage();
+		const page = await playground.browser.newPage();
 		const errors: string[] = [];
 		page.on("pageerror", (error) => errors.push(String(error)));
 		page.on("console", (message) => {
