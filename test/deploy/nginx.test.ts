@@ -12,7 +12,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type MainProcess, startMain } from "../helpers/main-process.js";
 import { DEPLOY_NGINX_CONF, haveNginx, type Nginx, nginxConfigFor, nginxTitle, startNginx } from "../helpers/nginx.js";
-import { type ReplayServer, startReplayServer } from "../helpers/replay-server.js";
+import { chatChunk, type ReplayServer, startReplayServer } from "../helpers/replay-server.js";
 import { openSse, promptSse, type SseEvent, type SseReader } from "../helpers/sse.js";
 import { startTcpProxy, type TcpProxy } from "../helpers/tcp-proxy.js";
 
@@ -51,20 +51,18 @@ afterAll(async () => {
 	if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function chunk(extra: object): string {
-	return `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "tiny", ...extra })}\n\n`;
-}
-
 /**
  * Scripts the next model answer: `first` is sent at once, then the model holds its answer until
  * the returned `release()`, then sends `rest` and ends.
  */
 function heldAnswer(first: string, rest: string): { release(): void } {
-	const head = chunk({ choices: [{ index: 0, delta: { role: "assistant", content: first }, finish_reason: null }] });
+	const head = chatChunk({
+		choices: [{ index: 0, delta: { role: "assistant", content: first }, finish_reason: null }],
+	});
 	const tail =
-		chunk({ choices: [{ index: 0, delta: { content: rest }, finish_reason: null }] }) +
-		chunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
-		chunk({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }) +
+		chatChunk({ choices: [{ index: 0, delta: { content: rest }, finish_reason: null }] }) +
+		chatChunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
+		chatChunk({ choices: [], usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 } }) +
 		"data: [DONE]\n\n";
 	let release!: () => void;
 	const released = new Promise<void>((resolve) => {

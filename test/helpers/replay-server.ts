@@ -230,6 +230,22 @@ function mulberry32(seed: number): () => number {
 	};
 }
 
+/** One Chat Completions stream chunk (a `data:` frame) of model `tiny`, with `extra`'s fields (choices, usage). */
+export function chatChunk(extra: object): string {
+	return `data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "tiny", ...extra })}\n\n`;
+}
+
+/** A whole Chat Completions stream answering `text` and reporting `total` tokens (10 of them output). */
+export function chatAnswer(text: string, total: number): { body: string } {
+	return {
+		body:
+			chatChunk({ choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] }) +
+			chatChunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
+			chatChunk({ choices: [], usage: { prompt_tokens: total - 10, completion_tokens: 10, total_tokens: total } }) +
+			"data: [DONE]\n\n",
+	};
+}
+
 /** Starts a {@link ReplayServer}. */
 export async function startReplayServer(): Promise<ReplayServer> {
 	return new ReplayServer().start();

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { json, type MainProcess, startMain, stopAll } from "../../helpers/main-process.js";
-import { type ReplayServer, startReplayServer } from "../../helpers/replay-server.js";
+import { chatAnswer, type ReplayServer, startReplayServer } from "../../helpers/replay-server.js";
 import { text400 } from "../../helpers/scripted-session.js";
 import { openSse, type SseReader } from "../../helpers/sse.js";
 
@@ -29,19 +29,6 @@ afterEach(() => {
 afterAll(async () => {
 	await replay.close();
 });
-
-/** A Chat Completions stream answering `text`, reporting `total` tokens. */
-function answer(text: string, total: number): { body: string } {
-	const chunk = (extra: object) =>
-		`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "tiny", ...extra })}\n\n`;
-	return {
-		body:
-			chunk({ choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] }) +
-			chunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
-			chunk({ choices: [], usage: { prompt_tokens: total - 10, completion_tokens: 10, total_tokens: total } }) +
-			"data: [DONE]\n\n",
-	};
-}
 
 /** The text of each message of a Chat Completions request, with its role. */
 function sent(index: number): { role: string; text: string }[] {
@@ -91,7 +78,7 @@ describe("a crash during a compaction", () => {
 		const id = created.body.id as string;
 		const base1 = `${first.url}/v1/sessions/${id}`;
 		const stream1 = await events(first, id);
-		replay.enqueue(answer(text400("A1"), 500), answer(text400("A2"), 2950), { stall: true });
+		replay.enqueue(chatAnswer(text400("A1"), 500), chatAnswer(text400("A2"), 2950), { stall: true });
 		for (const [n, prompt] of [
 			[1, "U1"],
 			[2, "U2"],
@@ -125,7 +112,7 @@ describe("a crash during a compaction", () => {
 		expect(resumed.events.map((e) => e.event)).toEqual(["run_interrupted"]);
 
 		// Continue: the compaction runs again, is stored, and the call after it hangs; kill again.
-		replay.enqueue(answer("## Goal\nSUMMARY-R", 300), { stall: true });
+		replay.enqueue(chatAnswer("## Goal\nSUMMARY-R", 300), { stall: true });
 		expect((await json(`${base2}/continue`, "POST")).status).toBe(202);
 		const end = await resumed.waitForType("compaction_end", 15_000);
 		expect(end.data).toMatchObject({ outcome: "compacted", reason: "threshold", messageIndex: 5 });
@@ -147,7 +134,7 @@ describe("a crash during a compaction", () => {
 		expect(stored[5]!.firstKeptIndex).toBe(3);
 		expect((await json(base3)).body.compaction.last).toMatchObject({ reason: "threshold", firstKeptIndex: 3 });
 		const stream3 = await events(third, id);
-		replay.enqueue(answer("FINAL", 400));
+		replay.enqueue(chatAnswer("FINAL", 400));
 		expect((await json(`${base3}/continue`, "POST")).status).toBe(202);
 		await stream3.waitForType("agent_end", 15_000);
 		expect(replay.requests).toHaveLength(6);

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MainProcess, startMain, stopAll } from "../../helpers/main-process.js";
-import { type ReplayServer, startReplayServer } from "../../helpers/replay-server.js";
+import { chatAnswer, type ReplayServer, startReplayServer } from "../../helpers/replay-server.js";
 import { openSse } from "../../helpers/sse.js";
 
 const KEY = "restart-key-0123456789";
@@ -26,19 +26,6 @@ afterEach(() => {
 afterAll(async () => {
 	await replay.close();
 });
-
-/** A Chat Completions stream answering `text`, reporting `total` tokens. */
-function answer(text: string, total: number): { body: string } {
-	const chunk = (extra: object) =>
-		`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", created: 1, model: "tiny", ...extra })}\n\n`;
-	return {
-		body:
-			chunk({ choices: [{ index: 0, delta: { role: "assistant", content: text }, finish_reason: null }] }) +
-			chunk({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }) +
-			chunk({ choices: [], usage: { prompt_tokens: total - 10, completion_tokens: 10, total_tokens: total } }) +
-			"data: [DONE]\n\n",
-	};
-}
 
 async function call(main: MainProcess, method: string, url: string, body?: unknown) {
 	const res = await fetch(`${main.url}${url}`, {
@@ -88,7 +75,7 @@ describe("a key's usage across a restart", () => {
 		const created = await call(first, "POST", "/v1/sessions", { model: "local/tiny" });
 		expect(created.status).toBe(201);
 		const id = created.body.id as string;
-		replay.enqueue(answer("one", 600));
+		replay.enqueue(chatAnswer("one", 600));
 		await promptAndWait(first, id, "first");
 		expect((await call(first, "GET", "/v1/usage")).body.total).toMatchObject({ totalTokens: 600, turns: 1 });
 		first.child.kill("SIGKILL");
@@ -102,7 +89,7 @@ describe("a key's usage across a restart", () => {
 		// A new session of the key starts from what the key spent before the restart.
 		const other = (await call(second, "POST", "/v1/sessions", { model: "local/tiny" })).body.id as string;
 		expect((await call(second, "GET", `/v1/sessions/${other}`)).body.keyBudget).toMatchObject({ usedTokens: 600 });
-		replay.enqueue(answer("two", 500));
+		replay.enqueue(chatAnswer("two", 500));
 		await promptAndWait(second, other, "second");
 		const refused = await call(second, "POST", `/v1/sessions/${id}/prompt`, { message: "third" });
 		expect(refused.status).toBe(429);
