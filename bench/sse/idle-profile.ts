@@ -89,7 +89,17 @@ async function profileOf(
 	const server = await ServerChild.start({ kind: "wheelhouse", store: STORE, dbPath }, root);
 	try {
 		for (let w = 0; w < 3; w++) await runClient(job(server.url)); // warm-up
-		await server.ask({ type: "profile-start", cpuIntervalUs: 100 }, "profiling");
+		// A tree older than the profiler commands never answers: say so instead of waiting for ever.
+		const started = server.ask({ type: "profile-start", cpuIntervalUs: 100 }, "profiling");
+		const silent = setTimeout(() => {
+			console.error(
+				`${name}: its server-process.ts does not answer profile-start (a tree older than the command); ` +
+					"profile such a commit with BENCH_SSE_CPU_PROF=<dir> and bench/sse/guard.ts --against <ref> instead",
+			);
+			process.exit(1);
+		}, 30_000);
+		await started;
+		clearTimeout(silent);
 		for (let j = 0; j < JOBS; j++) await runClient(job(server.url));
 		const { cpu } = await server.ask({ type: "profile-stop" }, "profiled");
 		if (SAVE) {
