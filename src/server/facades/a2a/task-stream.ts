@@ -16,7 +16,7 @@ import { formatFrame } from "../../../wire/sse-frames.js";
 import { openSse, type StreamSettings } from "../../http/sse/open.js";
 import type { A2aSessionAccess, ContextSession, TaskRecord } from "./session-access.js";
 import { TaskTracker } from "./task-tracker.js";
-import type { TaskReader } from "./tasks.js";
+import { type TaskReader, waitingCalls } from "./tasks.js";
 import type { StreamResponse } from "./wire.js";
 
 export interface TaskStreamInput {
@@ -85,7 +85,15 @@ export function streamTask(
 		if (finished) return;
 		// The log had nothing more: what it holds up to the snapshot point was read.
 		sendSnapshot();
-		if (finished || (await access.runningRun(session)) === taskId) return;
+		if (finished) return;
+		if ((await access.runningRun(session)) === taskId) {
+			// A client tool's wait announces no event: the store's pending calls show it.
+			const calls = waitingCalls(await access.pending(session)).filter((call) => call.kind === "client_tool");
+			if (finished) return;
+			for (const response of tracker.waitFor(calls)) sse.send(frame(response), tracker.lastEventId);
+			if (over()) finish();
+			return;
+		}
 		// The run is over: its last events may have come with its end.
 		await log.readToEnd();
 		if (finished || log.hasQueued) return;

@@ -247,6 +247,23 @@ export class TaskTracker {
 		return out;
 	}
 
+	/**
+	 * The run waits for `calls` that no event announced (a client tool's wait is only in the
+	 * store): those not answered nor known yet put the task in input-required. Returns the
+	 * responses to send.
+	 */
+	waitFor(calls: readonly WaitingCall[]): StreamResponse[] {
+		const fresh = calls.filter((call) => !this.answered.has(call.toolCallId) && !this.waiting.has(call.toolCallId));
+		if (this.isFinal || fresh.length === 0) return [];
+		for (const call of fresh) this.waiting.set(call.toolCallId, call);
+		const out: StreamResponse[] = [];
+		this.setStatus(out, {
+			state: "TASK_STATE_INPUT_REQUIRED",
+			message: inputMessage(this.ids, [...this.waiting.values()]),
+		});
+		return out;
+	}
+
 	private chunk(out: StreamResponse[], delta: string): void {
 		const first = this.messageText === "" && !this.incomplete;
 		const text = first && this.text !== "" ? MESSAGE_SEPARATOR + delta : delta;

@@ -40,7 +40,8 @@ export function stateOf(run: RunRecord | undefined, pending: readonly PendingInt
 	}
 }
 
-function waitingCalls(pending: readonly PendingInteraction[]): WaitingCall[] {
+/** The calls the run waits for, as the task's status message shows them (elicitations are not). */
+export function waitingCalls(pending: readonly PendingInteraction[]): WaitingCall[] {
 	return pending
 		.flatMap((p) => (p.kind === "elicitation" ? [] : [{ ...p, kind: p.kind }]))
 		.map((p) => {
