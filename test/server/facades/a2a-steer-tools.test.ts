@@ -184,6 +184,9 @@ describe("A2A: a client tool's call waits for input", () => {
 		expect(pending.map((p: { toolCallId: string }) => p.toolCallId)).toEqual([asked.toolCallId]);
 		const waiting = await client.getTask({ id: task.id } as never);
 		expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+		// A watcher that comes now is told the same, and its stream ends there too.
+		const watched = await collect(client.resubscribeTask({ id: task.id } as never));
+		expect(stateOf(watched.at(-1)!)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
 
 		// A reply without the result is refused and leaves the call waiting.
 		await expect(
