@@ -3,8 +3,15 @@
  * run is still going (a tool that waits until it is aborted): the running run is aborted (its tool
  * sees the abort, its stream ends with its `agent_end`), then the fire's prompt runs and is
  * answered; the fire is recorded `fired` with the new run's id, the session's id and no reason.
+ * On the memory and SQLite stores.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createMemoryStore } from "../../../src/store/memory.js";
+import { openSqliteStore } from "../../../src/store/sqlite/index.js";
+import type { SessionStore } from "../../../src/store/types.js";
 import { waitUntil } from "../../helpers/cluster.js";
 import { createGateTool, type GateTool } from "../../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
@@ -12,18 +19,34 @@ import { promptSse } from "../../helpers/sse.js";
 
 let server: TestServer | undefined;
 let gate: GateTool | undefined;
+const cleanups: (() => void)[] = [];
 afterEach(async () => {
 	gate?.release();
 	await server?.close();
 	server = undefined;
+	for (const c of cleanups.splice(0)) c();
 });
+
+const stores: [string, () => SessionStore][] = [
+	["memory", () => createMemoryStore()],
+	[
+		"sqlite",
+		() => {
+			const dir = mkdtempSync(join(tmpdir(), "wh-schedule-interrupt-"));
+			const store = openSqliteStore({ path: join(dir, "db.sqlite") });
+			cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+			cleanups.unshift(() => void store.close());
+			return store;
+		},
+	],
+];
 
 const text = (m: any): string => (typeof m.content === "string" ? m.content : (m.content?.[0]?.text ?? ""));
 
-describe("a schedule with ifBusy: interrupt", () => {
+describe.each(stores)("a schedule with ifBusy: interrupt (%s store)", (_name, makeStore) => {
 	it("aborts the session's running run when it fires, then runs its prompt; the fire is recorded fired", async () => {
 		gate = createGateTool();
-		server = await startServer({ tools: [gate.tool] });
+		server = await startServer({ store: makeStore(), tools: [gate.tool] });
 		const s = server;
 		const sessionId = (await s.request("POST", "/v1/sessions", { body: {} })).body.id as string;
 		// A run that only ends when it is aborted: the tool waits for a release that never comes.
