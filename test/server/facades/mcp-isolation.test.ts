@@ -75,7 +75,7 @@ async function until(check: () => Promise<boolean>, what: string, ms = 20_000): 
 }
 
 it("another key sending A's Mcp-Session-Id cannot see or act on A's sessions, tasks or calls", {
-	timeout: 90_000,
+	timeout: 150_000,
 }, async () => {
 	server = await startServer({ config: { apiKeys: [A, B], fauxDelayMs: 25 } });
 	const calls: unknown[] = [];
@@ -92,8 +92,10 @@ it("another key sending A's Mcp-Session-Id cannot see or act on A's sessions, ta
 	const first = await alice.client.callTool({ name: "agent", arguments: { message: "mine" } });
 	const sessionId = (first.structuredContent as { sessionId: string }).sessionId;
 	const long = words(120);
+	// Long enough to outlast the probes below on a busy machine.
+	const longer = words(400);
 	const stream = alice.client.experimental.tasks.callToolStream(
-		{ name: "agent", arguments: { message: long } },
+		{ name: "agent", arguments: { message: longer } },
 		CallToolResultSchema,
 		{ task: { ttl: 60_000 } },
 	);
@@ -115,10 +117,11 @@ it("another key sending A's Mcp-Session-Id cannot see or act on A's sessions, ta
 	await until(
 		async () => (await alice.client.experimental.tasks.getTask(taskId)).status === "completed",
 		"A's task to complete",
+		60_000,
 	);
 	await stream.return(undefined);
 	const taskResult = await alice.client.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
-	expect(textOf(taskResult)).toBe(long);
+	expect(textOf(taskResult)).toBe(longer);
 
 	// B's cancellation of A's in-flight plain call (same MCP session id, same request id) is ignored.
 	const sent = calls.length;
@@ -141,7 +144,7 @@ it("another key sending A's Mcp-Session-Id cannot see or act on A's sessions, ta
 
 	// The same notification with A's key aborts A's next call: the probe above was a real cancellation.
 	progress = 0;
-	const aborted = alice.client.callTool({ name: "agent", arguments: { message: long } }, undefined, {
+	const aborted = alice.client.callTool({ name: "agent", arguments: { message: longer } }, undefined, {
 		timeout: 60_000,
 		onprogress,
 	});
@@ -150,7 +153,7 @@ it("another key sending A's Mcp-Session-Id cannot see or act on A's sessions, ta
 	expect(await cancelNotification(A, mcpSession!, protocol, calls[sent + 1])).toBe(202);
 	const cut = await aborted;
 	expect(cut.structuredContent).toMatchObject({ status: "aborted" });
-	expect(textOf(cut).length).toBeLessThan(long.length);
+	expect(textOf(cut).length).toBeLessThan(longer.length);
 
 	// Nothing of B's landed in A's sessions; B's own list has only the session its refused call did not make.
 	const own = await server.request("GET", `/v1/sessions/${sessionId}/messages`, { key: A });

@@ -87,10 +87,11 @@ afterAll(async () => {
 
 describe("A2A with JWT callers", () => {
 	it("carol and bob cannot get, cancel or resubscribe to alice's running task; it runs on to completed", {
-		timeout: 60_000,
+		timeout: 120_000,
 	}, async () => {
 		const alice = await a2aClient(server.url, tokens.alice);
-		const long = words(150);
+		// Long enough to outlast the probes below on a busy machine.
+		const long = words(400);
 		const task = (await alice.sendMessage({
 			message: userMessage([long], { contextId: own }),
 			configuration: { returnImmediately: true },
@@ -117,6 +118,7 @@ describe("A2A with JWT callers", () => {
 		await until(
 			async () => (await alice.getTask({ id: task.id } as never)).status?.state === TaskState.TASK_STATE_COMPLETED,
 			"alice's task to complete",
+			60_000,
 		);
 		await idle(own);
 		const messages = (await call("alice", "GET", `/v1/sessions/${own}/messages`)).body.messages;
@@ -124,7 +126,7 @@ describe("A2A with JWT callers", () => {
 	});
 
 	it("a context id naming alice's own session reaches it for neither carol nor bob; the shared one opens to bob only", {
-		timeout: 60_000,
+		timeout: 120_000,
 	}, async () => {
 		for (const user of ["carol", "bob"] as const) {
 			const other = await a2aClient(server.url, tokens[user]);
@@ -162,7 +164,7 @@ describe("A2A with JWT callers", () => {
 
 describe("MCP with JWT callers", () => {
 	it("carol and bob do not see alice's task; only bob reaches the shared session by sessionId", {
-		timeout: 60_000,
+		timeout: 120_000,
 	}, async () => {
 		const alice = await mcp("alice");
 		const stream = alice.experimental.tasks.callToolStream(
@@ -192,7 +194,11 @@ describe("MCP with JWT callers", () => {
 		});
 		expect(carolOnShared.isError).toBe(true);
 
-		await until(async () => (await alice.experimental.tasks.getTask(taskId)).status === "completed", "alice's task");
+		await until(
+			async () => (await alice.experimental.tasks.getTask(taskId)).status === "completed",
+			"alice's task",
+			60_000,
+		);
 		await idle(shared);
 		const bobOnShared = await bob.callTool({ name: "agent", arguments: { message: "bob mcp", sessionId: shared } });
 		expect(bobOnShared.isError).not.toBe(true);
