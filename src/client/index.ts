@@ -28,6 +28,8 @@ export {
 	type CompactionEndEvent,
 	type CompactionReason,
 	type CompactionStartEvent,
+	type ElicitationRequestedEvent,
+	type ElicitationResolvedEvent,
 	encodeWireData,
 	type QueueUpdateEvent,
 	SERVER_EVENT_NAMES,

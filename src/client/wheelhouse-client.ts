@@ -51,6 +51,8 @@ export type ApprovalDecision = Schemas["ApprovalDecision"];
 export type ClientToolResult = Schemas["ClientToolResult"];
 export type ClientToolSpec = Schemas["ClientToolSpec"];
 export type InteractionAccepted = Schemas["InteractionAccepted"];
+export type ElicitationAnswer = Schemas["ElicitationAnswer"];
+export type ElicitationAccepted = Schemas["ElicitationAccepted"];
 export type ToolDeclarations = JsonBody<"putSessionsByIdToolDeclarations">;
 export type CompactBody = JsonBody<"postSessionsByIdCompact">;
 export type CompactResult = JsonAnswer<"postSessionsByIdCompact", 200>;
@@ -423,6 +425,25 @@ export class WheelhouseClient {
 			method: "POST",
 			path: `${sessionPath(id)}/tool-results/${encodeURIComponent(toolCallId)}`,
 			body: result,
+			signal,
+		});
+	}
+
+	/**
+	 * `POST /v1/sessions/:id/elicitations/:elicitationId`: answer an MCP server's question from
+	 * `elicitation_requested`: `accept` with `content` that fits its `requestedSchema` (else 400
+	 * naming the field, and it still waits), `decline` or `cancel`.
+	 */
+	answerElicitation(
+		id: string,
+		elicitationId: string,
+		answer: ElicitationAnswer,
+		signal?: AbortSignal,
+	): Promise<ElicitationAccepted> {
+		return this.#json({
+			method: "POST",
+			path: `${sessionPath(id)}/elicitations/${encodeURIComponent(elicitationId)}`,
+			body: answer,
 			signal,
 		});
 	}
