@@ -1,8 +1,9 @@
 /**
  * When a schedule fires: its cron expression read in its timezone (croner: 5 or 6 fields, seconds
  * first when 6; DST as croner handles it — a local time that does not exist that day fires at the
- * first instant after it, one that exists twice fires once), or its one-shot time; and which of
- * its due ticks a scheduler pass fires, records as missed, or fires late as a catch-up.
+ * first instant after it, a fixed time that exists twice fires once, a stepped one at every real
+ * step), or its one-shot time; and which of its due ticks a scheduler pass fires, records as
+ * missed, or fires late as a catch-up.
  */
 import { Cron } from "croner";
 import type { NewScheduleFire, ScheduleRecord, ScheduleSpec } from "../../../store/types.js";
