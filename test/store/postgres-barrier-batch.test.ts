@@ -119,7 +119,8 @@ describe.skipIf(!ok)("a PostgreSQL barrier write with no sync() to wait for", ()
 		vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
 		store.appendMessages("a", [assistant("answer")]);
 		expect(store.syncPending).toBe(true);
-		for (let turns = 0; turns < 5000 && store.syncPending; turns++) {
+		// Turns, not timers, until the commit's round trip is back (a loaded machine may take seconds).
+		for (const deadline = Date.now() + 15_000; Date.now() < deadline && store.syncPending; ) {
 			await new Promise((resolve) => setImmediate(resolve));
 		}
 		expect(store.syncPending).toBe(false);
