@@ -1,7 +1,8 @@
 /**
- * The quick starts of docs/a2a.md and docs/mcp-server.md work when pasted: each ```js block runs
- * as written with node (the clients from this repository's dependencies) against a real server
- * with API keys set, and prints what the doc says it prints.
+ * The quick starts of docs/a2a.md and docs/mcp-server.md, and the A2A and MCP clients of README.md,
+ * work when pasted: each ```js block runs as written with node (the clients from this repository's
+ * dependencies) against a real server — with API keys set for the docs, without any like the
+ * README's quick start server — and prints what the page says it prints.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -24,8 +25,8 @@ afterEach(async () => {
 	if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function runBlock(block: string): Promise<string> {
-	server = await startServer({ config: { apiKeys: [KEY], shutdownGraceMs: 50 } });
+async function runBlock(block: string, apiKeys: string[] = [KEY]): Promise<string> {
+	server = await startServer({ config: { apiKeys, shutdownGraceMs: 50 } });
 	dir = mkdtempSync(path.join(tmpdir(), "wheelhouse-docs-"));
 	symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"));
 	const file = path.join(dir, "example.mjs");
@@ -52,4 +53,15 @@ it("docs/mcp-server.md's quick start runs against the server", async () => {
 	expect(docBlocks("docs/mcp-server.md").filter((b) => b.lang === "js")).toHaveLength(1);
 	const block = docBlock("docs/mcp-server.md", "js", "StreamableHTTPClientTransport").code;
 	expect(await runBlock(block)).toBe("agent\nhello from MCP\ncompleted\n");
+});
+
+it("README.md's A2A client runs against a server without API keys", async () => {
+	expect(docBlocks("README.md").filter((b) => b.lang === "js")).toHaveLength(2);
+	const block = docBlock("README.md", "js", "@a2a-js/sdk").code;
+	expect(await runBlock(block, [])).toBe("hello from A2A\n");
+});
+
+it("README.md's MCP client runs against a server without API keys", async () => {
+	const block = docBlock("README.md", "js", "@modelcontextprotocol/sdk").code;
+	expect(await runBlock(block, [])).toBe("hello from MCP\n");
 });
