@@ -107,6 +107,29 @@ describe("a session's client tools over MCP", () => {
 		expect(stored!.content[0]!.text).toContain("declined");
 	});
 
+	it("a client tool that needs approval is asked twice: the approval, then the result", async () => {
+		server = await startServer({ config: { apiKeys: [KEY] } });
+		const res = await server.request("POST", "/v1/sessions", {
+			key: KEY,
+			body: { clientTools: [{ ...pickColor, approval: "always" }] },
+		});
+		expect(res.status).toBe(201);
+		const sessionId = res.body.id as string;
+		const asked: Asked[] = [];
+		const client = await connect((params) => {
+			asked.push(params);
+			return "result" in params.requestedSchema.properties
+				? { action: "accept", content: { result: "ochre" } }
+				: { action: "accept" };
+		});
+		const result = await client.callTool({ name: "agent", arguments: { message: CALL, sessionId } }, undefined, {
+			timeout: 60_000,
+		});
+		expect(asked.map((a) => Object.keys(a.requestedSchema.properties))).toEqual([["reason"], ["result"]]);
+		expect(result.structuredContent).toMatchObject({ status: "completed" });
+		expect(textOf(result)).toBe("Tool results: pick_color: ochre");
+	});
+
 	it("without elicitation the call ends naming the pending client tool; the session waits for /v1", async () => {
 		server = await startServer({ config: { apiKeys: [KEY] } });
 		const sessionId = await sessionWithClientTool();
