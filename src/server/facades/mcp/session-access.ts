@@ -164,6 +164,8 @@ export class McpSessionAccess {
 			}
 		};
 		const ended = new AbortController();
+		/** Per client tool call being looked for: aborted when the call ends. */
+		const callEnded = new Map<string, AbortController>();
 		const waitsFor = (call: PendingCall) => {
 			if (hooks.ask) {
 				hooks.ask(call, session.id);
@@ -177,9 +179,16 @@ export class McpSessionAccess {
 				if (event.agent) listener(event.agent);
 				const agent = event.agent;
 				if (agent?.type === "tool_execution_start" && isClientTool(session, agent.toolName)) {
-					void this.clientToolWait(session.id, agent.toolCallId, ended.signal).then((call) => {
+					const done = new AbortController();
+					callEnded.set(agent.toolCallId, done);
+					const signal = AbortSignal.any([ended.signal, done.signal]);
+					void this.clientToolWait(session.id, agent.toolCallId, signal).then((call) => {
 						if (call) waitsFor(call);
 					});
+				} else if (agent?.type === "tool_execution_end") {
+					// Answered (over /v1, say) before the store showed it waiting: nothing to ask.
+					callEnded.get(agent.toolCallId)?.abort();
+					callEnded.delete(agent.toolCallId);
 				}
 				if (event.type !== "approval_requested") return;
 				const data = JSON.parse(event.data) as Json;
@@ -238,12 +247,17 @@ export class McpSessionAccess {
 		await this.waitUntil(
 			CLIENT_TOOL_WAIT_MS,
 			async () => {
-				const rows = await this.ctx.sessions.store.listPending(sessionId).catch(() => []);
-				const row = rows.find((r) => r.toolCallId === toolCallId && r.kind === "client_tool");
-				if (!row) return false;
-				const data = JSON.parse(row.payload) as Json;
-				found = { kind: "client_tool", toolCallId, toolName: data.toolName, args: data.args };
-				return true;
+				try {
+					const rows = await this.ctx.sessions.store.listPending(sessionId);
+					const row = rows.find((r) => r.toolCallId === toolCallId && r.kind === "client_tool");
+					if (!row) return false;
+					const data = JSON.parse(row.payload) as Json;
+					found = { kind: "client_tool", toolCallId, toolName: data.toolName, args: data.args };
+					return true;
+				} catch {
+					// A store hiccup or a malformed row: looked for again at the next poll.
+					return false;
+				}
 			},
 			signal,
 		);
