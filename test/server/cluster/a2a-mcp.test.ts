@@ -2,8 +2,9 @@
  * Two replica processes on one PostgreSQL schema and one Redis prefix, driven by the unmodified
  * reference clients: an A2A task started on one replica is resubscribed on the other (the task
  * first, then live, no chunk twice), read, listed and canceled there; an MCP call's cancellation,
- * or its user's answer to an elicitation, that reaches the other replica acts on the run; an MCP
- * task outlives the replica it started on (the last test kills A).
+ * or its user's answer to an elicitation (an approval, a client tool's result), that reaches the
+ * other replica acts on the run; an MCP task outlives the replica it started on (the last test
+ * kills A).
  */
 import type { StreamResponse } from "@a2a-js/sdk";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -175,6 +176,43 @@ describe.skipIf(!ok)("cluster: A2A tasks and MCP calls across replicas", () => {
 			});
 			expect(result.structuredContent).toMatchObject({ status: "completed", sessionId });
 			expect(JSON.stringify(result.content)).toContain("42");
+			expect(answersOnB).toBe(1);
+			await client.close();
+		},
+		T,
+	);
+
+	it(
+		"an MCP client tool's result asked on A and given through B reaches the run; the call completes on A with it",
+		async () => {
+			const pickColor = {
+				name: "pick_color",
+				description: "Ask the user to pick a color",
+				parameters: { type: "object", properties: {} },
+			};
+			const created = await json(`${A.url}/v1/sessions`, "POST", { clientTools: [pickColor] });
+			expect(created.status).toBe(201);
+			const sessionId = created.body.id as string;
+			let answersOnB = 0;
+			const routed: typeof fetch = (input, init) => {
+				const body = typeof init?.body === "string" ? init.body : "";
+				const target = body.includes('"wh-elicit-result:') ? B : A;
+				if (target === B) answersOnB++;
+				return fetch(String(input).replace(A.url, target.url), init);
+			};
+			const client = new Client({ name: "test", version: "1.0.0" }, { capabilities: { elicitation: {} } });
+			client.setRequestHandler(ElicitRequestSchema, async () => ({
+				action: "accept" as const,
+				content: { result: "teal" },
+			}));
+			await client.connect(new StreamableHTTPClientTransport(new URL(`${A.url}/mcp`), { fetch: routed }));
+			const result = await client.callTool(
+				{ name: "agent", arguments: { message: "/tool pick_color {}", sessionId } },
+				undefined,
+				{ timeout: T },
+			);
+			expect(result.structuredContent).toMatchObject({ status: "completed", sessionId });
+			expect(JSON.stringify(result.content)).toContain("pick_color: teal");
 			expect(answersOnB).toBe(1);
 			await client.close();
 		},

@@ -11,13 +11,14 @@
  * request needs its key); a `notifications/cancelled` carrying it and a request id aborts the run
  * that request started, found through the store on whichever replica the notification reaches.
  *
- * An approval the run asks for goes to the client's user as an elicitation when the client
- * declared that capability at `initialize` (the session id the server hands out says so, so no
- * request needs state): the elicitation's id names the session and the call, and its answer —
- * accept approves, decline or cancel denies — resolves the approval from whichever replica it
- * reaches, while the call waits for the run's end. Without the capability the call ends with
- * `status: "input_required"` and the pending call named (`pending`); the run stays waiting, as
- * `/v1` leaves it, for a decision posted to `/v1/sessions/:id/approvals/:toolCallId`.
+ * An approval the run asks for, or the result of one of the session's client tools, goes to the
+ * client's user as an elicitation when the client declared that capability at `initialize` (the
+ * session id the server hands out says so, so no request needs state): the elicitation's id names
+ * the session and the call, and its answer resolves the wait from whichever replica it reaches
+ * (elicitation.ts), while the call waits for the run's end. Without the capability the call ends
+ * with `status: "input_required"` and the pending call named (`pending`); the run stays waiting,
+ * as `/v1` leaves it, for an answer posted to `/v1/sessions/:id/approvals/:toolCallId` or
+ * `.../tool-results/:toolCallId`.
  *
  * Tasks (MCP 2025-11-25): a task-augmented call starts the run and answers the task at once; the
  * task id is the run id, and `tasks/get`, `tasks/result` and `tasks/cancel` read and abort the run
@@ -32,6 +33,7 @@ import { ApiError, apiError, fromSessionError } from "../../http/errors.js";
 import { routePlugin } from "../../http/plugins.js";
 import { responses } from "../../http/schemas.js";
 import { SessionError } from "../../runtime/session/errors.js";
+import { ELICITS_SUFFIX, elicitationRequest, isElicitationAnswer, resolutionOf } from "./elicitation.js";
 import { ProgressBatcher } from "./progress.js";
 import { McpAccepted, McpAnswer } from "./schemas.js";
 import {
@@ -65,41 +67,6 @@ function taskOf(taskId: string, record: McpTaskRecord, state: McpTaskState) {
 	};
 }
 
-/** Ends the MCP session ids of clients that declared the elicitation capability. */
-const ELICITS_SUFFIX = ".e";
-
-/** A JSON-RPC response to one of our elicitation requests. */
-function isElicitationAnswer(message: Json): boolean {
-	return (
-		typeof message.id === "string" &&
-		message.id.startsWith("wh-elicit:") &&
-		message.method === undefined &&
-		(message.result !== undefined || message.error !== undefined)
-	);
-}
-
-/**
- * The elicitation that asks the user for an approval: its id names the session and the call, so
- * the answer, on whichever replica it lands, finds them.
- */
-function elicitationRequest(pending: PendingCall, sessionId: string) {
-	return {
-		jsonrpc: "2.0" as const,
-		id: `wh-elicit:${sessionId}:${pending.toolCallId}`,
-		method: "elicitation/create",
-		params: {
-			mode: "form",
-			message: `The agent wants to call ${pending.toolName} with ${JSON.stringify(pending.args ?? {}).slice(0, 2000)}. Approve?`,
-			requestedSchema: {
-				type: "object",
-				properties: {
-					reason: { type: "string", title: "Reason", description: "Shown to the agent when you decline." },
-				},
-			},
-		},
-	};
-}
-
 function errorResult(text: string) {
 	return { content: [{ type: "text" as const, text }], isError: true };
 }
@@ -107,9 +74,10 @@ function errorResult(text: string) {
 /** The tool result of a run. */
 function resultOf(run: AgentRunResult) {
 	const pendingNote = run.pending
-		.map(
-			(p) =>
-				`The run waits for approval of ${p.toolName} (tool call ${p.toolCallId}): POST /v1/sessions/${run.sessionId}/approvals/${p.toolCallId} with {"approve": true|false}.`,
+		.map((p) =>
+			p.kind === "approval"
+				? `The run waits for approval of ${p.toolName} (tool call ${p.toolCallId}): POST /v1/sessions/${run.sessionId}/approvals/${p.toolCallId} with {"approve": true|false}.`
+				: `The run waits for the result of client tool ${p.toolName} (tool call ${p.toolCallId}): POST /v1/sessions/${run.sessionId}/tool-results/${p.toolCallId} with {"content": "..."}.`,
 		)
 		.join("\n");
 	const text =
@@ -173,25 +141,10 @@ export const mcpFacade: FastifyPluginAsync = routePlugin("wheelhouse-mcp", async
 	let sdk: Promise<Sdk> | undefined;
 	const tags = ["mcp"];
 
-	/** Answers the approval an elicitation asked for (accept approves; decline and cancel deny). */
+	/** Resolves what an elicitation asked for with its answer (elicitation.ts). */
 	async function answerElicitation(ownerId: string | null, answer: Json): Promise<void> {
-		const [, sessionId, toolCallId] = /^wh-elicit:([^:]+):(.+)$/.exec(answer.id as string) ?? [];
-		if (!sessionId || !toolCallId) return;
-		const action = answer.result?.action;
-		const reason = answer.result?.content?.reason;
-		const decision =
-			action === "accept"
-				? { approve: true }
-				: {
-						approve: false,
-						reason:
-							typeof reason === "string" && reason !== ""
-								? reason
-								: answer.error
-									? "The MCP client could not ask its user."
-									: `The user ${action === "cancel" ? "dismissed" : "declined"} the request.`,
-					};
-		await access.answerApproval(ownerId, sessionId, toolCallId, decision);
+		const found = resolutionOf(answer);
+		if (found) await access.answer(ownerId, found.sessionId, found.resolution);
 	}
 
 	/** One SDK server for one request of `request`'s owner. */
@@ -248,9 +201,9 @@ export const mcpFacade: FastifyPluginAsync = routePlugin("wheelhouse-mcp", async
 					...(elicits
 						? {
 								ask(pending: PendingCall, sessionId: string) {
-									// The answer may reach another replica, which finds the approval in the store: it is
-									// asked only once the approval is durable (nothing that is not reaches a client); the
-									// barrier waits for every write called before it, the approval's row included.
+									// The answer may reach another replica, which finds the wait in the store: it is asked
+									// only once the wait is durable (nothing that is not reaches a client); the barrier
+									// waits for every write called before it, the wait's row included.
 									app.wheelhouse.sessions.store
 										.sync()
 										.then(() =>
@@ -390,7 +343,7 @@ export const mcpFacade: FastifyPluginAsync = routePlugin("wheelhouse-mcp", async
 			checkHeaders(request, await sdk);
 			const header = request.headers[SESSION_HEADER];
 			const mcpSession = typeof header === "string" && header !== "" ? header : undefined;
-			// The user's answers to approvals asked by elicitation: they reach any replica, and the
+			// The user's answers to what was asked by elicitation: they reach any replica, and the
 			// request's id names the session and the call (no state kept here).
 			const answers = messages.filter(isElicitationAnswer);
 			for (const answer of answers) await answerElicitation(request.ownerId, answer);

@@ -15,12 +15,11 @@ import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, Usage, UserMessage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { RunRecord } from "../../../store/types.js";
-import type { ApprovalDecision } from "../../../tools/index.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
 import { isSessionNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
-import type { PromptOutcome, SessionPort } from "../../runtime/session/port.js";
+import type { PromptOutcome, Resolution, SessionPort } from "../../runtime/session/port.js";
 import { pollUntil } from "../poll.js";
 
 /** The facade record kind of a tool call's run, keyed by the MCP session id and request id. */
@@ -28,6 +27,8 @@ const CALL_RECORD = "mcp.call";
 /** The facade record kind of an MCP task (a task-augmented call), keyed by its run id, the task id. */
 const TASK_RECORD = "mcp.task";
 const POLL_MS = 100;
+/** How long a call looks for a client tool's wait in the store (it may wait for an approval first). */
+const CLIENT_TOOL_WAIT_MS = 24 * 60 * 60_000;
 /** How close to an interrupted run's recovery the run that continues it starts. */
 const CONTINUATION_MS = 60_000;
 
@@ -46,9 +47,9 @@ export interface McpTaskState {
 	lastUpdatedAt: number;
 }
 
-/** A call that waits for a human: what the run asks. */
+/** A call that waits for a human: an approval, or the result of a client tool. */
 export interface PendingCall {
-	kind: "approval";
+	kind: "approval" | "client_tool";
 	toolCallId: string;
 	toolName: string;
 	args: unknown;
@@ -71,8 +72,9 @@ export interface RunHooks {
 	/** A text delta of the answer. Contract: must not throw. */
 	delta(text: string): void;
 	/**
-	 * Asks the client's user for an approval (elicitation): the call then waits for the run instead
-	 * of ending with the pending call. Absent: the call ends with it. Contract: must not throw.
+	 * Asks the client's user for an approval or a client tool's result (elicitation): the call then
+	 * waits for the run instead of ending with the pending call. Absent: the call ends with it.
+	 * Contract: must not throw.
 	 */
 	ask?(pending: PendingCall, sessionId: string): void;
 	/** The run started (before any of its events): record it for cancellation. */
@@ -161,23 +163,36 @@ export class McpSessionAccess {
 				if (last.usage) addUsage(usage, last.usage);
 			}
 		};
+		const ended = new AbortController();
+		/** Per client tool call being looked for: aborted when the call ends. */
+		const callEnded = new Map<string, AbortController>();
+		const waitsFor = (call: PendingCall) => {
+			if (hooks.ask) {
+				hooks.ask(call, session.id);
+				return;
+			}
+			pending.push(call);
+			waiting();
+		};
 		const unsubscribe = session.observe({
-			event(event) {
+			event: (event) => {
 				if (event.agent) listener(event.agent);
+				const agent = event.agent;
+				if (agent?.type === "tool_execution_start" && isClientTool(session, agent.toolName)) {
+					const done = new AbortController();
+					callEnded.set(agent.toolCallId, done);
+					const signal = AbortSignal.any([ended.signal, done.signal]);
+					void this.clientToolWait(session.id, agent.toolCallId, signal).then((call) => {
+						if (call) waitsFor(call);
+					});
+				} else if (agent?.type === "tool_execution_end") {
+					// Answered (over /v1, say) before the store showed it waiting: nothing to ask.
+					callEnded.get(agent.toolCallId)?.abort();
+					callEnded.delete(agent.toolCallId);
+				}
 				if (event.type !== "approval_requested") return;
 				const data = JSON.parse(event.data) as Json;
-				const call: PendingCall = {
-					kind: "approval",
-					toolCallId: data.toolCallId,
-					toolName: data.toolName,
-					args: data.args,
-				};
-				if (hooks.ask) {
-					hooks.ask(call, session.id);
-					return;
-				}
-				pending.push(call);
-				waiting();
+				waitsFor({ kind: "approval", toolCallId: data.toolCallId, toolName: data.toolName, args: data.args });
 			},
 			unlogged: listener,
 			close() {},
@@ -212,9 +227,41 @@ export class McpSessionAccess {
 				pending: status === "input_required" ? pending : [],
 			};
 		} finally {
+			ended.abort();
 			hooks.signal.removeEventListener("abort", onAbort);
 			unsubscribe();
 		}
+	}
+
+	/**
+	 * The wait of client tool call `toolCallId` once the store has it (no event announces it, and an
+	 * answer may reach another replica, which finds it there; an approval may come first); undefined
+	 * when the call or the run ended without one.
+	 */
+	private async clientToolWait(
+		sessionId: string,
+		toolCallId: string,
+		signal: AbortSignal,
+	): Promise<PendingCall | undefined> {
+		let found: PendingCall | undefined;
+		await this.waitUntil(
+			CLIENT_TOOL_WAIT_MS,
+			async () => {
+				try {
+					const rows = await this.ctx.sessions.store.listPending(sessionId);
+					const row = rows.find((r) => r.toolCallId === toolCallId && r.kind === "client_tool");
+					if (!row) return false;
+					const data = JSON.parse(row.payload) as Json;
+					found = { kind: "client_tool", toolCallId, toolName: data.toolName, args: data.args };
+					return true;
+				} catch {
+					// A store hiccup or a malformed row: looked for again at the next poll.
+					return false;
+				}
+			},
+			signal,
+		);
+		return signal.aborted ? undefined : found;
 	}
 
 	/**
@@ -356,20 +403,18 @@ export class McpSessionAccess {
 		);
 	}
 
-	/** Answers an approval of one of this owner's sessions, wherever its run runs. False when there is no such session. */
-	async answerApproval(
-		ownerId: string | null,
-		sessionId: string,
-		toolCallId: string,
-		decision: ApprovalDecision,
-	): Promise<boolean> {
+	/**
+	 * Answers what a call of one of this owner's sessions waits for (an approval, a client tool's
+	 * result), wherever its run runs. False when there is no such session.
+	 */
+	async answer(ownerId: string | null, sessionId: string, resolution: Resolution): Promise<boolean> {
 		let session: SessionPort;
 		try {
 			session = await this.ctx.sessions.open(sessionId, ownerId);
 		} catch {
 			return false;
 		}
-		await session.resolve({ kind: "approval", toolCallId, value: decision });
+		await session.resolve(resolution);
 		return true;
 	}
 
@@ -390,6 +435,10 @@ export class McpSessionAccess {
 		if (session.record.status === "running" && session.record.currentRunId === runId) await session.abort();
 		return true;
 	}
+}
+
+function isClientTool(session: LiveSession, toolName: string): boolean {
+	return session.config.clientTools.some((spec) => spec.name === toolName);
 }
 
 /** What one pending interaction waits for, and the `/v1` route that answers it. */

@@ -59,7 +59,8 @@ export const OUTPUT_SCHEMA = {
 		usage: { type: "object", description: "Tokens and cost of the run." },
 		pending: {
 			type: "array",
-			description: "What the run waits for (status input_required): approve or deny over /v1.",
+			description:
+				"What the run waits for (status input_required): an approval or a client tool's result, answered over /v1.",
 			items: { type: "object" },
 		},
 	},
