@@ -19,6 +19,7 @@
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { UserMessage } from "../../../ai/types.js";
 import type { PendingInteraction } from "../../../store/types.js";
+import { storedRequest } from "../../../tools/index.js";
 import type { A2aSessionAccess, ContextSession, TaskRecord } from "./session-access.js";
 import { contentOfParts, invalidParams, type Message, type Part, RPC_ERRORS, RpcError } from "./wire.js";
 
@@ -67,11 +68,7 @@ function userMessage(message: Message): UserMessage {
 }
 
 function pendingTool(p: PendingInteraction): string {
-	try {
-		return String((JSON.parse(p.payload) as Json).toolName ?? "");
-	} catch {
-		return "";
-	}
+	return storedRequest(p, false).toolName;
 }
 
 export class MessageIntake {

@@ -17,6 +17,7 @@
  */
 import type { AgentMessage } from "../../../agent/types.js";
 import type { PendingInteraction, RunRecord } from "../../../store/types.js";
+import { storedRequest } from "../../../tools/index.js";
 import type { A2aSessionAccess, ContextSession, TaskRecord } from "./session-access.js";
 import { answerArtifacts, inputMessage, type TaskIds, textMessage, type WaitingCall } from "./task-tracker.js";
 import { MESSAGE_SEPARATOR, type Message, partsOfContent, type Task, type TaskState, timestamp } from "./wire.js";
@@ -42,22 +43,11 @@ export function stateOf(run: RunRecord | undefined, pending: readonly PendingInt
 
 /** The calls the run waits for, as the task's status message shows them (elicitations are not). */
 export function waitingCalls(pending: readonly PendingInteraction[]): WaitingCall[] {
-	return pending
-		.flatMap((p) => (p.kind === "elicitation" ? [] : [{ ...p, kind: p.kind }]))
-		.map((p) => {
-			let payload: Json = {};
-			try {
-				payload = JSON.parse(p.payload) as Json;
-			} catch {
-				// an unreadable payload still names the call
-			}
-			return {
-				kind: p.kind,
-				toolCallId: p.toolCallId,
-				toolName: typeof payload.toolName === "string" ? payload.toolName : "",
-				args: payload.args,
-			};
-		});
+	return pending.flatMap((p) => {
+		if (p.kind === "elicitation") return [];
+		const { toolName, args } = storedRequest(p, false);
+		return [{ kind: p.kind, toolCallId: p.toolCallId, toolName, args }];
+	});
 }
 
 /** The answer's text: every assistant message's text, in order, separated as the stream separates them. */

@@ -15,6 +15,7 @@ import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, Usage, UserMessage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { RunRecord } from "../../../store/types.js";
+import { storedRequest } from "../../../tools/index.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
 import { isSessionNotFound } from "../../runtime/session/errors.js";
@@ -251,11 +252,11 @@ export class McpSessionAccess {
 					const rows = await this.ctx.sessions.store.listPending(sessionId);
 					const row = rows.find((r) => r.toolCallId === toolCallId && r.kind === "client_tool");
 					if (!row) return false;
-					const data = JSON.parse(row.payload) as Json;
-					found = { kind: "client_tool", toolCallId, toolName: data.toolName, args: data.args };
+					const { toolName, args } = storedRequest(row, false);
+					found = { kind: "client_tool", toolCallId, toolName, args };
 					return true;
 				} catch {
-					// A store hiccup or a malformed row: looked for again at the next poll.
+					// A store hiccup: looked for again at the next poll.
 					return false;
 				}
 			},
