@@ -16,25 +16,6 @@ export function zeroUsage(): Usage {
 	};
 }
 
-/** A copy of `usage` to add into: its numbers, without structuredClone's serialising (this runs at every prompt and model call). */
-export function copyUsage(usage: Usage): Usage {
-	const { cost } = usage;
-	return {
-		input: usage.input,
-		output: usage.output,
-		cacheRead: usage.cacheRead,
-		cacheWrite: usage.cacheWrite,
-		totalTokens: usage.totalTokens,
-		cost: {
-			input: cost.input,
-			output: cost.output,
-			cacheRead: cost.cacheRead,
-			cacheWrite: cost.cacheWrite,
-			total: cost.total,
-		},
-	};
-}
-
 /** Adds `add`'s tokens and cost into `into` (mutates `into`). */
 export function addUsage(into: Usage, add: Usage): void {
 	into.input += add.input;

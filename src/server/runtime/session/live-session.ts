@@ -20,7 +20,7 @@ import type {
 } from "../../../agent/types.js";
 import { streamSimple } from "../../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions, Usage } from "../../../ai/types.js";
-import { addUsage, copyUsage } from "../../../ai/usage.js";
+import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type {
 	IdempotencyRecord,
 	MessagePage,
@@ -272,7 +272,8 @@ export class LiveSession {
 			// committed with other sessions' at the next barrier, and a read would commit it at once.
 			runEnded: (runId, end) => {
 				this.notifyRunEnd(runId, end.status);
-				const usage = copyUsage(this.record.usage);
+				const usage = zeroUsage();
+				addUsage(usage, this.record.usage);
 				addUsage(usage, end.usage);
 				const current = this.record.currentRunId === runId;
 				this.record = {
@@ -789,7 +790,8 @@ export class LiveSession {
 
 	/** Tokens and cost of the session so far: its ended runs and the active one. */
 	get usage(): Usage {
-		const usage = copyUsage(this.record.usage);
+		const usage = zeroUsage();
+		addUsage(usage, this.record.usage);
 		const run = this.runs.active;
 		if (run) addUsage(usage, run.usage);
 		return usage;

@@ -4,7 +4,7 @@
  */
 import type { AgentMessage, AgentState } from "../../../agent/types.js";
 import type { Usage } from "../../../ai/types.js";
-import { addUsage, copyUsage } from "../../../ai/usage.js";
+import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type {
 	OnInterruptPolicy,
 	PendingInteraction,
@@ -73,7 +73,8 @@ export interface ViewParts {
 /** Session state as `GET /v1/sessions/:id` returns it. */
 export function sessionView(parts: ViewParts): SessionView {
 	const { record: r, agent: state, activeRun, busy } = parts;
-	const usage = copyUsage(r.usage);
+	const usage = zeroUsage();
+	addUsage(usage, r.usage);
 	if (activeRun) addUsage(usage, activeRun.usage);
 	return {
 		id: r.id,
