@@ -35,7 +35,7 @@ afterEach(() => {
 });
 
 /** The server's heap cap: well under what the transcripts below take, well over what it needs otherwise. */
-const HEAP_MB = 96;
+const HEAP_MB = 128;
 
 async function call(server: MainProcess, method: string, route: string, body?: unknown) {
 	const res = await fetch(`${server.url}${route}`, {
