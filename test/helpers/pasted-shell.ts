@@ -76,6 +76,7 @@ export function killPastedShells(): void {
 
 /** Resolves once `GET url/readyz` answers 200 (a build may come first: minutes on a busy machine). */
 export async function pastedServerReady(url: string, shell: PastedShell): Promise<void> {
+	// A replica that stopped while its siblings run leaves the shell alive: its output says why.
 	await waitUntil(
 		`${url}/readyz`,
 		async () => {
@@ -85,5 +86,7 @@ export async function pastedServerReady(url: string, shell: PastedShell): Promis
 		},
 		240_000,
 		200,
-	);
+	).catch((error: Error) => {
+		throw new Error(`${error.message}; the pasted block printed:\n${shell.output()}`);
+	});
 }

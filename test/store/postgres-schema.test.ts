@@ -121,6 +121,25 @@ describe.skipIf(!ok)("PostgreSQL store schema", () => {
 		expect((await next.getSession("s1"))?.id).toBe("s1");
 	});
 
+	it("opens a fresh schema from many stores starting at once: replicas all open, single stores one owner", {
+		timeout: 60_000,
+	}, async () => {
+		// Several rounds: creating a schema (or a table) that does not exist yet from two connections at
+		// once fails one of them on the catalog's unique index unless something orders them.
+		for (let round = 0; round < 8; round++) {
+			const replicas = schemas.next();
+			const stores = await Promise.all([1, 2, 3].map(() => open(replicas, true)));
+			for (const store of stores) expect(store.schemaVersion).toBe(LATEST_PG_SCHEMA_VERSION);
+
+			const single = schemas.next();
+			const results = await Promise.allSettled([1, 2, 3].map(() => open(single)));
+			const refused = results.filter((r) => r.status === "rejected").map((r) => String(r.reason));
+			expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
+			for (const reason of refused) expect(reason).toMatch(/in use by another Wheelhouse process/);
+			for (const s of opened.splice(0)) await s.close();
+		}
+	});
+
 	it("stops with a clear message when the database is unreachable", async () => {
 		await expect(openPostgresStore({ url: "postgres://postgres:hunter22@127.0.0.1:1/test" })).rejects.toThrow(
 			/PostgreSQL at postgres:\/\/postgres:redacted@127\.0\.0\.1:1\/test is unreachable/,

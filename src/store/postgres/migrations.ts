@@ -320,6 +320,41 @@ export async function checkSchemaVersion(db: Queryable, schema: string, where: s
 	return version;
 }
 
+/** The transaction-scoped advisory lock every schema change of the store takes first. */
+function lockSchema(client: pg.PoolClient, schema: string): Promise<unknown> {
+	return client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`wheelhouse.migrate.${schema}`]);
+}
+
+/**
+ * Creates `schema` if missing, and the instance-owner lock's table in it when `ownerTable`, under
+ * the migrations' advisory lock: `CREATE … IF NOT EXISTS` is not safe against itself (two at once
+ * on a new name, and one fails on the catalog's unique index), and replicas starting together on a
+ * fresh database do exactly that.
+ */
+export async function prepareSchema(pool: pg.Pool, schema: string, ownerTable: boolean): Promise<void> {
+	const client = await pool.connect();
+	let broken: Error | undefined;
+	try {
+		await client.query("BEGIN");
+		await lockSchema(client, schema);
+		await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+		if (ownerTable) {
+			await client.query(
+				`CREATE TABLE IF NOT EXISTS ${schema}.${OWNER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), ` +
+					"pid INTEGER NOT NULL, host TEXT NOT NULL, started_at BIGINT NOT NULL)",
+			);
+		}
+		await client.query("COMMIT");
+	} catch (error) {
+		await client.query("ROLLBACK").catch((e: Error) => {
+			broken = e;
+		});
+		throw error;
+	} finally {
+		client.release(broken);
+	}
+}
+
 /**
  * Brings `schema` (created if missing) to the latest version in one transaction, under an
  * advisory lock so concurrent starts migrate once. Returns the versions it applied.
@@ -329,7 +364,7 @@ export async function migrate(pool: pg.Pool, schema: string, where: string): Pro
 	let broken: Error | undefined;
 	try {
 		await client.query("BEGIN");
-		await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`wheelhouse.migrate.${schema}`]);
+		await lockSchema(client, schema);
 		const current = await checkSchemaVersion(client, schema, where);
 		const pending = MIGRATIONS.filter((m) => m.version > current);
 		if (pending.length > 0) {

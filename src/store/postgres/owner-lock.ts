@@ -31,17 +31,13 @@ export class PgOwnerLock {
 		private readonly schema: string,
 	) {}
 
-	/** Takes the schema's lock, or throws naming the process that holds it. The schema exists. */
+	/** Takes the schema's lock, or throws naming the process that holds it. The schema and its owner table exist. */
 	static async take(settings: PostgresSettings, onLost: (error: Error) => void): Promise<PgOwnerLock> {
 		const client = createClient(settings);
 		const schema = settings.schema;
 		client.on("error", () => undefined); // reported through `end` below
 		await client.connect();
 		try {
-			await client.query(
-				`CREATE TABLE IF NOT EXISTS ${schema}.${OWNER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), ` +
-					"pid INTEGER NOT NULL, host TEXT NOT NULL, started_at BIGINT NOT NULL)",
-			);
 			const got = (
 				await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [
 					`wheelhouse.owner.${schema}`,
