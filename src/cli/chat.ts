@@ -181,19 +181,27 @@ export async function chatCommand(client: WheelhouseClient, flags: ChatFlags, io
 				break;
 			case "tool_execution_start":
 				line(s.dim(`⚙ ${data.toolName}(${brief(data.args)})`));
-				if (session?.clientTools?.some((tool) => tool.name === data.toolName)) {
-					pending.push({ kind: "client-tool", toolCallId: data.toolCallId, toolName: data.toolName });
-					line(s.yellow(`${data.toolName} is yours to run: type its result`));
+				break;
+			case "tool_result_requested":
+				// Sent once the call waits (after its approval, when it asks for one): a result typed now is taken.
+				pending.push({ kind: "client-tool", toolCallId: data.toolCallId, toolName: data.toolName });
+				line(s.yellow(`${data.toolName} is yours to run: type its result`));
+				refreshPrompt();
+				break;
+			case "tool_execution_end": {
+				// A client tool's wait ends with its call (answered elsewhere, timed out, aborted).
+				const index = pending.findIndex((p) => p.kind === "client-tool" && p.toolCallId === data.toolCallId);
+				if (index >= 0) {
+					pending.splice(index, 1);
 					refreshPrompt();
 				}
-				break;
-			case "tool_execution_end":
 				line(
 					data.isError
 						? s.red(`✗ ${data.toolName}: ${brief(textOf(data.result) || data.result)}`)
 						: s.green(`✓ ${data.toolName}: ${brief(textOf(data.result) || data.result)}`),
 				);
 				break;
+			}
 			case "approval_requested":
 				pending.push({ kind: "approval", toolCallId: data.toolCallId, toolName: data.toolName });
 				line(s.yellow(`? ${data.toolName}(${brief(data.args, 300)}) asks for approval`));

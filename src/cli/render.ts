@@ -103,6 +103,8 @@ export function eventLine(event: ReceivedEvent, s: Style): string | undefined {
 			return name(s.yellow(`${data.toolName}(${brief(data.args)}) waits for approval`));
 		case "approval_resolved":
 			return name(`${data.toolName}: ${data.outcome?.kind}`);
+		case "tool_result_requested":
+			return name(s.yellow(`${data.toolName}(${brief(data.args)}) waits for your result`));
 		case "queue_update":
 			return name(
 				`${data.action} ${data.kind ?? ""} (steering ${data.steeringCount}, follow-up ${data.followUpCount})`,

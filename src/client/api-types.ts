@@ -1024,7 +1024,7 @@ export interface components {
 			 * @enum {string}
 			 */
 			visibility?: "owner" | "tenant";
-			/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+			/** @description Tools the client executes: a call waits (tool_result_requested) for POST .../tool-results/:toolCallId */
 			clientTools?: components["schemas"]["ClientToolSpec"][];
 			/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
 			toolApprovals?: {
@@ -1332,7 +1332,7 @@ export interface components {
 			metadata?: {
 				[key: string]: string;
 			};
-			/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+			/** @description Tools the client executes: a call waits (tool_result_requested) for POST .../tool-results/:toolCallId */
 			clientTools?: components["schemas"]["ClientToolSpec"][];
 			/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
 			toolApprovals?: {
@@ -3026,7 +3026,7 @@ export interface operations {
 		requestBody: {
 			content: {
 				"application/json": {
-					/** @description Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId */
+					/** @description Tools the client executes: a call waits (tool_result_requested) for POST .../tool-results/:toolCallId */
 					clientTools?: components["schemas"]["ClientToolSpec"][];
 					/** @description Approval policy per tool name (or `prefix*`) for this session; wins over the server config. "always" waits for POST .../approvals/:toolCallId */
 					toolApprovals?: {

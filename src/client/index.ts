@@ -39,6 +39,7 @@ export {
 	type SseEventName,
 	type StreamDroppedEvent,
 	type TranscriptRewoundEvent,
+	type ToolResultRequestedEvent,
 	toWireEvent,
 	type WireAssistantMessageEvent,
 	type WireEvent,

@@ -669,9 +669,10 @@ class Playground {
 				this.streamingElement = null;
 				this.appendMessage(data.message);
 				break;
-			case "tool_execution_start":
-				if (this.clientTools.has(data.toolName))
-					this.addClientToolForm({ toolCallId: data.toolCallId, toolName: data.toolName, args: data.args });
+			case "tool_result_requested":
+				// Sent once the call waits for its result (after its approval, when it asks for one).
+				this.addClientToolForm(data);
+				this.toolCardState(data.toolCallId, "waiting for your result");
 				break;
 			case "tool_execution_end":
 				this.removePending(data.toolCallId, "client");

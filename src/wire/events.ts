@@ -127,6 +127,23 @@ export interface ApprovalResolvedEvent {
 }
 
 /**
+ * A client tool's call waits for its result: the client runs `toolName` with `args` and answers
+ * with `POST /v1/sessions/:id/tool-results/:toolCallId` before `expiresAt` (epoch ms). Sent once
+ * the wait is in the store (after the call's `tool_execution_start`, and after its approval when
+ * the tool asks for one), so any replica can take the answer. The call's `tool_execution_end`
+ * ends the wait, however it ended (a result, a timeout, an abort, a restart): there is no
+ * `tool_result_resolved`. Pending ones are also in the snapshot's `state.pendingClientToolCalls`.
+ */
+export interface ToolResultRequestedEvent {
+	type: "tool_result_requested";
+	toolCallId: string;
+	toolName: string;
+	args: unknown;
+	createdAt: number;
+	expiresAt: number;
+}
+
+/**
  * An MCP server asks for input during tool call `toolCallId` (MCP elicitation, form mode): answer
  * with `POST /v1/sessions/:id/elicitations/:elicitationId` `{ action: "accept", content }`,
  * `{ action: "decline" }` or `{ action: "cancel" }` before `expiresAt` (epoch ms); the answer goes
@@ -260,6 +277,7 @@ export type ServerEvent =
 	| StreamDroppedEvent
 	| ApprovalRequestedEvent
 	| ApprovalResolvedEvent
+	| ToolResultRequestedEvent
 	| ElicitationRequestedEvent
 	| ElicitationResolvedEvent
 	| RunInterruptedEvent
@@ -293,6 +311,7 @@ const SERVER_EVENTS: Record<ServerEvent["type"], true> = {
 	queue_update: true,
 	approval_requested: true,
 	approval_resolved: true,
+	tool_result_requested: true,
 	elicitation_requested: true,
 	elicitation_resolved: true,
 	stream_dropped: true,

@@ -348,8 +348,7 @@ export class A2aSessionAccess {
 		const stop = new AbortController();
 		const unsubscribe = session.observe({
 			event({ type }) {
-				// A client tool's wait announces no event: the check below sees it.
-				if (type === "approval_requested" && waitsForOthers()) stop.abort();
+				if ((type === "approval_requested" || type === "tool_result_requested") && waitsForOthers()) stop.abort();
 			},
 			close: () => stop.abort(),
 		});

@@ -87,7 +87,8 @@ export function streamTask(
 		sendSnapshot();
 		if (finished) return;
 		if ((await access.runningRun(session)) === taskId) {
-			// A client tool's wait announces no event: the store's pending calls show it.
+			// `tool_result_requested` announces a client tool's wait; a run of an older build (a rolling
+			// update) announces none, and the store's pending calls show it here.
 			const calls = waitingCalls(await access.pending(session)).filter((call) => call.kind === "client_tool");
 			if (finished) return;
 			for (const response of tracker.waitFor(calls)) sse.send(frame(response), tracker.lastEventId);

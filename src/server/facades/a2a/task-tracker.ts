@@ -6,8 +6,8 @@
  * |---|---|
  * | assistant `text_delta` | `artifactUpdate` of the `answer` artifact (appended after the first chunk) |
  * | assistant `message_end` | the part of its text no delta carried; after missing deltas, the whole answer (`append` false: it replaces the artifact) |
- * | `approval_requested` | `statusUpdate` `TASK_STATE_INPUT_REQUIRED`, the call in the status message |
- * | `approval_resolved` (the last one waiting) | `statusUpdate` `TASK_STATE_WORKING` |
+ * | `approval_requested`, `tool_result_requested` | `statusUpdate` `TASK_STATE_INPUT_REQUIRED`, the call in the status message |
+ * | `approval_resolved`, a waiting client tool's `tool_execution_end` (the last one waiting) | `statusUpdate` `TASK_STATE_WORKING` |
  * | `agent_end` | `statusUpdate` `COMPLETED`, `FAILED` or `CANCELED` |
  * | `run_interrupted`, the next run's `agent_start` | `statusUpdate` `TASK_STATE_FAILED` |
  *
@@ -195,11 +195,12 @@ export class TaskTracker {
 				this.lastError = typeof message.errorMessage === "string" ? message.errorMessage : undefined;
 				break;
 			}
-			case "approval_requested": {
+			case "approval_requested":
+			case "tool_result_requested": {
 				const data = JSON.parse(event.data) as Json;
 				if (this.answered.has(data.toolCallId)) break;
 				this.waiting.set(data.toolCallId, {
-					kind: "approval",
+					kind: event.type === "approval_requested" ? "approval" : "client_tool",
 					toolCallId: data.toolCallId,
 					toolName: data.toolName,
 					args: data.args,
@@ -210,17 +211,13 @@ export class TaskTracker {
 				});
 				break;
 			}
-			case "approval_resolved": {
-				const data = JSON.parse(event.data) as Json;
-				if (!this.waiting.delete(data.toolCallId)) break;
-				if (this.waiting.size === 0) this.setStatus(out, { state: "TASK_STATE_WORKING" });
-				else
-					this.setStatus(out, {
-						state: "TASK_STATE_INPUT_REQUIRED",
-						message: inputMessage(this.ids, [...this.waiting.values()]),
-					});
+			case "approval_resolved":
+				this.endWait(out, (JSON.parse(event.data) as Json).toolCallId, "approval");
 				break;
-			}
+			case "tool_execution_end":
+				// A client tool's wait ends with its call, however it ended (a result, a timeout, an abort).
+				this.endWait(out, (JSON.parse(event.data) as Json).toolCallId, "client_tool");
+				break;
 			case "run_interrupted": {
 				const data = JSON.parse(event.data) as Json;
 				this.finish(out, "TASK_STATE_FAILED", String(data.message ?? "The run was interrupted."));
@@ -248,9 +245,9 @@ export class TaskTracker {
 	}
 
 	/**
-	 * The run waits for `calls` that no event announced (a client tool's wait is only in the
-	 * store): those not answered nor known yet put the task in input-required. Returns the
-	 * responses to send.
+	 * The run waits for `calls` that no event announced (a run of an older build, during a rolling
+	 * update, announces a client tool's wait in the store only): those not answered nor known yet
+	 * put the task in input-required. Returns the responses to send.
 	 */
 	waitFor(calls: readonly WaitingCall[]): StreamResponse[] {
 		const fresh = calls.filter((call) => !this.answered.has(call.toolCallId) && !this.waiting.has(call.toolCallId));
@@ -262,6 +259,18 @@ export class TaskTracker {
 			message: inputMessage(this.ids, [...this.waiting.values()]),
 		});
 		return out;
+	}
+
+	/** The wait of kind `kind` for call `toolCallId` ended: the task works again once none is left. */
+	private endWait(out: StreamResponse[], toolCallId: unknown, kind: WaitingCall["kind"]): void {
+		if (typeof toolCallId !== "string" || this.waiting.get(toolCallId)?.kind !== kind) return;
+		this.waiting.delete(toolCallId);
+		if (this.waiting.size === 0) this.setStatus(out, { state: "TASK_STATE_WORKING" });
+		else
+			this.setStatus(out, {
+				state: "TASK_STATE_INPUT_REQUIRED",
+				message: inputMessage(this.ids, [...this.waiting.values()]),
+			});
 	}
 
 	private chunk(out: StreamResponse[], delta: string): void {

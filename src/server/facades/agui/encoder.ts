@@ -10,6 +10,7 @@
  * | tool result message (server tools) | `TOOL_CALL_RESULT` |
  * | user message the client did not send (steering, follow-up) | `TEXT_MESSAGE_START` (role `user`) / `_CONTENT` / `_END` |
  * | `queue_update`, `approval_requested`, `approval_resolved` | `CUSTOM` `wheelhouse.<type>` |
+ * | `tool_result_requested` | nothing: the client's own tool call is already its `TOOL_CALL_*` events, and the run ends for the client to answer it |
  *
  * Ids are the transcript's (transcript.ts). Nothing is left open: `close()` ends every message,
  * reasoning span, tool call and step that is open, which the client's verifier requires before

@@ -15,7 +15,6 @@ import type { AgentEvent } from "../../../agent/types.js";
 import type { AssistantMessage, Usage, UserMessage } from "../../../ai/types.js";
 import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { RunRecord } from "../../../store/types.js";
-import { storedRequest } from "../../../tools/index.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
 import { isSessionNotFound } from "../../runtime/session/errors.js";
@@ -28,8 +27,11 @@ const CALL_RECORD = "mcp.call";
 /** The facade record kind of an MCP task (a task-augmented call), keyed by its run id, the task id. */
 const TASK_RECORD = "mcp.task";
 const POLL_MS = 100;
-/** How long a call looks for a client tool's wait in the store (it may wait for an approval first). */
-const CLIENT_TOOL_WAIT_MS = 24 * 60 * 60_000;
+/** The session events that announce a wait for a human, and what each waits for. */
+const WAIT_EVENTS: ReadonlyMap<string, PendingCall["kind"]> = new Map([
+	["approval_requested", "approval"],
+	["tool_result_requested", "client_tool"],
+]);
 /** How close to an interrupted run's recovery the run that continues it starts. */
 const CONTINUATION_MS = 60_000;
 
@@ -139,8 +141,9 @@ export class McpSessionAccess {
 	}
 
 	/**
-	 * Runs the agent on `session` with `message` until the run ends or waits for an approval (the
-	 * run then stays waiting, as `/v1` leaves it). Refused (`AGENT_BUSY`, a budget, a run limit)
+	 * Runs the agent on `session` with `message` until the run ends or waits for an approval or a
+	 * client tool's result (`approval_requested`, `tool_result_requested`; the run then stays
+	 * waiting, as `/v1` leaves it). Refused (`AGENT_BUSY`, a budget, a run limit)
 	 * as `/v1` refuses a prompt.
 	 */
 	async run(session: LiveSession, message: UserMessage, hooks: RunHooks): Promise<AgentRunResult> {
@@ -164,9 +167,6 @@ export class McpSessionAccess {
 				if (last.usage) addUsage(usage, last.usage);
 			}
 		};
-		const ended = new AbortController();
-		/** Per client tool call being looked for: aborted when the call ends. */
-		const callEnded = new Map<string, AbortController>();
 		const waitsFor = (call: PendingCall) => {
 			if (hooks.ask) {
 				hooks.ask(call, session.id);
@@ -178,22 +178,12 @@ export class McpSessionAccess {
 		const unsubscribe = session.observe({
 			event: (event) => {
 				if (event.agent) listener(event.agent);
-				const agent = event.agent;
-				if (agent?.type === "tool_execution_start" && isClientTool(session, agent.toolName)) {
-					const done = new AbortController();
-					callEnded.set(agent.toolCallId, done);
-					const signal = AbortSignal.any([ended.signal, done.signal]);
-					void this.clientToolWait(session.id, agent.toolCallId, signal).then((call) => {
-						if (call) waitsFor(call);
-					});
-				} else if (agent?.type === "tool_execution_end") {
-					// Answered (over /v1, say) before the store showed it waiting: nothing to ask.
-					callEnded.get(agent.toolCallId)?.abort();
-					callEnded.delete(agent.toolCallId);
-				}
-				if (event.type !== "approval_requested") return;
+				// Both are published once the wait's store write was called (the barrier makes it durable
+				// before the call ends or the client is asked), so an answer can reach any replica.
+				const kind = WAIT_EVENTS.get(event.type);
+				if (!kind) return;
 				const data = JSON.parse(event.data) as Json;
-				waitsFor({ kind: "approval", toolCallId: data.toolCallId, toolName: data.toolName, args: data.args });
+				waitsFor({ kind, toolCallId: data.toolCallId, toolName: data.toolName, args: data.args });
 			},
 			unlogged: listener,
 			close() {},
@@ -228,41 +218,9 @@ export class McpSessionAccess {
 				pending: status === "input_required" ? pending : [],
 			};
 		} finally {
-			ended.abort();
 			hooks.signal.removeEventListener("abort", onAbort);
 			unsubscribe();
 		}
-	}
-
-	/**
-	 * The wait of client tool call `toolCallId` once the store has it (no event announces it, and an
-	 * answer may reach another replica, which finds it there; an approval may come first); undefined
-	 * when the call or the run ended without one.
-	 */
-	private async clientToolWait(
-		sessionId: string,
-		toolCallId: string,
-		signal: AbortSignal,
-	): Promise<PendingCall | undefined> {
-		let found: PendingCall | undefined;
-		await this.waitUntil(
-			CLIENT_TOOL_WAIT_MS,
-			async () => {
-				try {
-					const rows = await this.ctx.sessions.store.listPending(sessionId);
-					const row = rows.find((r) => r.toolCallId === toolCallId && r.kind === "client_tool");
-					if (!row) return false;
-					const { toolName, args } = storedRequest(row, false);
-					found = { kind: "client_tool", toolCallId, toolName, args };
-					return true;
-				} catch {
-					// A store hiccup: looked for again at the next poll.
-					return false;
-				}
-			},
-			signal,
-		);
-		return signal.aborted ? undefined : found;
 	}
 
 	/**
@@ -436,10 +394,6 @@ export class McpSessionAccess {
 		if (session.record.status === "running" && session.record.currentRunId === runId) await session.abort();
 		return true;
 	}
-}
-
-function isClientTool(session: LiveSession, toolName: string): boolean {
-	return session.config.clientTools.some((spec) => spec.name === toolName);
 }
 
 /** What one pending interaction waits for, and the `/v1` route that answers it. */

@@ -5,7 +5,11 @@
  *
  * Events on the session stream: `approval_requested` (toolCallId, toolName, args, expiresAt)
  * when a call waits for a decision, `approval_resolved` (toolCallId, toolName, outcome) when the
- * wait ends. A client tool call is announced by the loop's own `tool_execution_start`. Pending
+ * wait ends; `tool_result_requested` (toolCallId, toolName, args, expiresAt) when a client tool's
+ * call waits for its result (after the loop's `tool_execution_start`, and after the approval when
+ * the tool asks for one), ended by the call's own `tool_execution_end` whatever ended it. Each
+ * is published after the wait's store write was called, so the commit barrier makes the wait
+ * durable before the event reaches any client or replica. Pending
  * approvals and client tool calls are in the session state (`pendingApprovals`,
  * `pendingClientToolCalls`), so `GET /v1/sessions/:id` and every new subscriber's
  * `session_snapshot` show them; resuming with `Last-Event-ID` replays the events themselves. When
@@ -65,7 +69,7 @@ export const CreateSessionToolFields = {
 		Type.Array(ClientToolSpecSchema, {
 			maxItems: 128,
 			description:
-				"Tools the client executes: a call shows as tool_execution_start and waits for POST .../tool-results/:toolCallId",
+				"Tools the client executes: a call waits (tool_result_requested) for POST .../tool-results/:toolCallId",
 		}),
 	),
 	toolApprovals: Type.Optional(
@@ -264,7 +268,12 @@ export class ToolInteractions implements SessionExtension {
 		const specs = session.config.clientTools;
 		if (entry.builtFrom !== specs) {
 			entry.clientTools = this.usable(specs).map((spec) =>
-				createClientTool(spec, { pending: entry.pending, timeoutMs: this.options.clientToolTimeoutMs }),
+				createClientTool(spec, {
+					pending: entry.pending,
+					timeoutMs: this.options.clientToolTimeoutMs,
+					// `entry.session`: a session evicted and loaded again is a new object.
+					onRequested: (request) => entry.session.publish("tool_result_requested", publicRequest(request)),
+				}),
 			);
 			entry.builtFrom = specs;
 		}
