@@ -6,7 +6,9 @@
  * part with the call's result resumes the same task, whose answer uses it; a request's
  * `metadata.profile` (or the message's) makes the new context's session from that profile.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import type { StreamResponse } from "@a2a-js/sdk";
 import { a2aClient, answerOf, collect, stateOf, TaskState, userMessage } from "../../helpers/a2a.js";
 import { createGateTool, type GateTool } from "../../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../../helpers/server.js";
@@ -232,6 +234,66 @@ describe("A2A: a client tool's call waits for input", () => {
 		expect((answered as TaskLike).id).toBe(blocking.id);
 		expect((answered as TaskLike).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
 		expect(answerOf(answered as never)).toBe('Tool results: pick_color: {"color":"red"}');
+	});
+});
+
+describe("A2A: a client tool's wait on a task stream", () => {
+	it("reports input-required as soon as the call waits, not at the stream's next check of the store; its end makes the task work again", async () => {
+		// A heartbeat (and so a re-read of the log) far beyond the test: only the event can tell the stream.
+		gate = createGateTool();
+		server = await startServer({ tools: [gate.tool], config: { apiKeys: [KEY], heartbeatMs: 60_000 } });
+		const created = await server.request("POST", "/v1/sessions", {
+			key: KEY,
+			body: { toolExecution: "sequential", clientTools: [{ name: "pick_color", description: "Ask for a color" }] },
+		});
+		expect(created.status).toBe(201);
+		const sessionId = created.body.id as string;
+		const client = await a2aClient(server.url, KEY);
+		// The gate holds the batch until the stream has made its first pass over the log and gone quiet.
+		const batch = [
+			{ name: "wait_for_gate", arguments: {} },
+			{ name: "pick_color", arguments: { question: "q" } },
+			{ name: "wait_for_gate", arguments: {} },
+		];
+		const stream = client.sendMessageStream({
+			message: userMessage([`/tools ${JSON.stringify(batch)}`], { contextId: sessionId }),
+		} as never);
+		const received: StreamResponse[] = [];
+		const read = (async () => {
+			for await (const event of stream) received.push(event);
+		})();
+		await gate.started();
+		await until(async () => received.length > 0, "the task's first frame");
+		await new Promise((resolve) => setTimeout(resolve, 300));
+		expect(received.map(stateOf).at(-1)).toBe(TaskState.TASK_STATE_WORKING);
+
+		const releasedAt = Date.now();
+		gate.release();
+		const ended = await Promise.race([read.then(() => true), sleep(10_000).then(() => false)]);
+		expect(ended, "the stream ended with the wait").toBe(true);
+		expect(Date.now() - releasedAt).toBeLessThan(5000);
+		const last = received.at(-1)!;
+		expect(stateOf(last)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+		const status = (last.payload!.value as { status: { message: { parts: { content: { value: any } }[] } } }).status;
+		const asked = status.message.parts.find((p) => typeof p.content.value === "object")!.content.value;
+		expect(asked).toMatchObject({ kind: "client_tool", toolName: "pick_color", args: { question: "q" } });
+		const task = received[0]!.payload!.value as TaskLike;
+
+		// Answered over /v1: the run goes on (the second gate), and a watcher is told the task works.
+		const answered = await server.request("POST", `/v1/sessions/${sessionId}/tool-results/${asked.toolCallId}`, {
+			key: KEY,
+			body: { content: "teal" },
+		});
+		expect(answered.status).toBe(200);
+		await gate.started(2);
+		const watchedEvents: StreamResponse[] = [];
+		for await (const event of client.resubscribeTask({ id: task.id } as never)) {
+			// The task as it stands comes first; the run then finishes.
+			if (watchedEvents.push(event) === 1) gate.release();
+		}
+		expect(stateOf(watchedEvents[0]!)).toBe(TaskState.TASK_STATE_WORKING);
+		expect(watchedEvents.map(stateOf)).not.toContain(TaskState.TASK_STATE_INPUT_REQUIRED);
+		expect(stateOf(watchedEvents.at(-1)!)).toBe(TaskState.TASK_STATE_COMPLETED);
 	});
 });
 

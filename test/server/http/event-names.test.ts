@@ -1,7 +1,7 @@
 /**
  * The SSE event names are a documented, closed list (`SSE_EVENT_NAMES`), and a generic client that
  * subscribes to them gets every event: a scenario that makes the server send every kind of event
- * (a run with tool progress, steering, an approval, a compaction, a snapshot, a dropped subscriber) is watched by
+ * (a run with tool progress, steering, an approval, a client tool's wait, a compaction, a snapshot, a dropped subscriber) is watched by
  * a raw reader and by the real `eventsource` package. Every name seen is in the list, the list is
  * in docs/events.md, `EventSource` gets every event through the listed names and nothing through
  * `onmessage` (heartbeat comments and `retry:` dispatch nothing, no frame has empty data).
@@ -98,7 +98,8 @@ it("every name the server sends is listed and documented; EventSource gets every
 		config: { heartbeatMs: 10, tools: { approval: { calculate: "always" } } },
 	});
 	const s = server;
-	const id = (await s.request("POST", "/v1/sessions", { body: {} })).body.id;
+	const clientTools = [{ name: "pick_color", description: "Ask the user to pick a color" }];
+	const id = (await s.request("POST", "/v1/sessions", { body: { clientTools } })).body.id;
 	const eventsUrl = `${s.url}/v1/sessions/${id}/events`;
 
 	const raw: SseReader = await openSse(eventsUrl);
@@ -117,6 +118,11 @@ it("every name the server sends is listed and documented; EventSource gets every
 	const requested = await raw.waitForType("approval_requested");
 	await s.request("POST", `/v1/sessions/${id}/approvals/${requested.data.toolCallId}`, { body: { approve: true } });
 	await raw.waitFor((e) => e.event === "agent_end" && e.id !== undefined && e.id > requested.id!);
+	// A client tool's call that waits for its result.
+	await s.request("POST", `/v1/sessions/${id}/prompt`, { body: { message: "/tool pick_color {}" } });
+	const wait = await raw.waitForType("tool_result_requested");
+	await s.request("POST", `/v1/sessions/${id}/tool-results/${wait.data.toolCallId}`, { body: { content: "teal" } });
+	await raw.waitFor((e) => e.event === "agent_end" && e.id !== undefined && e.id > wait.id!);
 	// A compaction asked for (the stand-in model echoes the summary request back as the summary).
 	expect((await s.request("POST", `/v1/sessions/${id}/compact`, { body: { keepRecentTokens: 0 } })).status).toBe(200);
 	await raw.waitForType("compaction_end");

@@ -134,6 +134,78 @@ describe("client-side tools over HTTP", () => {
 		]);
 	});
 
+	it("tool_result_requested announces the stored wait: after tool_execution_start and the approval, never for a server tool, replayed on resume", async () => {
+		await start();
+		const id = await session({ clientTools: [pickColor, { ...pickColor, name: "pick_size", approval: "always" }] });
+		const events = await openSse(`${server.url}/v1/sessions/${id}/events`);
+		readers.push(events);
+		await events.waitForType("session_snapshot");
+		const batch = [
+			{ name: "pick_color", arguments: { question: "colour?" } },
+			{ name: "calculate", arguments: { expression: "2^10" } },
+			{ name: "pick_size", arguments: { question: "size?" } },
+		];
+		const res = await server.request("POST", `/v1/sessions/${id}/prompt`, {
+			body: { message: `/tools ${JSON.stringify(batch)}` },
+		});
+		expect(res.status).toBe(202);
+		const started = (name: string) =>
+			events.events.find((e) => e.event === "tool_execution_start" && e.data.toolName === name)!;
+		const requests = () => events.events.filter((e) => e.event === "tool_result_requested");
+
+		// The client tool that asks for approval waits for it first: no result is asked for, and one posted now is refused.
+		const approval = await events.waitForType("approval_requested");
+		expect(approval.data.toolName).toBe("pick_size");
+		expect((await post(id, approval.data.toolCallId, { content: "L" })).status).toBe(404);
+		expect(requests().map((e) => e.data.toolName)).not.toContain("pick_size");
+		await server.request("POST", `/v1/sessions/${id}/approvals/${approval.data.toolCallId}`, {
+			body: { approve: true },
+		});
+		const requested = await events.waitFor(
+			(e) => e.event === "tool_result_requested" && e.data.toolName === "pick_color",
+		);
+		const sizeRequested = await events.waitFor(
+			(e) => e.event === "tool_result_requested" && e.data.toolName === "pick_size",
+		);
+		await events.waitFor((e) => e.event === "tool_execution_end" && e.data.toolName === "calculate");
+		expect(requested.id).toBeGreaterThan(started("pick_color").id!);
+		expect(requested.data).toEqual({
+			type: "tool_result_requested",
+			toolCallId: started("pick_color").data.toolCallId,
+			toolName: "pick_color",
+			args: { question: "colour?" },
+			createdAt: expect.any(Number),
+			expiresAt: expect.any(Number),
+		});
+		expect(requested.data.expiresAt).toBeGreaterThan(requested.data.createdAt);
+		const approved = events.events.find((e) => e.event === "approval_resolved")!;
+		expect(sizeRequested.id).toBeGreaterThan(approved.id!);
+		expect(sizeRequested.data.toolCallId).toBe(approval.data.toolCallId);
+		// When the events are out, the waits are in the store (an answer may reach another replica).
+		const stored = await server.app.wheelhouse.sessions.store.listPending(id);
+		expect(stored.filter((p) => p.kind === "client_tool").map((p) => p.toolCallId)).toEqual(
+			expect.arrayContaining([requested.data.toolCallId, sizeRequested.data.toolCallId]),
+		);
+
+		// A resume from just before the event replays it, with its id.
+		const resumed = await openSse(`${server.url}/v1/sessions/${id}/events`, {
+			headers: { "last-event-id": String(requested.id! - 1) },
+		});
+		readers.push(resumed);
+		await resumed.waitForType("tool_result_requested");
+		expect(resumed.events[0]).toEqual(requested);
+
+		await post(id, requested.data.toolCallId, { content: "red" });
+		await post(id, sizeRequested.data.toolCallId, { content: "L" });
+		await events.waitForType("agent_end");
+		// Only the two client tools' waits were announced, each once (none for the server tool).
+		expect(
+			requests()
+				.map((e) => e.data.toolName)
+				.sort(),
+		).toEqual(["pick_color", "pick_size"]);
+	});
+
 	it("a new subscriber's snapshot lists the waiting call", async () => {
 		await start();
 		const id = await session();
