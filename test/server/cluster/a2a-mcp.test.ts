@@ -3,7 +3,8 @@
  * reference clients: an A2A task started on one replica is resubscribed on the other (the task
  * first, then live, no chunk twice), read, listed and canceled there; an MCP call's cancellation,
  * or its user's answer to an elicitation (an approval, a client tool's result), that reaches the
- * other replica acts on the run; an MCP task outlives the replica it started on (the last test
+ * other replica acts on the run; a client tool's wait on one replica is announced on the other's
+ * stream (`tool_result_requested`) and answered there; an MCP task outlives the replica it started on (the last test
  * kills A).
  */
 import type { StreamResponse } from "@a2a-js/sdk";
@@ -21,6 +22,7 @@ import {
 	words,
 } from "../../helpers/cluster.js";
 import { json, stopAll } from "../../helpers/main-process.js";
+import { openSse } from "../../helpers/sse.js";
 
 const ok = await haveClusterServices();
 const cluster = testCluster("a2a-mcp");
@@ -215,6 +217,53 @@ describe.skipIf(!ok)("cluster: A2A tasks and MCP calls across replicas", () => {
 			expect(JSON.stringify(result.content)).toContain("pick_color: teal");
 			expect(answersOnB).toBe(1);
 			await client.close();
+		},
+		T,
+	);
+
+	it(
+		"a client tool's wait on A is announced on B's stream once B can see it in the store, replayed there, and answered through B",
+		async () => {
+			const created = await json(`${A.url}/v1/sessions`, "POST", {
+				clientTools: [{ name: "pick_color", description: "Ask the user to pick a color" }],
+			});
+			const sessionId = created.body.id as string;
+			const onB = await openSse(`${B.url}/v1/sessions/${sessionId}/events`);
+			try {
+				await onB.waitForType("session_snapshot");
+				expect(
+					(await json(`${A.url}/v1/sessions/${sessionId}/prompt`, "POST", { message: "/tool pick_color {}" })).status,
+				).toBe(202);
+				const requested = await onB.waitForType("tool_result_requested", 20_000);
+				expect(requested.data).toMatchObject({ type: "tool_result_requested", toolName: "pick_color", args: {} });
+				const { toolCallId } = requested.data;
+				const start = onB.events.find((e) => e.event === "tool_execution_start")!;
+				expect([start.data.toolCallId, requested.id! > start.id!]).toEqual([toolCallId, true]);
+				// What B read is stored: B's view of the session lists the wait.
+				const onBState = (await json(`${B.url}/v1/sessions/${sessionId}`)).body;
+				expect(onBState.pendingClientToolCalls).toMatchObject([{ toolCallId, toolName: "pick_color" }]);
+				const replay = await openSse(`${B.url}/v1/sessions/${sessionId}/events`, {
+					headers: { "last-event-id": String(requested.id! - 1) },
+				});
+				try {
+					expect(await replay.waitForType("tool_result_requested")).toEqual(requested);
+					expect(replay.events[0]).toEqual(requested);
+				} finally {
+					replay.close();
+				}
+				const answered = await json(`${B.url}/v1/sessions/${sessionId}/tool-results/${toolCallId}`, "POST", {
+					content: "teal",
+				});
+				expect(answered.status).toBe(200);
+				const end = await onB.waitFor(
+					(e) => e.event === "tool_execution_end" && e.data.toolCallId === toolCallId,
+					20_000,
+				);
+				expect(end.data.isError).toBe(false);
+				await onB.waitForType("agent_end", 20_000);
+			} finally {
+				onB.close();
+			}
 		},
 		T,
 	);
