@@ -7,8 +7,8 @@
  * `metadata.profile` (or the message's) makes the new context's session from that profile.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterEach, describe, expect, it } from "vitest";
 import type { StreamResponse } from "@a2a-js/sdk";
+import { afterEach, describe, expect, it } from "vitest";
 import { a2aClient, answerOf, collect, stateOf, TaskState, userMessage } from "../../helpers/a2a.js";
 import { createGateTool, type GateTool } from "../../helpers/gate-tool.js";
 import { startServer, type TestServer } from "../../helpers/server.js";

@@ -1,8 +1,8 @@
 /**
  * The SSE event names are a documented, closed list (`SSE_EVENT_NAMES`), and a generic client that
  * subscribes to them gets every event: a scenario that makes the server send every kind of event
- * (a run with tool progress, steering, an approval, a client tool's wait, a compaction, a snapshot, a dropped subscriber) is watched by
- * a raw reader and by the real `eventsource` package. Every name seen is in the list, the list is
+ * (a run with tool progress, steering, an approval, a client tool's wait, a compaction, a snapshot,
+ * a dropped subscriber) is watched by a raw reader and by the real `eventsource` package. Every name seen is in the list, the list is
  * in docs/events.md, `EventSource` gets every event through the listed names and nothing through
  * `onmessage` (heartbeat comments and `retry:` dispatch nothing, no frame has empty data).
  */
