@@ -125,7 +125,10 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 		const created = await json(`${server.url}/v1/sessions`, "POST", {
 			tools: ["calculate"],
 			toolApprovals: { calculate: "always" },
-			clientTools: [{ name: "ask_user", description: "Ask the user", parameters: { type: "object" } }],
+			clientTools: [
+				{ name: "ask_user", description: "Ask the user", parameters: { type: "object" } },
+				{ name: "ask_twice", description: "Ask after approval", parameters: { type: "object" }, approval: "always" },
+			],
 			metadata: { title: "approval test" },
 		});
 		const id = created.body.id as string;
@@ -155,6 +158,19 @@ describe("wheelhouse chat in a terminal", { timeout: 60_000 }, () => {
 		term.type("blue");
 		term.keys("Enter");
 		await term.waitFor(/Tool results: ask_user: blue/);
+		await until(async () => (await state(id)).status === "idle", "the run's end");
+
+		// A client tool that needs approval asks for it first, and for its result only once the call waits for one.
+		term.type("//tool ask_twice {}");
+		term.keys("Enter");
+		await term.waitFor(/approve ask_twice\? \[y\/n\]/);
+		term.type("y");
+		term.keys("Enter");
+		await term.waitFor(/ask_twice result> /);
+		expect((await state(id)).pendingClientToolCalls).toHaveLength(1);
+		term.type("green");
+		term.keys("Enter");
+		await term.waitFor(/Tool results: ask_twice: green/);
 		await until(async () => (await state(id)).status === "idle", "the run's end");
 
 		// A second call, denied with n: the model sees the refusal and the tool does not run.
