@@ -310,6 +310,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
 							properties: { question: { type: "string" }, strict: { type: "boolean" } },
 						},
 					},
+					{ name: "pick_size", description: "Ask the user after approval", approval: "always" },
 				]),
 			);
 			await createSession(page);
@@ -329,6 +330,18 @@ describe.skipIf(!HAVE_CHROMIUM)(
 			await form.getByLabel("Result (what the model sees)").fill("teal");
 			await form.getByRole("button", { name: "Send result" }).click();
 			await page.locator(".msg.assistant", { hasText: "Tool results: pick_color: teal" }).waitFor();
+			await idle(page);
+
+			// A client tool that needs approval: its form comes once the call waits for the result, after the approval.
+			await send(page, "/tool pick_size {}");
+			await page.getByRole("group", { name: "Approve the call to pick_size?" }).waitFor();
+			const sizeForm = page.getByRole("form", { name: "Client tool pick_size: your answer" });
+			expect(await sizeForm.count()).toBe(0);
+			await page.getByRole("button", { name: "Approve" }).click();
+			await sizeForm.waitFor();
+			await sizeForm.getByLabel("Result (what the model sees)").fill("large");
+			await sizeForm.getByRole("button", { name: "Send result" }).click();
+			await page.locator(".msg.assistant", { hasText: "Tool results: pick_size: large" }).waitFor();
 			expect(errors).toEqual([]);
 		});
 
