@@ -9,13 +9,13 @@
  * call waits for its result (after the loop's `tool_execution_start`, and after the approval when
  * the tool asks for one), ended by the call's own `tool_execution_end` whatever ended it. Each
  * is published after the wait's store write was called, so the commit barrier makes the wait
- * durable before the event reaches any client or replica. Pending
- * approvals and client tool calls are in the session state (`pendingApprovals`,
- * `pendingClientToolCalls`), so `GET /v1/sessions/:id` and every new subscriber's
- * `session_snapshot` show them; resuming with `Last-Event-ID` replays the events themselves. When
- * the process dies while a call waits, startup recovery (recovery.ts) ends the wait in the store
- * and on the stream (`approval_resolved` with outcome `interrupted`); answering it then gets a 409
- * that names the restart.
+ * durable before the event reaches any client or replica. Pending approvals and client tool
+ * calls are in the session state (`pendingApprovals`, `pendingClientToolCalls`), so
+ * `GET /v1/sessions/:id` and every new subscriber's `session_snapshot` show them; resuming with
+ * `Last-Event-ID` replays the events themselves. When the process dies while a call waits,
+ * startup recovery (recovery.ts) ends the wait in the store and on the stream (`approval_resolved`
+ * with outcome `interrupted`; a client tool's call its `tool_execution_end`); answering it then
+ * gets a 409 that names the restart.
  *
  * An MCP server that asks for input during one of the session's tool calls (elicitation,
  * elicitations.ts) makes a pending interaction of kind `elicitation`: `elicitation_requested`
