@@ -10,6 +10,11 @@
  * one heartbeat of Redis coming back. Until then they live on their periodic re-reads of the
  * store. Once the subscription is in place its readers re-read the log (what was published
  * before it is only there, and in the session's tail, `tail`).
+ *
+ * A subscribe that gets no answer at all (a link that stays open while Redis answers nothing)
+ * holds a new reader at most `retryMaxMs`: it then starts on the store alone, as after a failed
+ * subscribe, and re-reads the log once the subscribe is answered. Otherwise such a stream would
+ * send nothing, not even what the store has, for as long as the link stays mute.
  */
 import type { FastifyBaseLogger } from "fastify";
 import { EventTail } from "./event-tail.js";
@@ -36,6 +41,8 @@ interface Channel {
 	retry: NodeJS.Timeout | undefined;
 	/** Failed subscribes in a row (the backoff). */
 	failures: number;
+	/** A reader stopped waiting for the subscribe in flight (it reads the store until it is answered). */
+	unanswered: boolean;
 }
 
 /** The first retry of a failed subscribe; doubled per failure up to the options' `retryMaxMs`. */
@@ -107,10 +114,12 @@ export class EventSubscriptions {
 			.then(
 				() => {
 					if (this.channels.get(sessionId) !== channel) return;
-					const late = channel.failures > 0;
+					const late = channel.failures > 0 || channel.unanswered;
 					channel.subscribed = true;
 					channel.failures = 0;
-					// Subscribed after failing: what was published before is in the store only.
+					channel.unanswered = false;
+					// Subscribed after failing, or after readers stopped waiting: what was published
+					// before is in the store only.
 					if (late) for (const reader of channel.readers) reader.resync();
 				},
 				(err: unknown) => {
@@ -140,19 +149,46 @@ export class EventSubscriptions {
 	/**
 	 * Adds a reader of the session's channel; resolves once the subscription is in place (what is
 	 * published from then on reaches the reader), to the function that removes it. When Redis
-	 * is unreachable it resolves after the first try anyway: the reader then lives on the store
-	 * alone until a retry subscribes (and tells it to resync).
+	 * is unreachable it resolves after the first try anyway, and when the try gets no answer it
+	 * resolves after `retryMaxMs`: the reader then lives on the store alone until the subscribe
+	 * succeeds (and tells it to resync).
 	 */
 	async add(sessionId: string, reader: LiveEventReader): Promise<() => void> {
 		let channel = this.channels.get(sessionId);
 		if (!channel) {
-			channel = { readers: new Set(), subscribed: false, subscribing: undefined, retry: undefined, failures: 0 };
+			channel = {
+				readers: new Set(),
+				subscribed: false,
+				subscribing: undefined,
+				retry: undefined,
+				failures: 0,
+				unanswered: false,
+			};
 			this.channels.set(sessionId, channel);
 			void this.subscribe(sessionId, channel);
 		}
 		channel.readers.add(reader);
-		await channel.subscribing;
+		if (channel.subscribing) await this.answered(sessionId, channel, channel.subscribing);
 		return () => this.remove(sessionId, reader);
+	}
+
+	/** Waits for `subscribing` at most `retryMaxMs`; past it the channel is marked unanswered (once reported). */
+	private async answered(sessionId: string, channel: Channel, subscribing: Promise<void>): Promise<void> {
+		let timer: NodeJS.Timeout | undefined;
+		const late = new Promise<"late">((resolve) => {
+			timer = setTimeout(() => resolve("late"), this.options.retryMaxMs);
+			timer.unref();
+		});
+		const outcome = await Promise.race([subscribing.then(() => "answered" as const), late]);
+		clearTimeout(timer);
+		if (outcome === "answered" || channel.subscribed) return;
+		if (!channel.unanswered && this.channels.get(sessionId) === channel) {
+			this.logger.warn(
+				{ sessionId, waitedMs: this.options.retryMaxMs },
+				"the subscribe to a session's live events has not been answered; its readers read the store until it is",
+			);
+		}
+		channel.unanswered = true;
 	}
 
 	private remove(sessionId: string, reader: LiveEventReader): void {
