@@ -201,8 +201,13 @@ export abstract class EventBuffer<S extends BufferState> {
 		const from = Math.max(afterId, last - this.maxEventsPerSession);
 		// From the streaming message's `message_start` on, the memory window has every event (the
 		// disk has the same ones minus the deltas): the disk serves what is before it.
-		const streaming = state?.streaming;
-		const windowStart = streaming?.[0]?.id ?? Number.POSITIVE_INFINITY;
+		// The window goes on from the disk only once every event before it is there: those appended
+		// after the last commit took the buffers are in neither yet, and a page that went on with the
+		// window would skip them for good (its reader's cursor passes them). The page ends with the
+		// disk then; the next read, after the commit, has them.
+		const windowStart = state?.streaming?.[0]?.id ?? Number.POSITIVE_INFINITY;
+		const streaming =
+			state?.streaming && (state.written >= windowStart - 1 || from + 1 >= windowStart) ? state.streaming : undefined;
 		const resolve = (seq: number) => this.rows.message(sessionId, seq);
 		let cursor = from;
 		let done = from + 1 >= windowStart;
