@@ -34,7 +34,12 @@ export class EventPublisher {
 	private queue: Pending[] = [];
 	/** Sessions lost while the current batch was being flushed: its events of them are dropped. */
 	private lostInFlight = new Set<string>();
-	private idleWaiters: (() => void)[] = [];
+	/** Events queued since the start (a sequence number for `idle`). */
+	private queued = 0;
+	/** Every event queued up to this number was published or dropped. */
+	private settled = 0;
+	/** `idle()` callers, each waiting for the events queued up to `upTo`. */
+	private idleWaiters: { upTo: number; resolve: () => void }[] = [];
 	private running = false;
 	private closed = false;
 
@@ -57,6 +62,7 @@ export class EventPublisher {
 	private tap(sessionId: string, id: number, type: string, data: string): void {
 		if (this.closed) return;
 		this.queue.push({ sessionId, id, type, data });
+		this.queued++;
 		if (!this.running) {
 			this.running = true;
 			// After the current tick: the events the agent emits together share a batch.
@@ -69,32 +75,11 @@ export class EventPublisher {
 			while (this.queue.length > 0 && !this.closed) {
 				const batch = this.queue;
 				this.queue = [];
+				// A batch takes the whole queue: once it is out, so is every event queued before it.
+				const upTo = this.queued;
 				this.lostInFlight = new Set();
-				await this.flushStore();
-				// After a stall: the renewal first, so the sessions lost meanwhile are known (and dropped).
-				await this.guard?.whenFresh();
-				const lost = this.lostInFlight;
-				// Per session, in id order: one script call appends its events to the tail and publishes them.
-				const bySession = new Map<string, { ids: number[]; messages: string[] }>();
-				let count = 0;
-				for (const event of batch) {
-					if (lost.has(event.sessionId)) continue;
-					let events = bySession.get(event.sessionId);
-					if (!events) {
-						events = { ids: [], messages: [] };
-						bySession.set(event.sessionId, events);
-					}
-					events.ids.push(event.id);
-					events.messages.push(encodeEventMessage(event.id, event.type, event.data));
-					count++;
-				}
-				if (count === 0) continue;
-				const pipeline = this.redis.publisher.pipeline();
-				for (const [sessionId, events] of bySession) {
-					publishToTail(pipeline, this.prefix, sessionId, events.ids, events.messages);
-				}
-				// Redis away: readers fill the gap from the store (they re-check it periodically).
-				await pipeline.exec().catch(() => undefined);
+				await this.publish(batch);
+				this.settle(upTo);
 			}
 		} finally {
 			this.running = false;
@@ -102,9 +87,50 @@ export class EventPublisher {
 				this.running = true;
 				setImmediate(() => void this.drain());
 			} else {
-				for (const resolve of this.idleWaiters.splice(0)) resolve();
+				this.settle(this.queued);
 			}
 		}
+	}
+
+	/** Makes `batch` durable, then appends it to the sessions' tails and publishes it. */
+	private async publish(batch: Pending[]): Promise<void> {
+		await this.flushStore();
+		// After a stall: the renewal first, so the sessions lost meanwhile are known (and dropped).
+		await this.guard?.whenFresh();
+		const lost = this.lostInFlight;
+		// Per session, in id order: one script call appends its events to the tail and publishes them.
+		const bySession = new Map<string, { ids: number[]; messages: string[] }>();
+		let count = 0;
+		for (const event of batch) {
+			if (lost.has(event.sessionId)) continue;
+			let events = bySession.get(event.sessionId);
+			if (!events) {
+				events = { ids: [], messages: [] };
+				bySession.set(event.sessionId, events);
+			}
+			events.ids.push(event.id);
+			events.messages.push(encodeEventMessage(event.id, event.type, event.data));
+			count++;
+		}
+		if (count === 0) return;
+		const pipeline = this.redis.publisher.pipeline();
+		for (const [sessionId, events] of bySession) {
+			publishToTail(pipeline, this.prefix, sessionId, events.ids, events.messages);
+		}
+		// Redis away: readers fill the gap from the store (they re-check it periodically).
+		await pipeline.exec().catch(() => undefined);
+	}
+
+	/** Every event queued up to `upTo` is out: the `idle()` callers waiting for no later one go on. */
+	private settle(upTo: number): void {
+		this.settled = Math.max(this.settled, upTo);
+		if (this.idleWaiters.length === 0) return;
+		const waiting: typeof this.idleWaiters = [];
+		for (const waiter of this.idleWaiters) {
+			if (waiter.upTo <= this.settled) waiter.resolve();
+			else waiting.push(waiter);
+		}
+		this.idleWaiters = waiting;
 	}
 
 	/** The store lost the session's lease: its events not yet published never will be. */
@@ -113,10 +139,14 @@ export class EventPublisher {
 		this.queue = this.queue.filter((event) => event.sessionId !== sessionId);
 	}
 
-	/** Resolves once every event queued so far was published (or dropped). */
+	/**
+	 * Resolves once every event queued so far was published (or dropped); events queued after the
+	 * call are not waited for, so other sessions' steady stream of events never holds it.
+	 */
 	idle(): Promise<void> {
-		if (!this.running && this.queue.length === 0) return Promise.resolve();
-		return new Promise((resolve) => this.idleWaiters.push(resolve));
+		const upTo = this.queued;
+		if (upTo <= this.settled || (!this.running && this.queue.length === 0)) return Promise.resolve();
+		return new Promise((resolve) => this.idleWaiters.push({ upTo, resolve }));
 	}
 
 	/** The store flush, retried until it succeeds: nothing is published before it is durable. */
@@ -135,6 +165,6 @@ export class EventPublisher {
 	close(): void {
 		this.closed = true;
 		this.queue = [];
-		for (const resolve of this.idleWaiters.splice(0)) resolve();
+		for (const waiter of this.idleWaiters.splice(0)) waiter.resolve();
 	}
 }
