@@ -320,35 +320,30 @@ export async function checkSchemaVersion(db: Queryable, schema: string, where: s
 	return version;
 }
 
-/** The transaction-scoped advisory lock every schema change of the store takes first. */
-function lockSchema(client: pg.PoolClient, schema: string): Promise<unknown> {
-	return client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`wheelhouse.migrate.${schema}`]);
-}
-
 /**
- * Creates `schema` if missing, and the instance-owner lock's table in it when `ownerTable`, under
- * the migrations' advisory lock: `CREATE … IF NOT EXISTS` is not safe against itself (two at once
- * on a new name, and one fails on the catalog's unique index), and replicas starting together on a
- * fresh database do exactly that.
+ * Runs `work` in one transaction on one connection, under the transaction-scoped advisory lock
+ * every schema change of the store takes first, so servers starting together change the schema
+ * one at a time.
  */
-export async function prepareSchema(pool: pg.Pool, schema: string, ownerTable: boolean): Promise<void> {
+async function underSchemaLock<T>(
+	pool: pg.Pool,
+	schema: string,
+	work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
 	const client = await pool.connect();
 	let broken: Error | undefined;
 	try {
 		await client.query("BEGIN");
-		await lockSchema(client, schema);
-		await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-		if (ownerTable) {
-			await client.query(
-				`CREATE TABLE IF NOT EXISTS ${schema}.${OWNER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), ` +
-					"pid INTEGER NOT NULL, host TEXT NOT NULL, started_at BIGINT NOT NULL)",
-			);
-		}
+		await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`wheelhouse.migrate.${schema}`]);
+		const result = await work(client);
 		await client.query("COMMIT");
+		return result;
 	} catch (error) {
-		await client.query("ROLLBACK").catch((e: Error) => {
-			broken = e;
-		});
+		try {
+			await client.query("ROLLBACK");
+		} catch (e) {
+			broken = e as Error;
+		}
 		throw error;
 	} finally {
 		client.release(broken);
@@ -356,15 +351,28 @@ export async function prepareSchema(pool: pg.Pool, schema: string, ownerTable: b
 }
 
 /**
+ * Creates `schema` if missing, with the instance-owner lock's table in it, under the migrations'
+ * lock: `CREATE … IF NOT EXISTS` is not safe against itself (two at once on a new name, and one
+ * fails on the catalog's unique index), and servers starting together on a fresh database do
+ * exactly that. Only a single-replica store needs this before `migrate`, which creates the schema
+ * itself: its owner lock is taken before migrating.
+ */
+export function prepareOwnerTable(pool: pg.Pool, schema: string): Promise<void> {
+	return underSchemaLock(pool, schema, async (client) => {
+		await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+		await client.query(
+			`CREATE TABLE IF NOT EXISTS ${schema}.${OWNER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), ` +
+				"pid INTEGER NOT NULL, host TEXT NOT NULL, started_at BIGINT NOT NULL)",
+		);
+	});
+}
+
+/**
  * Brings `schema` (created if missing) to the latest version in one transaction, under an
  * advisory lock so concurrent starts migrate once. Returns the versions it applied.
  */
-export async function migrate(pool: pg.Pool, schema: string, where: string): Promise<number[]> {
-	const client = await pool.connect();
-	let broken: Error | undefined;
-	try {
-		await client.query("BEGIN");
-		await lockSchema(client, schema);
+export function migrate(pool: pg.Pool, schema: string, where: string): Promise<number[]> {
+	return underSchemaLock(pool, schema, async (client) => {
 		const current = await checkSchemaVersion(client, schema, where);
 		const pending = MIGRATIONS.filter((m) => m.version > current);
 		if (pending.length > 0) {
@@ -381,16 +389,6 @@ export async function migrate(pool: pg.Pool, schema: string, where: string): Pro
 				);
 			}
 		}
-		await client.query("COMMIT");
 		return pending.map((m) => m.version);
-	} catch (error) {
-		try {
-			await client.query("ROLLBACK");
-		} catch (e) {
-			broken = e as Error;
-		}
-		throw error;
-	} finally {
-		client.release(broken);
-	}
+	});
 }

@@ -49,7 +49,7 @@ import { EventLog } from "./event-log.js";
 import { PgFacadeRecords } from "./facade-records.js";
 import { LeaseHolder } from "./lease-holder.js";
 import { expiredRuns } from "./leases.js";
-import { checkSchemaVersion, LATEST_PG_SCHEMA_VERSION, migrate, prepareSchema } from "./migrations.js";
+import { checkSchemaVersion, LATEST_PG_SCHEMA_VERSION, migrate, prepareOwnerTable } from "./migrations.js";
 import { PgOwnerLock } from "./owner-lock.js";
 import { pgRecordWrites } from "./record-writes.js";
 import { interruptRuns } from "./recovery.js";
@@ -160,9 +160,9 @@ export class PostgresSessionStore
 		try {
 			// Read-only checks first: a foreign or newer schema is refused before anything is written.
 			await checkSchemaVersion(this.pool, this.settings.schema, where);
-			await prepareSchema(this.pool, this.settings.schema, !this.settings.cluster);
 			if (!this.settings.cluster) {
 				// Before migrating: a newer build must not migrate a schema an older one is still serving.
+				await prepareOwnerTable(this.pool, this.settings.schema);
 				this.lock = await PgOwnerLock.take(this.settings, (error) => this.settings.onFlushError(error));
 			}
 			await migrate(this.pool, this.settings.schema, where);
