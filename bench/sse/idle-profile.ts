@@ -6,7 +6,10 @@
  * line (e.g. the overflow relay) — for this tree's server and, with `--against <ref>`, that
  * commit's, in turns.
  *
- *   npx tsx bench/sse/idle-profile.ts [--store memory|sqlite] [--against <ref>] [file-fragment ...]
+ *   npx tsx bench/sse/idle-profile.ts [--store memory|sqlite] [--against <ref>] [--baseline] [file-fragment ...]
+ *   --baseline also profiles the guard's bare Fastify server (fastify-baseline.ts) answering the same
+ *   requests with the recorded frames: the idle share of a server with no agent loop, no store and no
+ *   timers, that is, what the client sharing the machine's cores leaves the server waiting for
  *   BENCH_IDLE_JOBS (4 jobs of 100 clients creating a session and streaming 200 tokens, per server);
  *   BENCH_IDLE_REVERSE=1 profiles the `--against` server first
  *   BENCH_IDLE_TOP=N also prints, per server, the N files (and GC) with the most self time in ms per
@@ -19,6 +22,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promptRequest, words } from "./harness.js";
 import { checkoutOf, runClient, ServerChild, stopClient } from "./index.js";
+import type { ServerStart } from "./server-process.js";
 
 interface ProfileNode {
 	id: number;
@@ -35,6 +39,7 @@ const SESSIONS = 100;
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const STORE = (arg("--store") ?? "memory") as "memory" | "sqlite";
 const AGAINST = arg("--against");
+const BASELINE = process.argv.includes("--baseline");
 const TOP = Number(process.env.BENCH_IDLE_TOP ?? 0);
 const SAVE = process.env.BENCH_IDLE_SAVE;
 const FRAGMENTS = process.argv.slice(2).filter((a, i, all) => !a.startsWith("--") && !all[i - 1]?.startsWith("--"));
@@ -81,12 +86,30 @@ function perFile(profile: Profile): Map<string, number> {
 	return out;
 }
 
+/** The frames this tree's memory server sends for the job's prompt, for the bare Fastify server to replay. */
+async function recordAnswer(): Promise<string> {
+	const server = await ServerChild.start({ kind: "wheelhouse", store: "memory" });
+	try {
+		const created = job(server.url).requests[0]?.create;
+		const res = await fetch(created?.url as string, {
+			method: "POST",
+			body: created?.body,
+			headers: { "content-type": "application/json" },
+		});
+		const { id } = (await res.json()) as { id: string };
+		const result = await runClient({ requests: [promptRequest(server.url, id, words(200))], record: true });
+		return result.recorded as string;
+	} finally {
+		await server.stop();
+	}
+}
+
 async function profileOf(
 	name: string,
+	start: ServerStart,
 	root?: string,
-	dbPath?: string,
 ): Promise<{ shares: Record<string, number>; files: Map<string, number> }> {
-	const server = await ServerChild.start({ kind: "wheelhouse", store: STORE, dbPath }, root);
+	const server = await ServerChild.start(start, root);
 	try {
 		for (let w = 0; w < 3; w++) await runClient(job(server.url)); // warm-up
 		// A tree older than the profiler commands never answers: say so instead of waiting for ever.
@@ -120,14 +143,26 @@ try {
 				.map((l) => l.toFixed(1))
 				.join(", ")}`,
 	);
-	const servers: [string, string | undefined][] = [["this tree", undefined]];
-	if (AGAINST) servers.push([AGAINST, checkoutOf(AGAINST, dir)]);
+	const dbPath = (name: string) => path.join(dir, `${name.replace(/\W/g, "_")}.db`);
+	const servers: [string, ServerStart, string | undefined][] = [
+		["this tree", { kind: "wheelhouse", store: STORE, dbPath: dbPath("this tree") }, undefined],
+	];
+	if (AGAINST) {
+		servers.push([AGAINST, { kind: "wheelhouse", store: STORE, dbPath: dbPath(AGAINST) }, checkoutOf(AGAINST, dir)]);
+	}
+	if (BASELINE) {
+		servers.push([
+			"baseline (bare Fastify)",
+			{ kind: "fastify", prompts: { [words(200)]: await recordAnswer() } },
+			undefined,
+		]);
+	}
 	// The first server profiled showed more idle time than its identical twin after it (an A/A run):
 	// BENCH_IDLE_REVERSE=1 profiles the other one first.
 	if (process.env.BENCH_IDLE_REVERSE === "1") servers.reverse();
 	const files: Map<string, number>[] = [];
-	for (const [name, root] of servers) {
-		const profiled = await profileOf(name, root, path.join(dir, `${name.replace(/\W/g, "_")}.db`));
+	for (const [name, start, root] of servers) {
+		const profiled = await profileOf(name, start, root);
 		const s = profiled.shares;
 		files.push(profiled.files);
 		console.log(
@@ -139,8 +174,9 @@ try {
 	for (const [i, [name]] of servers.entries()) {
 		if (!TOP) break;
 		const mine = files[i] as Map<string, number>;
-		const other = files[1 - i];
-		const otherName = servers[1 - i]?.[0];
+		const o = i === 0 ? 1 : 0;
+		const other = files[o];
+		const otherName = servers[o]?.[0];
 		console.log(`\n  ${name}: self time, ms per job${other ? ` (${otherName} beside it)` : ""}`);
 		for (const [file, ms] of [...mine].sort((a, b) => b[1] - a[1]).slice(0, TOP)) {
 			console.log(
