@@ -10,8 +10,9 @@
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
  * thread can therefore wait *synchronously* (`Atomics.wait`) for everything it sent, which keeps
  * the store's interface synchronous: every durable write first waits for the writer, so the event
- * log on disk is never behind a message, run or queue change the server acknowledged. Write
- * errors come back on a MessagePort read synchronously with `receiveMessageOnPort`.
+ * log on disk is never behind a message, run or queue change the server acknowledged. The commit
+ * barrier waits for it without blocking the event loop (`Atomics.waitAsync`). Write errors come
+ * back on a MessagePort read synchronously with `receiveMessageOnPort`.
  *
  * The worker source is plain CommonJS evaluated from a string, so the same code runs from `dist/`,
  * under tsx and under vitest without a separate build artifact.
