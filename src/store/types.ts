@@ -41,21 +41,24 @@
  *   an HTTP response), so no client ever sees a run, a message or a run end that a crash could
  *   take back. They carry the buffered events of their session into the same commit, so a
  *   session's event log on disk is never behind a message, run or queue change the server
- *   acknowledged (other sessions' events follow with the next flush; `flush`, `close` and
- *   `recoverInterrupted` write all of them).
+ *   acknowledged (a durable write leaves other sessions' events to the next `sync()` or flush;
+ *   `flush`, `close` and `recoverInterrupted` write all of them).
  * - Buffered: `appendEvent` and `touchSession` (activity times are advisory; they ride along). An
  *   event's id is assigned, and visible to `readEvents`/`lastEventId`, at once; the event is
- *   written by the next flush: after at most `flushIntervalMs` (SQLite default 50 ms), when the
- *   buffer is full, with a durable write of its session, or at `flush()`/`close()`. A crash can
- *   therefore lose up to the last 50 ms of events. The deltas of a message still streaming may
- *   not be written at all (see `deltaRetention`). Ids stay monotonic anyway: they are reserved
- *   durably ahead of use, a restarted store continues after the last reserved id, and a lost id is
- *   never referenced by anything durable.
+ *   committed by the next `sync()` (every buffered event of every session: the server awaits it
+ *   before an SSE write, so no client is sent an event a crash could take back), with a barrier
+ *   or durable write of its session, when the buffer is full, at `flush()`/`close()`, and
+ *   otherwise after at most `flushIntervalMs` (SQLite default 50 ms). A crash can therefore lose
+ *   only events no client was sent (up to the last 50 ms of them). The deltas of a message still
+ *   streaming may not be written at all (see `deltaRetention`): they leave `sync()` nothing to
+ *   commit. Ids stay monotonic anyway: they are reserved durably ahead of use, a restarted store
+ *   continues after the last reserved id, and a lost id is never referenced by anything durable.
  *
  * `sync()` resolves once every write called before it is durable as its kind promises: the writes
- * waiting for the barrier are committed, and durable writes already called have resolved. So a
- * caller may start a durable write without awaiting it (best-effort persistence of pending
- * interactions) and still rely on the barrier before its consequences leave the process.
+ * waiting for the barrier and the buffered events are committed, and durable writes already
+ * called have resolved. So a caller may start a durable write without awaiting it (best-effort
+ * persistence of pending interactions) and still rely on the barrier before its consequences
+ * leave the process.
  *
  * The memory implementation keeps everything in the process and loses it with the process; it
  * follows the same contract otherwise (including copies on read: callers never share objects with
@@ -189,7 +192,8 @@ export interface SessionWriter {
 
 	/**
 	 * Assigns the next event id of the session and appends the event. Buffered: NOT durable on
-	 * return (see the module comment); immediately visible to `readEvents` (see `deltaRetention` for
+	 * return; committed by the next `sync()` at the latest, so before any client can be sent it
+	 * (see the module comment); immediately visible to `readEvents` (see `deltaRetention` for
 	 * deltas). `createdAt` defaults to `Date.now()`. Returns the id, or undefined (dropped).
 	 * Throws on an empty `type` (misuse).
 	 */
@@ -227,19 +231,25 @@ export interface SessionWriter {
 export interface CommitBarrier {
 	/**
 	 * Resolves once every write called before it is durable as its kind promises (see the module
-	 * comment): the writes that wait for the barrier are committed, durable writes already called
-	 * have resolved. The server awaits it before each SSE write pass and each HTTP response. Cheap
-	 * when nothing waits. A failed commit is reported to the store's error handler and its writes
-	 * stay queued: the SQLite store's barrier tries again until they are committed (what the server
-	 * shows next must not claim a write the disk does not have). Never rejects; resolves when the
-	 * store closes (closing reports what it could not write).
+	 * comment): the writes that wait for the barrier are committed, and so is every event buffered
+	 * before the call, of every session (what the server sends next may be any of them), in one
+	 * commit; durable writes already called have resolved. The deltas of a streaming message that a
+	 * store does not write (`deltaRetention`) leave it nothing to commit. The server awaits it
+	 * before each SSE write pass and each HTTP response. Cheap when nothing waits. A failed commit
+	 * is reported to the store's error handler and its writes and events stay queued: the SQLite
+	 * store's barrier tries again until they are committed (what the server shows next must not
+	 * claim a write or an event the disk does not have); the PostgreSQL store's resolves after a
+	 * failed attempt while the database is unreachable (responses must still go out), and commits
+	 * them once it is back. Never rejects; resolves when the store closes (closing reports what it
+	 * could not write).
 	 */
 	sync(): Promise<void>;
 
 	/**
-	 * True while `sync()` has anything to wait for: writes waiting for the barrier, or durable writes
-	 * not yet resolved. While it is false the server writes without calling `sync()`; while it is
-	 * true it spaces its write passes to let more writes share a commit.
+	 * True while `sync()` has anything to wait for: writes waiting for the barrier, buffered events
+	 * not yet committed, or durable writes not yet resolved. While it is false the server writes
+	 * without calling `sync()`; while it is true it spaces its write passes to let more writes
+	 * share a commit.
 	 */
 	readonly syncPending: boolean;
 

@@ -424,7 +424,8 @@ describe("SQLite store durability", () => {
 		for (let i = 0; i < 3; i++) s.appendEvent("a", "e", String(i));
 		for (let i = 0; i < 5; i++) s.appendEvent("b", "e", String(i));
 		s.appendMessages("a", [user("turn done")]);
-		await s.sync(); // appendMessages is durable at the next sync
+		// A durable write of a: a's queued message and buffered events go with it, b's wait.
+		await s.enqueue("a", "followUp", user("later"), 1);
 		expect(eventsOnDisk(path)).toBe(3);
 		// Deleting b drops its buffered events; flush() then has nothing left to write for it.
 		await s.deleteSession("b");
@@ -433,6 +434,26 @@ describe("SQLite store durability", () => {
 		s.appendEvent("a", "e", "3");
 		await s.flush();
 		expect(eventsOnDisk(path)).toBe(4);
+	});
+
+	it("the barrier commits every session's buffered events (a client may be sent any of them next), deltas aside", async () => {
+		const path = join(dir, "barrier-events.db");
+		const s = store(path, { flushIntervalMs: 60_000 });
+		await s.createSession(newSession("a"));
+		await s.createSession(newSession("b"));
+		expect(s.syncPending).toBe(false);
+		s.appendEvent("a", "message_start", "{}");
+		// The deltas of a streaming message are memory-only: they leave the barrier nothing to do.
+		for (let i = 0; i < 5; i++) s.appendEvent("a", "message_update", String(i));
+		s.appendEvent("b", "e", "0");
+		expect(s.syncPending).toBe(true);
+		expect(eventsOnDisk(path)).toBe(0);
+		await s.sync();
+		expect(s.syncPending).toBe(false);
+		// a's message_start and b's event; a's deltas were not written.
+		expect(eventsOnDisk(path)).toBe(2);
+		for (let i = 5; i < 10; i++) s.appendEvent("a", "message_update", String(i));
+		expect(s.syncPending).toBe(false);
 	});
 
 	it("writes a full batch at maxBatchEvents without waiting for the timer (inline: before appendEvent returns)", async () => {

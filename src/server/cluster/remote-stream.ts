@@ -491,10 +491,16 @@ export function followSessionEvents(
 	};
 	if (cluster) return attach(cluster, session, sse, make);
 	const reader = make();
+	/** The barrier of the events appended in this synchronous stretch: one commit for all of them. */
+	let barrier: Promise<void> | undefined;
 	const unsubscribe = session.observe({
-		// An event is sent once it is durable (the barrier resolves in order, so the order holds).
+		// An event is sent once it is durable (the barriers resolve in order, so the order holds).
 		event({ id, type, data }) {
-			local.store.sync().then(
+			barrier ??= Promise.resolve().then(() => {
+				barrier = undefined;
+				return local.store.sync();
+			});
+			barrier.then(
 				() => reader.live(id, type, data),
 				() => reader.resync(),
 			);

@@ -571,7 +571,8 @@ export async function buildApp(options: BuildAppOptions = {}): Promise<FastifyIn
 	// On close (SIGTERM in main.ts, or tests): let runs finish within the grace period, abort the
 	// rest (each still emits agent_end), end every stream, flush the store.
 	const connections = trackConnections(app.server);
-	// Run starts, messages and run ends are durable at the store's next sync: sync before anything leaves.
+	// Run starts, messages, run ends and buffered events are durable at the store's next sync: sync
+	// before anything leaves.
 	const sync = () => store.sync();
 	const removeSseHook = passes.addBarrier({
 		run: sync,

@@ -7,7 +7,9 @@
  *   durable write, a read, or the end of the event-loop turn it was made in (`syncDelayMs` later
  *   when set): a commit starts when the first write arrives, never waiting for others to join it.
  * - Buffered events, reservation extensions and activity times ride along with every commit, or
- *   are written by the flush timer after `flushIntervalMs`.
+ *   are written by the flush timer after `flushIntervalMs`. The barrier waits for the commit of
+ *   every event buffered before it (a client may be sent any of them next); the deltas of a
+ *   streaming message are never buffered, so they leave it nothing to wait for.
  *
  * While one transaction runs, what is called meanwhile waits and goes into the next one together:
  * the commit rate follows the database's round trips, not the callers'. Inside a transaction the
@@ -102,9 +104,9 @@ export class CommitQueue {
 		private readonly onLost: (state: SessionState) => void,
 	) {}
 
-	/** True while `sync()` has anything to wait for. */
+	/** True while `sync()` has anything to wait for (buffered events included, in flight or not). */
 	get pending(): boolean {
-		return this.laterWaiting > 0 || this.unsettled > 0 || this.log.reservationBehind;
+		return this.laterWaiting > 0 || this.unsettled > 0 || this.log.buffered > 0 || this.log.reservationBehind;
 	}
 
 	/** True when anything at all waits to be written. */
@@ -180,11 +182,14 @@ export class CommitQueue {
 		} else this.scheduleFlush();
 	}
 
-	/** The barrier: resolves once everything called before it is committed (or its commit failed). Never rejects. */
+	/**
+	 * The barrier: resolves once everything called before it, buffered events included, is
+	 * committed (or its commit failed). Never rejects.
+	 */
 	async sync(): Promise<void> {
 		if (!this.pending || this.closed) return;
 		if (this.failing && !this.running) return; // reported already; the retry timer tries again
-		if (this.log.reservationBehind) this.flushWanted = true;
+		if (this.log.buffered > 0 || this.log.reservationBehind) this.flushWanted = true;
 		await this.waitForAll();
 	}
 
@@ -231,8 +236,7 @@ export class CommitQueue {
 
 	private hasWork(): boolean {
 		return (
-			this.items.length > 0 ||
-			(this.flushWanted && (this.log.buffered > 0 || this.log.hasBumps || this.touches.size > 0))
+			this.items.length > 0 || (this.flushWanted && (this.log.waiting || this.log.hasBumps || this.touches.size > 0))
 		);
 	}
 

@@ -75,6 +75,14 @@ export class EventLog extends EventBuffer<SessionState> {
 		return false;
 	}
 
+	/**
+	 * True when buffered events wait for a commit to take them (`buffered` also counts those a
+	 * commit in flight has taken).
+	 */
+	get waiting(): boolean {
+		return this.dirty.size > 0;
+	}
+
 	/** True when reservation extensions wait to be written. */
 	get hasBumps(): boolean {
 		return this.bumps.size > 0;

@@ -10,7 +10,10 @@
  *   made until then share one commit, their statements back to back instead of each between the
  *   server's other work. No barrier waits for others to join its commit.
  * - Buffered events and activity times ride along with the next commit, or are written by the
- *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread).
+ *   flush timer after `flushIntervalMs` (with `eventWriter: "thread"`, by the writer thread). The
+ *   barrier commits every buffered event, of every session, before the frames it guards go out:
+ *   a client is never sent an event a crash could take back (the deltas of a streaming message,
+ *   never buffered, aside).
  * - WAL checkpoints run between transactions or, while much is written, on a thread
  *   (`checkpoints.ts`); with `eventWriter: "thread"`, on the writer thread.
  *
@@ -161,9 +164,13 @@ export class CommitQueue {
 		return this.writer !== undefined && this.settings.threadWrites;
 	}
 
-	/** True while writes wait for the next barrier. */
+	/**
+	 * True while the barrier has work: writes wait for it, or events are buffered (or handed to the
+	 * writer thread and not yet committed) that a client may be sent next. The deltas of a
+	 * streaming message are never buffered, so a stream of deltas alone leaves it false.
+	 */
 	get pending(): boolean {
-		return this.laterWrites.length > 0;
+		return this.laterWrites.length > 0 || this.log.buffered > 0 || (this.writer?.outstanding ?? 0) > 0;
 	}
 
 	/** True when anything at all waits to be written (queued writes, buffered events, activity, thread batches). */
@@ -342,21 +349,56 @@ export class CommitQueue {
 
 	/**
 	 * The barrier the server awaits before anything leaves the process (`SessionStore.sync`): commits
-	 * the writes queued so far within the call, and answers nothing when that worked. When it failed,
-	 * a promise that tries again (each failure reported), pausing longer each time up to a second,
-	 * and resolves once they are committed, so what a client is shown next never claims a write the
-	 * disk does not have. Never throws or rejects (the server's write passes rely on that): when the
-	 * store closes first, it resolves, and closing reports what it could not write.
+	 * the writes queued so far and every buffered event, of every session, in one transaction within
+	 * the call (the frames about to go out may be of any of them), and answers nothing when that
+	 * worked. When it failed, a promise that tries again (each failure reported), pausing longer each
+	 * time up to a second, and resolves once they are committed, so what a client is shown next never
+	 * claims a write or an event the disk does not have. With the writer thread it hands the buffered
+	 * events to the thread and resolves once the thread has committed them. Never throws or rejects
+	 * (the server's write passes rely on that): when the store closes first, it resolves, and closing
+	 * reports what it could not write.
 	 */
 	sync(): undefined | Promise<void> {
-		return this.commitQueued() ? undefined : this.retryQueued();
+		if (this.threadWrites) return this.pending ? this.syncThread() : undefined;
+		return this.commitForBarrier() ? undefined : this.retryBarrier();
 	}
 
-	/** Tries to commit the queued writes again, after a pause that doubles each time, until it worked. */
-	private async retryQueued(): Promise<void> {
+	/**
+	 * Commits the queued writes and every buffered event now. A failure is reported and they stay
+	 * queued and buffered. True when nothing is left (or the store is closed: closing reports what
+	 * it could not write).
+	 */
+	private commitForBarrier(): boolean {
+		if ((this.laterWrites.length === 0 && this.log.buffered === 0) || this.closed) return true;
+		try {
+			this.durable(noWrite);
+			return true;
+		} catch (error) {
+			this.settings.onFlushError(error instanceof Error ? error : new Error(String(error)));
+			return false;
+		}
+	}
+
+	/** Tries the barrier's commit again, after a pause that doubles each time, until it worked. */
+	private async retryBarrier(): Promise<void> {
 		for (let pause = BARRIER_RETRY_MIN_MS; ; pause = Math.min(BARRIER_RETRY_MAX_MS, pause * 2)) {
 			await sleep(pause, undefined, { ref: false });
-			if (this.commitQueued()) return;
+			if (this.commitForBarrier()) return;
+		}
+	}
+
+	/**
+	 * The barrier with the writer thread (queued writes are committed as they are made there): hands
+	 * the buffered events to the thread, then waits, without blocking the event loop, until it has
+	 * committed everything it was handed. A write error it reports is reported here.
+	 */
+	private async syncThread(): Promise<void> {
+		try {
+			this.sendBuffered();
+			const error = await this.writer?.committed();
+			if (error) throw new Error(`session store: writing the event log failed: ${error}`);
+		} catch (error) {
+			this.settings.onFlushError(error instanceof Error ? error : new Error(String(error)));
 		}
 	}
 

@@ -10,8 +10,9 @@
  * message in one transaction, then stores `seq` in a shared Int32Array and notifies. The main
  * thread can therefore wait *synchronously* (`Atomics.wait`) for everything it sent, which keeps
  * the store's interface synchronous: every durable write first waits for the writer, so the event
- * log on disk is never behind a message, run or queue change the server acknowledged. Write
- * errors come back on a MessagePort read synchronously with `receiveMessageOnPort`.
+ * log on disk is never behind a message, run or queue change the server acknowledged. The commit
+ * barrier waits for it without blocking the event loop (`Atomics.waitAsync`). Write errors come
+ * back on a MessagePort read synchronously with `receiveMessageOnPort`.
  *
  * The worker source is plain CommonJS evaluated from a string, so the same code runs from `dist/`,
  * under tsx and under vitest without a separate build artifact.
@@ -38,8 +39,20 @@ export const DEFAULT_WAL_LIMIT_BYTES = 64 * 1024 * 1024;
 /** How often the WAL is checkpointed (`checkpointIntervalMs`). */
 export const DEFAULT_CHECKPOINT_INTERVAL_MS = 1000;
 
-/** Longest synchronous wait for the writer before it is declared stuck. */
+/** Longest wait for the writer before it is declared stuck. */
 const WAIT_LIMIT_MS = 30_000;
+
+/** `Atomics.waitAsync` (Node 16 on; its type comes with ES2024, and this project compiles against ES2023). */
+const waitAsync = (
+	Atomics as unknown as {
+		waitAsync(
+			array: Int32Array,
+			index: number,
+			value: number,
+			timeoutMs: number,
+		): { async: false; value: string } | { async: true; value: Promise<string> };
+	}
+).waitAsync;
 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads");
@@ -243,6 +256,23 @@ export class EventWriter {
 			Atomics.wait(this.shared, ACK, acked, 1000);
 		}
 		return this.takeError();
+	}
+
+	/**
+	 * Resolves once every message sent so far is committed (or the writer closed), without blocking
+	 * the event loop; with the first write error the writer reported since the last call, if any.
+	 * Rejects when the writer does not answer within the limit of {@link wait}.
+	 */
+	async committed(): Promise<string | undefined> {
+		const target = this.sent;
+		const deadline = Date.now() + WAIT_LIMIT_MS;
+		for (;;) {
+			const acked = Atomics.load(this.shared, ACK);
+			if (acked >= target || this.closed) return this.takeError();
+			if (Date.now() > deadline) throw new Error("event log writer thread did not answer within 30 s");
+			const waiting = waitAsync(this.shared, ACK, acked, 1000);
+			if (waiting.async) await waiting.value;
+		}
 	}
 
 	/** A write error reported by the writer, if any (non-blocking). */

@@ -14,14 +14,16 @@
  * of one per event, and the added latency stays below MAX_GAP_MS (bench/sse/results.md compares
  * the spacings).
  *
- * A pass first awaits the barriers (the store's `sync()`: a commit when writes wait for one). The
- * barrier covers the writes made before it is called, so the pass first *cuts* each connection's
- * frames: what was queued up to then is written once the barrier resolves, and frames queued while
- * it is awaited (the writes they depend on may be newer than the commit) wait for the next pass.
+ * A pass first awaits the barriers (the store's `sync()`: a commit when writes or buffered events
+ * wait for one, so no client is sent an event a crash could take back; a stream of deltas alone,
+ * which the store keeps in memory only, leaves it nothing to commit). The barrier covers the writes
+ * and events made before it is called, so the pass first *cuts* each connection's frames: what was
+ * queued up to then is written once the barrier resolves, and frames queued while it is awaited
+ * (the writes they depend on may be newer than the commit) wait for the next pass.
  * When no barrier has anything to wait for, the pass writes at once, with no cut. A pass never
  * waits for a commit to be worth it: the commit runs when the pass does, and under load many
- * sessions' run starts, completed messages and run ends share it because they were all made
- * since the last pass.
+ * sessions' run starts, completed messages, run ends and events share it because they were all
+ * made since the last pass.
  */
 
 const MIN_GAP_MS = 1;
@@ -33,7 +35,8 @@ const PASS_AVERAGING = 0.25;
 /** What runs before any frame is handed to a socket (see {@link WritePasses.addBarrier}). */
 export interface WriteBarrier {
 	/**
-	 * Makes what the frames queued before the call depend on durable (the store's `sync()`).
+	 * Makes what the frames queued before the call depend on durable, their events included (the
+	 * store's `sync()`).
 	 * Contract: never rejects (a failed commit is the store's to report).
 	 */
 	run(): Promise<void>;
@@ -67,9 +70,9 @@ export class WritePasses {
 
 	/**
 	 * Registers `barrier` to run before frames are written to any SSE socket of this app (the
-	 * response head of a stream included): the server registers its store's `sync()`, so the
-	 * writes an event depends on (its run's start, its message, its run's end) are committed before
-	 * any client can see it. Returns the function that removes it.
+	 * response head of a stream included): the server registers its store's `sync()`, so an event
+	 * and the writes it depends on (its run's start, its message, its run's end) are committed
+	 * before any client can see it. Returns the function that removes it.
 	 */
 	addBarrier(barrier: WriteBarrier): () => void {
 		this.barriers.add(barrier);
