@@ -56,8 +56,8 @@ export function buildModelCallChain(
 	layers: ReadonlyMap<ModelCallLayer, ModelCallHooks>,
 	innermost: { stream: StreamFn; beforeToolCall: BeforeToolCall },
 ): ModelCallChain {
-	// Every field written here, not spread from `innermost`: V8 gives a spread object that then grows
-	// new fields a slow path (microseconds per build, once per session and layer).
+	// Every field written here, not spread from `innermost`: V8 takes a slow path for an object
+	// literal that spreads one object and then adds fields it did not have.
 	const chain: ModelCallChain = {
 		stream: innermost.stream,
 		transformContext: undefined,
