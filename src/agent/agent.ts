@@ -122,10 +122,11 @@ function createMutableState(initial: AgentOptions["initialState"]): MutableAgent
  * Stateful wrapper around the low-level agent loop.
  *
  * Contract: one run at a time — `prompt()`/`continue()` during a run throw (queue with `steer()`
- * or `followUp()` instead). Listeners are awaited in subscription order; a run settles (and
- * `waitForIdle()` resolves) only after the `agent_end` listeners finished. A failure inside a run
- * never rejects `prompt()`: it becomes an assistant message with `stopReason` `"error"` (or
- * `"aborted"` after `abort()`) and an `agent_end`.
+ * or `followUp()` instead). Listeners are called in subscription order, each after the promise
+ * the previous one returned (if any) settled; a run settles (and `waitForIdle()` resolves) only
+ * after the `agent_end` listeners finished. A failure inside a run never rejects `prompt()`: it
+ * becomes an assistant message with `stopReason` `"error"` (or `"aborted"` after `abort()`) and an
+ * `agent_end`.
  */
 export class Agent {
 	private _state: MutableAgentState;
