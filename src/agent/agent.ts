@@ -122,10 +122,11 @@ function createMutableState(initial: AgentOptions["initialState"]): MutableAgent
  * Stateful wrapper around the low-level agent loop.
  *
  * Contract: one run at a time — `prompt()`/`continue()` during a run throw (queue with `steer()`
- * or `followUp()` instead). Listeners are awaited in subscription order; a run settles (and
- * `waitForIdle()` resolves) only after the `agent_end` listeners finished. A failure inside a run
- * never rejects `prompt()`: it becomes an assistant message with `stopReason` `"error"` (or
- * `"aborted"` after `abort()`) and an `agent_end`.
+ * or `followUp()` instead). Listeners are called in subscription order, each after the promise
+ * the previous one returned (if any) settled; a run settles (and `waitForIdle()` resolves) only
+ * after the `agent_end` listeners finished. A failure inside a run never rejects `prompt()`: it
+ * becomes an assistant message with `stopReason` `"error"` (or `"aborted"` after `abort()`) and an
+ * `agent_end`.
  */
 export class Agent {
 	private _state: MutableAgentState;
@@ -403,8 +404,13 @@ export class Agent {
 		this.activeRun = undefined;
 	}
 
-	/** Reduce a loop event into state, then await every listener in subscription order. */
-	private async processEvent(event: AgentEvent): Promise<void> {
+	/**
+	 * Reduce a loop event into state, then call every listener in subscription order, each after the
+	 * previous one's promise settled. A promise only once a listener returned one: a run with
+	 * synchronous listeners (the server's) does not pay two promises and two microtask turns per
+	 * streamed delta for listeners that had nothing to wait for.
+	 */
+	private processEvent(event: AgentEvent): Promise<void> | undefined {
 		switch (event.type) {
 			case "message_start":
 			case "message_update":
@@ -437,6 +443,22 @@ export class Agent {
 		}
 		const signal = this.activeRun?.signal;
 		if (!signal) throw new Error("Agent listener invoked outside active run");
-		for (const listener of this.listeners) await listener(event, signal);
+		const listeners = this.listeners.values();
+		for (let next = listeners.next(); !next.done; next = listeners.next()) {
+			const pending = next.value(event, signal);
+			if (pending) return this.awaitListeners(pending, listeners, event, signal);
+		}
+		return undefined;
+	}
+
+	/** The rest of {@link processEvent} once a listener returned a promise: each one awaited in turn. */
+	private async awaitListeners(
+		pending: Promise<void>,
+		rest: Iterator<AgentListener>,
+		event: AgentEvent,
+		signal: AbortSignal,
+	): Promise<void> {
+		await pending;
+		for (let next = rest.next(); !next.done; next = rest.next()) await next.value(event, signal);
 	}
 }

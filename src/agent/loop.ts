@@ -240,7 +240,9 @@ async function streamAssistantResponse(
 				if (partial) {
 					partial = event.partial;
 					context.messages[context.messages.length - 1] = partial;
-					await emit({ type: "message_update", assistantMessageEvent: event, message: { ...partial } });
+					// The most frequent event: a sink with nothing to wait for costs no microtask turn.
+					const pending = emit({ type: "message_update", assistantMessageEvent: event, message: { ...partial } });
+					if (pending) await pending;
 				}
 		}
 	}

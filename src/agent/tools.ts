@@ -9,7 +9,7 @@ import type { AssistantMessage, ToolResultMessage } from "../ai/types.js";
 import { validateToolArguments } from "../ai/validation.js";
 import type { AgentContext, AgentEvent, AgentLoopConfig, AgentTool, AgentToolCall, AgentToolResult } from "./types.js";
 
-/** Receives every loop event; the loop awaits it, so a slow sink applies backpressure. */
+/** Receives every loop event; the loop awaits the promise it returns, so a slow sink applies backpressure. */
 export type AgentEventSink = (event: AgentEvent) => Promise<void> | void;
 
 /** Outcome of preparing one call: either ready to run, or already finished with a result. */

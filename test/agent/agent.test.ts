@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { Agent } from "../../src/agent/agent.js";
 import type { AgentEvent, AgentMessage, StreamFn } from "../../src/agent/types.js";
 import type { AssistantMessage, ImageContent } from "../../src/ai/types.js";
-import { assistant, call, coarse, deferred, model, scripted, tool, user } from "./support.js";
+import { assistant, call, coarse, deferred, model, rawStream, scripted, tool, user } from "./support.js";
 
 function agentWith(streamFn: StreamFn, extra: ConstructorParameters<typeof Agent>[0] = {}) {
 	const agent = new Agent({ initialState: { model, tools: [tool("echo")], systemPrompt: "sys" }, streamFn, ...extra });
@@ -205,6 +205,46 @@ describe("listeners and settlement", () => {
 		expect(signalSeen).toBeInstanceOf(AbortSignal);
 		expect(agent.state.isStreaming).toBe(false);
 		await agent.waitForIdle();
+	});
+
+	it("a listener's promise on a streamed delta holds the listeners after it and the next event", async () => {
+		const partial = assistant([{ type: "text", text: "" }]);
+		const final = assistant([{ type: "text", text: "ab" }]);
+		const { agent } = agentWith(
+			scripted([
+				() =>
+					rawStream([
+						{ type: "start", partial },
+						{ type: "text_start", contentIndex: 0, partial },
+						{ type: "text_delta", contentIndex: 0, delta: "a", partial },
+						{ type: "text_delta", contentIndex: 0, delta: "b", partial },
+						{ type: "done", reason: "stop", message: final },
+					]),
+			]),
+		);
+		const seen: string[] = [];
+		const label = (event: AgentEvent) =>
+			event.type === "message_update" && event.assistantMessageEvent.type === "text_delta"
+				? `delta:${event.assistantMessageEvent.delta}`
+				: event.type;
+		const gate = deferred();
+		let held = false;
+		agent.subscribe((event) => void seen.push(`first ${label(event)}`));
+		agent.subscribe((event) => {
+			if (label(event) !== "delta:a") return undefined;
+			held = true;
+			return gate.promise;
+		});
+		agent.subscribe((event) => void seen.push(`third ${label(event)}`));
+		const run = agent.prompt("go");
+		while (!held) await new Promise((r) => setImmediate(r));
+		for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+		expect(seen.slice(-2)).toEqual(["third message_update", "first delta:a"]);
+		gate.resolve();
+		await run;
+		const deltas = seen.filter((entry) => entry.includes("delta:"));
+		expect(deltas).toEqual(["first delta:a", "third delta:a", "first delta:b", "third delta:b"]);
+		expect(seen.at(-1)).toBe("third agent_end");
 	});
 
 	it("unsubscribe stops delivery", async () => {

@@ -148,21 +148,24 @@ export function streamEchoText(
 	const partial: AssistantMessage = createAssistantMessage(model);
 	let next = 0;
 	let timer: NodeJS.Timeout | undefined;
+	// Set by the abort listener: read per delta, where `signal.aborted` (a validating getter) costs more.
+	let aborted = false;
 
 	const abort = () => {
 		if (timer) clearTimeout(timer);
 		timer = undefined;
 		signal?.removeEventListener("abort", onAbort);
-		const aborted: AssistantMessage = {
+		const error: AssistantMessage = {
 			...partial,
 			content: partial.content.map((b) => ({ ...b })),
 			stopReason: "aborted",
 			errorMessage: ABORTED_MESSAGE,
 		};
-		stream.push({ type: "error", reason: "aborted", error: aborted });
+		stream.push({ type: "error", reason: "aborted", error });
 	};
 	// Wakes a pending delayed step at once (the scripted model's pause does the same).
 	const onAbort = () => {
+		aborted = true;
 		if (timer) {
 			clearTimeout(timer);
 			timer = undefined;
@@ -184,12 +187,12 @@ export function streamEchoText(
 		stream.push({ type: "done", reason: "stop", message });
 	};
 	const schedule = () => {
-		if (delayMs <= 0 || signal?.aborted) setImmediate(step);
+		if (delayMs <= 0 || aborted) setImmediate(step);
 		else timer = setTimeout(step, delayMs);
 	};
 	function step(): void {
 		timer = undefined;
-		if (signal?.aborted) {
+		if (aborted) {
 			abort();
 			return;
 		}

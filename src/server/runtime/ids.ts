@@ -6,32 +6,26 @@
  * and per checkpoint). The random part keeps them unguessable; they reveal their creation time,
  * which the session's `createdAt` shows its owner anyway.
  */
-import { getRandomValues } from "node:crypto";
+import { randomUUID } from "node:crypto";
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
-/** A UUIDv7's 16 bytes as 32 lowercase hex digits. */
-function uuidv7Hex(now: number): string {
-	const bytes = getRandomValues(new Uint8Array(16));
-	let ms = now;
-	for (let i = 5; i >= 0; i--) {
-		bytes[i] = ms % 256;
-		ms = Math.floor(ms / 256);
-	}
-	bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70; // version 7
-	bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80; // RFC 9562 variant
-	let hex = "";
-	for (const b of bytes) hex += HEX[b];
-	return hex;
+/**
+ * A UUIDv7 in the canonical 8-4-4-4-12 form. Its 74 random bits are those of a random UUID
+ * (version 4) at the same places: `randomUUID` draws from a pool it refills in batches, where a
+ * draw of 16 fresh random bytes per id is a call into the system's generator per session and per
+ * run. Version 4 has the RFC 9562 variant already, and only its version digit differs.
+ */
+function uuidv7(now: number): string {
+	const random = randomUUID(); // xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx
+	const ms = now.toString(16).padStart(12, "0");
+	return `${ms.slice(0, 8)}-${ms.slice(8, 12)}-7${random.slice(15)}`;
 }
 
 /** A run id: a UUIDv7 in the canonical 8-4-4-4-12 form. */
 export function newRunId(now = Date.now()): string {
-	const h = uuidv7Hex(now);
-	return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+	return uuidv7(now);
 }
 
 /** A session id: `ses_` and a UUIDv7's 32 hex digits. */
 export function newSessionId(now = Date.now()): string {
-	return `ses_${uuidv7Hex(now)}`;
+	return `ses_${uuidv7(now).replaceAll("-", "")}`;
 }

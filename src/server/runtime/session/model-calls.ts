@@ -56,9 +56,16 @@ export function buildModelCallChain(
 	layers: ReadonlyMap<ModelCallLayer, ModelCallHooks>,
 	innermost: { stream: StreamFn; beforeToolCall: BeforeToolCall },
 ): ModelCallChain {
-	const chain: ModelCallChain = { ...innermost, transformContext: undefined, convertToLlm: undefined };
-	for (const layer of [...MODEL_CALL_LAYERS].reverse()) {
-		const hooks = layers.get(layer);
+	// Every field written here, not spread from `innermost`: V8 takes a slow path for an object
+	// literal that spreads one object and then adds fields it did not have.
+	const chain: ModelCallChain = {
+		stream: innermost.stream,
+		transformContext: undefined,
+		convertToLlm: undefined,
+		beforeToolCall: innermost.beforeToolCall,
+	};
+	for (let i = MODEL_CALL_LAYERS.length - 1; i >= 0; i--) {
+		const hooks = layers.get(MODEL_CALL_LAYERS[i] as ModelCallLayer);
 		if (!hooks) continue;
 		if (hooks.stream) chain.stream = hooks.stream(chain.stream);
 		if (hooks.transformContext) chain.transformContext = hooks.transformContext(chain.transformContext);

@@ -100,10 +100,12 @@ export class SessionObservers {
 		}
 		this.delivering = true;
 		try {
-			for (let next: SessionEvent | undefined = event; next; next = this.pending.shift()) this.deliverOne(next);
+			this.deliverOne(event);
+			// Published by an observer meanwhile (rare): read in place, emptied once at the end.
+			for (let i = 0; i < this.pending.length; i++) this.deliverOne(this.pending[i] as SessionEvent);
 		} finally {
 			this.delivering = false;
-			this.pending.length = 0;
+			if (this.pending.length > 0) this.pending.length = 0;
 		}
 	}
 
