@@ -33,6 +33,7 @@ import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js"
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, toSessionRecord } from "../sql/rows.js";
 import { RunWrites } from "../sql/run-writes.js";
+import type { SqlSchedules } from "../sql/schedules.js";
 import type {
 	LeaseStore,
 	SessionConfig,
@@ -55,7 +56,7 @@ import { pgRecordWrites } from "./record-writes.js";
 import { interruptRuns } from "./recovery.js";
 import { pgRowReads } from "./row-reads.js";
 import { pgRunDriver } from "./run-writes.js";
-import { PgSchedules } from "./schedules.js";
+import { pgSchedules } from "./schedules.js";
 import {
 	deleteSessionRows,
 	idleSessionIds,
@@ -105,7 +106,7 @@ export class PostgresSessionStore
 	protected readonly records: RecordWrites;
 	protected readonly reads: RowReads<SessionRowWithLog>;
 	protected readonly facade: PgFacadeRecords;
-	readonly schedules: PgSchedules;
+	readonly schedules: SqlSchedules;
 	readonly admission: PgAdmission;
 	/** `query`, for the parts that read. */
 	private readonly read: Read = (sql, params) => this.query(sql, params);
@@ -130,7 +131,7 @@ export class PostgresSessionStore
 		this.reads = pgRowReads(this.read);
 		this.records = pgRecordWrites(this.commits, this.settings.maxIdempotencyKeys);
 		this.facade = new PgFacadeRecords(this.commits, this.read);
-		this.schedules = new PgSchedules(this.commits, this.read, () => this.begin());
+		this.schedules = pgSchedules(this.commits, this.read, () => this.begin());
 		this.admission = new PgAdmission(async () => {
 			await this.begin();
 			return this.pool;

@@ -27,6 +27,7 @@ import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js"
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, type SessionRow, toSessionRecord } from "../sql/rows.js";
 import { RunWrites } from "../sql/run-writes.js";
+import type { SqlSchedules } from "../sql/schedules.js";
 import type { SessionConfig, SessionRecord, SessionStore, SupersededBranch, UsageTotals } from "../types.js";
 import { SqliteAdmission } from "./admission.js";
 import { CommitQueue } from "./commit-queue.js";
@@ -38,7 +39,7 @@ import type { OwnerLock } from "./owner-lock.js";
 import { sqliteRecordWrites } from "./record-writes.js";
 import { sqliteRowReads } from "./row-reads.js";
 import { sqliteRunDriver } from "./run-writes.js";
-import { SqliteSchedules } from "./schedules.js";
+import { sqliteSchedules } from "./schedules.js";
 import { SqliteSessionSearch } from "./session-search.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteSuperseded } from "./superseded.js";
@@ -73,7 +74,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 	protected readonly facade: SqliteFacadeRecords;
 	protected readonly records: RecordWrites;
 	protected readonly reads: RowReads<SessionRow>;
-	readonly schedules: SqliteSchedules;
+	readonly schedules: SqlSchedules;
 	private readonly superseded: SqliteSuperseded;
 	readonly admission: SqliteAdmission;
 
@@ -113,7 +114,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 		this.reads = sqliteRowReads(this.s, this.commits, new SqliteSessionSearch(this.db));
 		this.records = sqliteRecordWrites(this.s, this.commits, this.outbox, this.settings.maxIdempotencyKeys);
 		this.runs = new RunWrites(sqliteRunDriver(this.s, this.sessions, this.commits, this.outbox), MAX_REFS);
-		this.schedules = new SqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
+		this.schedules = sqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
 		this.superseded = new SqliteSuperseded(this.db);
 		this.admission = new SqliteAdmission(this.db, this.commits, () => this.open());
 	}
