@@ -29,6 +29,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, closedError } from "../shared.js";
+import type { SqlAdmission } from "../sql/admission.js";
 import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, toSessionRecord } from "../sql/rows.js";
@@ -43,7 +44,7 @@ import type {
 	WebhookDelivery,
 	WebhookStatus,
 } from "../types.js";
-import { PgAdmission } from "./admission.js";
+import { pgAdmission } from "./admission.js";
 import { CommitQueue } from "./commit.js";
 import { asUnavailable, createPool, named, type Queryable, type Read } from "./connection.js";
 import { EventLog } from "./event-log.js";
@@ -107,7 +108,7 @@ export class PostgresSessionStore
 	protected readonly reads: RowReads<SessionRowWithLog>;
 	protected readonly facade: PgFacadeRecords;
 	readonly schedules: SqlSchedules;
-	readonly admission: PgAdmission;
+	readonly admission: SqlAdmission;
 	/** `query`, for the parts that read. */
 	private readonly read: Read = (sql, params) => this.query(sql, params);
 	private readonly leases: LeaseHolder;
@@ -132,7 +133,7 @@ export class PostgresSessionStore
 		this.records = pgRecordWrites(this.commits, this.settings.maxIdempotencyKeys);
 		this.facade = new PgFacadeRecords(this.commits, this.read);
 		this.schedules = pgSchedules(this.commits, this.read, () => this.begin());
-		this.admission = new PgAdmission(async () => {
+		this.admission = pgAdmission(async () => {
 			await this.begin();
 			return this.pool;
 		}, this.settings.url.redacted);

@@ -23,13 +23,14 @@
 import type Database from "better-sqlite3";
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, checkLimit, duplicateSessionError, patchConfig, sumAssistantUsage } from "../shared.js";
+import type { SqlAdmission } from "../sql/admission.js";
 import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, type SessionRow, toSessionRecord } from "../sql/rows.js";
 import { RunWrites } from "../sql/run-writes.js";
 import type { SqlSchedules } from "../sql/schedules.js";
 import type { SessionConfig, SessionRecord, SessionStore, SupersededBranch, UsageTotals } from "../types.js";
-import { SqliteAdmission } from "./admission.js";
+import { sqliteAdmission } from "./admission.js";
 import { CommitQueue } from "./commit-queue.js";
 import { EventLog } from "./event-log.js";
 import { SqliteFacadeRecords } from "./facade-records.js";
@@ -76,7 +77,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 	protected readonly reads: RowReads<SessionRow>;
 	readonly schedules: SqlSchedules;
 	private readonly superseded: SqliteSuperseded;
-	readonly admission: SqliteAdmission;
+	readonly admission: SqlAdmission;
 
 	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
 	get threads(): { writer: boolean; checkpoint: boolean } {
@@ -116,7 +117,7 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 		this.runs = new RunWrites(sqliteRunDriver(this.s, this.sessions, this.commits, this.outbox), MAX_REFS);
 		this.schedules = sqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
 		this.superseded = new SqliteSuperseded(this.db);
-		this.admission = new SqliteAdmission(this.db, this.commits, () => this.open());
+		this.admission = sqliteAdmission(this.db, this.commits, () => this.open());
 	}
 
 	protected supersede(state: SessionState, keep: number, at: number): SupersededBranch | undefined {
