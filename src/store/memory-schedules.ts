@@ -58,8 +58,8 @@ export class MemorySchedules implements ScheduleStore {
 			.filter((s) => options.ownerId === undefined || s.ownerId === options.ownerId)
 			.filter((s) => !after || s.createdAt > after[0] || (s.createdAt === after[0] && s.id > after[1]))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-		const { page, nextCursor } = cursorPage(all, limit);
-		return { schedules: page.map(copy), ...(nextCursor ? { nextCursor } : {}) };
+		const { page, ...next } = cursorPage(all, limit);
+		return { schedules: page.map(copy), ...next };
 	}
 
 	async updateSchedule(id: string, patch: SchedulePatch, at: number): Promise<ScheduleRecord | undefined> {

@@ -17,8 +17,8 @@
  *   to records, and marking crashed runs interrupted;
  * - `record-writes.ts`, `webhook-outbox.ts`, `facade-records.ts`: the writes of
  *   queues, pending interactions, idempotency records and usage rows, the outbox, facade records;
- * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`).
- * - `admission.ts`: the shared admission queue of runs waiting for a slot (`store.admission`).
+ * - `schedules.ts`, `admission.ts`, `sql-tx.ts`: the drivers of the schedules (their row locks and
+ *   the scheduler lease) and of the admission queue (its table lock), and statements on a connection.
  *
  * The store is created synchronously (options checked) and connects in the background: every
  * asynchronous method waits for that first, so a failed start rejects them all with its reason.

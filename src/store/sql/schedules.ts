@@ -64,7 +64,7 @@ export interface ScheduleDriver {
 }
 
 /** True when `fence` (if any) holds the lease, read in `tx` (PostgreSQL: share-locked to its end). */
-export function* fenceHolds(tx: SqlTx, holds: string, fence: SchedulerFence | undefined): Steps<boolean> {
+function* fenceHolds(tx: SqlTx, holds: string, fence: SchedulerFence | undefined): Steps<boolean> {
 	if (!fence) return true;
 	const rows = yield* wait(tx.rows(holds, [SCHEDULER_LEASE, fence.holder, fence.token]));
 	return rows.length > 0;
@@ -112,8 +112,8 @@ export class SqlSchedules implements ScheduleStore {
 			options.ownerId === undefined
 				? await this.rows<ScheduleRow>(this.sql.listAll, [at, id, limit + 1])
 				: await this.rows<ScheduleRow>(this.sql.listOwner, [options.ownerId, at, id, limit + 1]);
-		const { page, nextCursor } = cursorPage(rows.map(toSchedule), limit);
-		return { schedules: page, ...(nextCursor ? { nextCursor } : {}) };
+		const { page, ...next } = cursorPage(rows.map(toSchedule), limit);
+		return { schedules: page, ...next };
 	}
 
 	updateSchedule(id: string, patch: SchedulePatch, at: number): Promise<ScheduleRecord | undefined> {

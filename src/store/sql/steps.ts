@@ -45,6 +45,9 @@ async function settle<T>(body: Steps<T>, pending: Promise<unknown>): Promise<T> 
  */
 export function runNow<T>(body: Steps<T>): T {
 	const result = runSteps(body);
-	if (result instanceof Promise) throw new TypeError("a synchronous driver answered with a promise");
+	if (result instanceof Promise) {
+		result.catch(() => undefined); // the throw below reports it
+		throw new TypeError("a synchronous driver answered with a promise");
+	}
 	return result;
 }

@@ -28,8 +28,9 @@ export function sqliteSchedules(
 ): SqlSchedules {
 	const prepare = statementCache(db);
 	const tx = { ...sqliteTx(prepare), putWebhooks: (deliveries) => outbox.put(deliveries) } satisfies ScheduleTx;
+	const { holds: holdsSql } = scheduleSql(DIALECT);
 	const holds = (fence: SchedulerFence) =>
-		prepare(scheduleSql(DIALECT).holds).get(SCHEDULER_LEASE, fence.holder, fence.token) !== undefined;
+		prepare(holdsSql).get(SCHEDULER_LEASE, fence.holder, fence.token) !== undefined;
 	const putLease = (holder: string, token: number, expires: number) =>
 		prepare(
 			`INSERT INTO scheduler_lease (name, holder, token, expires) VALUES (?, ?, ?, ?)

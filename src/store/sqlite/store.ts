@@ -10,8 +10,8 @@
  * - `event-log.ts`, `run-writes.ts`, `row-reads.ts`, `record-writes.ts`: the statements the
  *   engine's parts run (the log, run writes, reads, and queue/pending/idempotency/usage writes);
  * - `session-search.ts`: the statements of a filtered session list;
- * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`);
- * - `admission.ts`: the admission queue of runs waiting for a slot (`store.admission`);
+ * - `schedules.ts`, `admission.ts`, `statement-cache.ts`: the drivers of the schedules (with the
+ *   scheduler lease) and of the admission queue, and the statements their shared bodies run;
  * - `commit-queue.ts`: which writes share which transaction, and when it commits;
  * - `statements.ts`, `migrations.ts`, `checkpoints.ts` (WAL checkpoints between transactions),
  *   `event-writer.ts` (the writer thread of `eventWriter: "thread"`), `owner-lock.ts` (one process
