@@ -29,6 +29,7 @@ export interface AdmissionDriver {
 	write<T>(body: (tx: SqlTx) => Steps<T>, locked: boolean): Answer<T>;
 }
 
+/** The slots the running entries hold, read in `tx`. */
 function* counts(tx: SqlTx) {
 	const rows = yield* wait(tx.rows<{ tenant: string | null; owner_id: string | null }>(Q.running));
 	return countSlots(rows.map((r) => ({ tenant: r.tenant, ownerId: r.owner_id })));
