@@ -157,6 +157,29 @@ export function countSlots(running: Iterable<{ tenant: string | null; ownerId: s
 }
 
 /**
+ * Where `admit` puts a new run: holding a slot under `holder` when one is `free` (nobody of its
+ * group waits, and its tenant and owner have a slot left); waiting otherwise, a request's place
+ * held by its waiter from the start.
+ */
+export function placeOf(
+	run: NewAdmission,
+	free: boolean,
+	holder: string,
+	now: number,
+): { state: AdmissionState; holder: string | null; heartbeatAt: number | null } {
+	return {
+		state: free ? "running" : "queued",
+		holder: free ? holder : (run.waiter ?? null),
+		heartbeatAt: free || run.waiter ? now : null,
+	};
+}
+
+/** What `admit` answers for the stored `entry`, with `ahead` runs of its group waiting before it. */
+export function admitOutcome(entry: AdmissionEntry, ahead: number): AdmitOutcome {
+	return entry.state === "running" ? { kind: "admitted", entry } : { kind: "queued", entry, position: ahead + 1 };
+}
+
+/**
  * The waiting run that goes next: among the heads of the groups (each group's oldest waiting
  * run), the one whose group was admitted least recently (`turns`: a group's last turn; never:
  * first), whose slot is free.

@@ -9,10 +9,12 @@ import {
 	type AdmissionStore,
 	type AdmitOutcome,
 	admissionGroup,
+	admitOutcome,
 	countSlots,
 	isRequestPlace,
 	type NewAdmission,
 	pickNext,
+	placeOf,
 	slotFree,
 } from "./admission-types.js";
 
@@ -49,19 +51,14 @@ export class MemoryAdmission implements AdmissionStore {
 			ownerId: run.ownerId,
 			tenant: run.tenant,
 			messages: structuredClone(run.messages),
-			state: free ? "running" : "queued",
-			holder: free ? holder : (run.waiter ?? null),
+			...placeOf(run, free, holder, now),
 			runId: null,
 			enqueuedAt: run.enqueuedAt,
 			group,
-			heartbeatAt: free || run.waiter ? now : null,
 		};
 		this.rows.set(row.id, row);
-		if (free) {
-			this.turns.set(group, this.nextTurn++);
-			return { kind: "admitted", entry: this.copy(row) };
-		}
-		return { kind: "queued", entry: this.copy(row), position: ahead + 1 };
+		if (free) this.turns.set(group, this.nextTurn++);
+		return admitOutcome(this.copy(row), ahead);
 	}
 
 	async claimNext(limits: AdmissionLimits, holder: string, now: number): Promise<AdmissionEntry | undefined> {

@@ -4,16 +4,21 @@
  * is real (a second scheduler on the same store waits for it), on the process clock.
  */
 
-import type {
-	NewScheduleFire,
-	ScheduleFire,
-	SchedulePage,
-	SchedulePatch,
-	ScheduleRecord,
-	SchedulerFence,
-	ScheduleStore,
+import {
+	firesStale,
+	freshFires,
+	lastFireAfter,
+	type NewScheduleFire,
+	patchSchedule,
+	type ScheduleFire,
+	type SchedulePage,
+	type SchedulePatch,
+	type ScheduleRecord,
+	type SchedulerFence,
+	type ScheduleStore,
+	scheduleExistsError,
 } from "./schedule-types.js";
-import { checkLimit, decodeCursor, encodeCursor } from "./shared.js";
+import { checkLimit, cursorPage, decodeCursor } from "./shared.js";
 import type { NewWebhookDelivery } from "./webhook-types.js";
 
 const copy = <T>(value: T): T => structuredClone(value);
@@ -32,7 +37,7 @@ export class MemorySchedules implements ScheduleStore {
 
 	async createSchedule(schedule: ScheduleRecord): Promise<ScheduleRecord> {
 		this.open();
-		if (this.schedules.has(schedule.id)) throw new Error(`schedule ${schedule.id} exists: generate unique ids`);
+		if (this.schedules.has(schedule.id)) throw scheduleExistsError(schedule.id);
 		this.schedules.set(schedule.id, copy(schedule));
 		return copy(schedule);
 	}
@@ -53,20 +58,17 @@ export class MemorySchedules implements ScheduleStore {
 			.filter((s) => options.ownerId === undefined || s.ownerId === options.ownerId)
 			.filter((s) => !after || s.createdAt > after[0] || (s.createdAt === after[0] && s.id > after[1]))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-		const page = all.slice(0, limit);
-		const last = page.at(-1);
-		return {
-			schedules: page.map(copy),
-			...(all.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
-		};
+		const { page, ...next } = cursorPage(all, limit);
+		return { schedules: page.map(copy), ...next };
 	}
 
 	async updateSchedule(id: string, patch: SchedulePatch, at: number): Promise<ScheduleRecord | undefined> {
 		this.open();
-		const s = this.schedules.get(id);
-		if (!s) return undefined;
-		Object.assign(s, copy(patch), { updatedAt: at });
-		return copy(s);
+		const current = this.schedules.get(id);
+		if (!current) return undefined;
+		const next = patchSchedule(current, patch, at);
+		this.schedules.set(id, next);
+		return copy(next);
 	}
 
 	async deleteSchedule(id: string): Promise<boolean> {
@@ -100,19 +102,19 @@ export class MemorySchedules implements ScheduleStore {
 		const s = this.schedules.get(scheduleId);
 		if (!s) return undefined;
 		if (!this.holds(options.fence)) return "stale";
-		if (next.expectNextFireAt !== undefined && s.nextFireAt !== next.expectNextFireAt) return "stale";
-		if (next.expectState !== undefined && s.state !== next.expectState) return "stale";
-		const ticks = new Set(
+		if (firesStale(s, next)) return "stale";
+		const taken = new Set(
 			[...this.fires.values()].filter((f) => f.scheduleId === scheduleId && f.kind !== "manual").map((f) => f.tickAt),
 		);
-		const stored = fires
-			.filter((f) => f.kind === "manual" || !ticks.has(f.tickAt))
-			.map((f) => ({ ...copy(f), settledAt: f.settledAt ?? null, id: this.nextFireId++ }));
+		const stored = freshFires(fires, taken).map((f) => ({
+			...copy(f),
+			settledAt: f.settledAt ?? null,
+			id: this.nextFireId++,
+		}));
 		for (const fire of stored) this.fires.set(fire.id, fire);
 		if (next.nextFireAt !== undefined) s.nextFireAt = next.nextFireAt;
 		if (next.state) s.state = next.state;
-		const last = stored.reduce<number | null>((m, f) => (m === null || f.tickAt > m ? f.tickAt : m), s.lastFireAt);
-		s.lastFireAt = last;
+		s.lastFireAt = lastFireAfter(s, stored);
 		s.updatedAt = next.at;
 		if (options.webhooks) this.putWebhooks(options.webhooks(stored));
 		return stored.map(copy);

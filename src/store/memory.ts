@@ -17,11 +17,11 @@ import {
 	checkLimit,
 	closedError,
 	copyConfig,
+	cursorPage,
 	decodeCursor,
 	duplicateRunError,
 	duplicateSessionError,
 	EventPage,
-	encodeCursor,
 	maxEventsPerSession,
 	maxIdempotencyKeys,
 	patchConfig,
@@ -196,12 +196,8 @@ export class MemorySessionStore implements SessionStore {
 			.filter((r) => !filter || matchesFilter(r, filter))
 			.filter((r) => !after || r.createdAt > after[0] || (r.createdAt === after[0] && r.id > after[1]))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-		const page = all.slice(0, limit);
-		const last = page[page.length - 1];
-		return {
-			sessions: page.map(copyRecord),
-			...(all.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
-		};
+		const { page, ...next } = cursorPage(all, limit);
+		return { sessions: page.map(copyRecord), ...next };
 	}
 
 	async deleteSession(sessionId: string): Promise<boolean> {

@@ -4,7 +4,8 @@
  * fire at a time. What a schedule means (cron, timezones, what a fire does) is the server's
  * (src/server/runtime/schedules/); the store keeps the facts and makes the two decisions that must be
  * atomic across replicas: that a tick is fired at most once, and that a fenced scheduler cannot
- * record anything after another replica took the scheduler over.
+ * record anything after another replica took the scheduler over. The rules every store applies
+ * alike in those decisions are at the end.
  */
 import type { NewWebhookDelivery } from "./webhook-types.js";
 
@@ -193,4 +194,35 @@ export interface ScheduleStore {
 
 	/** Gives the lease up if `fence` still holds it (the token stays, so later writes under it are refused). */
 	releaseSchedulerLease(fence: SchedulerFence): Promise<void>;
+}
+
+// The rules every store's schedules apply alike (the memory store over its maps, the SQL stores
+// inside their transactions).
+
+/** A `createSchedule` with an id that exists: misuse. */
+export function scheduleExistsError(id: string): Error {
+	return new Error(`schedule ${id} exists: generate unique ids`);
+}
+
+/** The schedule after `patch`, as `updateSchedule` stores it. */
+export function patchSchedule(current: ScheduleRecord, patch: SchedulePatch, at: number): ScheduleRecord {
+	return { ...current, ...structuredClone(patch), updatedAt: at };
+}
+
+/** True when `recordFires` must write nothing: the schedule moved on since the scheduler read it. */
+export function firesStale(current: ScheduleRecord, next: Parameters<ScheduleStore["recordFires"]>[2]): boolean {
+	return (
+		(next.expectNextFireAt !== undefined && current.nextFireAt !== next.expectNextFireAt) ||
+		(next.expectState !== undefined && current.state !== next.expectState)
+	);
+}
+
+/** The fires `recordFires` stores: `manual` ones, and those of a tick not `taken` by a fire already. */
+export function freshFires(fires: readonly NewScheduleFire[], taken: ReadonlySet<number>): NewScheduleFire[] {
+	return fires.filter((f) => f.kind === "manual" || !taken.has(f.tickAt));
+}
+
+/** The schedule's `lastFireAt` once `stored` are recorded: the latest tick of any fire. */
+export function lastFireAfter(current: ScheduleRecord, stored: readonly ScheduleFire[]): number | null {
+	return stored.reduce<number | null>((m, f) => (m === null || f.tickAt > m ? f.tickAt : m), current.lastFireAt);
 }

@@ -85,6 +85,19 @@ export function encodeCursor(createdAt: number, id: string): string {
 	return Buffer.from(JSON.stringify([createdAt, id])).toString("base64url");
 }
 
+/**
+ * A list page from `rows` read in list order with one row past `limit`: the first `limit`, and the
+ * cursor after the last of them when there are more.
+ */
+export function cursorPage<T extends { createdAt: number; id: string }>(
+	rows: readonly T[],
+	limit: number,
+): { page: T[]; nextCursor?: string } {
+	const page = rows.slice(0, limit);
+	const last = page.at(-1);
+	return { page, ...(rows.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}) };
+}
+
 /** Decodes a `nextCursor`; a cursor not produced by `encodeCursor` is caller misuse and throws. */
 export function decodeCursor(cursor: string): SessionCursor {
 	try {

@@ -2,26 +2,21 @@
  * Numbered schema migrations of the PostgreSQL store, and the checks that run before any of them.
  *
  * Rules (as for SQLite): a released migration never changes; a new schema is a new entry at the
- * end. `wheelhouse_schema_version`, in the configured schema, holds one row per applied migration.
+ * end; tables both SQL stores define alike take their DDL from `../sql/shared-ddl.ts`, frozen as well.
+ * `wheelhouse_schema_version`, in the configured schema, holds one row per applied migration.
  * The store never writes into a schema it does not recognise (tables but no version table), nor
  * into one newer than this code knows. Pending migrations run in one transaction, under an
  * advisory lock, so replicas starting together migrate once.
  */
 import type pg from "pg";
+import * as shared from "../sql/shared-ddl.js";
 import type { Queryable } from "./connection.js";
-
-export interface Migration {
-	version: number;
-	/** What it changes and why, for humans reading an old database. */
-	description: string;
-	sql: string;
-}
 
 export const VERSION_TABLE = "wheelhouse_schema_version";
 /** The instance-owner lock's table: outside the numbered migrations (taken before they run). */
 export const OWNER_TABLE = "wheelhouse_owner";
 
-export const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly shared.Migration[] = [
 	{
 		version: 1,
 		description:
@@ -51,13 +46,7 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX sessions_by_owner ON sessions (owner_id, created_at, id);
 			CREATE INDEX sessions_by_activity ON sessions (last_active_at);
 			CREATE INDEX sessions_running ON sessions (lease_expires) WHERE status = 'running';
-			CREATE TABLE messages (
-				session_id TEXT NOT NULL,
-				seq INTEGER NOT NULL,
-				run_id TEXT,
-				data TEXT NOT NULL,
-				PRIMARY KEY (session_id, seq)
-			);
+			${shared.MESSAGES_TABLE};
 			CREATE TABLE event_batches (
 				session_id TEXT NOT NULL,
 				last_id BIGINT NOT NULL,
@@ -120,21 +109,7 @@ export const MIGRATIONS: readonly Migration[] = [
 				turns BIGINT NOT NULL,
 				PRIMARY KEY (owner_id, day, provider, model)
 			);
-			CREATE TABLE webhook_outbox (
-				id TEXT COLLATE "C" PRIMARY KEY,
-				endpoint TEXT NOT NULL,
-				event_type TEXT NOT NULL,
-				payload TEXT NOT NULL,
-				created_at BIGINT NOT NULL,
-				status TEXT NOT NULL DEFAULT 'pending',
-				attempts INTEGER NOT NULL DEFAULT 0,
-				next_attempt_at BIGINT NOT NULL,
-				last_error TEXT,
-				finished_at BIGINT
-			);
-			CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at);
-			CREATE INDEX webhook_outbox_by_created ON webhook_outbox (created_at, id);
-			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
+			${shared.webhookOutboxTable('TEXT COLLATE "C"', "BIGINT")}
 		`,
 	},
 	{
@@ -163,37 +138,7 @@ export const MIGRATIONS: readonly Migration[] = [
 			"schedules: server-owned cron and one-shot schedules, every fire they made (one per tick at most: a " +
 			"unique index), and the scheduler lease (holder, fencing token, expiry on the database's clock) that " +
 			"lets one replica fire at a time; indexes for the filtered session list (status, update time, metadata)",
-		sql: `
-			CREATE TABLE schedules (
-				id TEXT PRIMARY KEY,
-				owner_id TEXT,
-				spec TEXT NOT NULL,
-				state TEXT NOT NULL,
-				next_fire_at BIGINT,
-				last_fire_at BIGINT,
-				created_at BIGINT NOT NULL,
-				updated_at BIGINT NOT NULL
-			);
-			CREATE INDEX schedules_by_created ON schedules (created_at, id);
-			CREATE INDEX schedules_by_owner ON schedules (owner_id, created_at, id);
-			CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE state = 'active';
-			CREATE TABLE schedule_fires (
-				id BIGSERIAL PRIMARY KEY,
-				schedule_id TEXT NOT NULL,
-				kind TEXT NOT NULL,
-				tick_at BIGINT NOT NULL,
-				outcome TEXT NOT NULL,
-				session_id TEXT,
-				run_id TEXT,
-				reason TEXT,
-				created_at BIGINT NOT NULL,
-				settled_at BIGINT
-			);
-			CREATE UNIQUE INDEX schedule_fires_one_per_tick ON schedule_fires (schedule_id, tick_at) WHERE kind <> 'manual';
-			CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, id);
-			CREATE INDEX schedule_fires_unsettled ON schedule_fires (created_at) WHERE outcome = 'firing';
-			CREATE INDEX sessions_by_owner_status ON sessions (owner_id, status, created_at, id);
-			CREATE INDEX sessions_by_owner_updated ON sessions (owner_id, updated_at);
+		sql: `${shared.scheduleTables("BIGINT", "BIGSERIAL PRIMARY KEY")}
 			CREATE INDEX sessions_by_metadata ON sessions USING gin ((config::jsonb -> 'metadata') jsonb_path_ops);
 			CREATE TABLE scheduler_lease (
 				name TEXT PRIMARY KEY,
@@ -205,72 +150,23 @@ export const MIGRATIONS: readonly Migration[] = [
 	},
 	{
 		version: 4,
-		description:
-			"sessions carry their owner's tenant and a visibility (owner: its creator only; tenant: everyone of its " +
-			"tenant), so a listing shows a caller exactly what it may see; existing sessions stay visible to their " +
-			"owner only",
-		// Only shared sessions are looked up by tenant: the partial index stays as small as they are.
-		sql: `
-			ALTER TABLE sessions ADD COLUMN tenant TEXT;
-			ALTER TABLE sessions ADD COLUMN visibility TEXT NOT NULL DEFAULT 'owner';
-			CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at, id) WHERE visibility = 'tenant';
-		`,
+		...shared.TENANT_VISIBILITY,
 	},
 	{
 		version: 5,
-		description:
-			"runs past a tenant's or an API key's concurrent-run limit wait in a shared admission queue " +
-			'(auth.admission "queue"): admission_queue holds the waiting runs and the slots held, ' +
-			"admission_turns the round-robin between tenants",
-		sql: `
-			CREATE TABLE admission_queue (
-				id BIGSERIAL PRIMARY KEY,
-				session_id TEXT NOT NULL,
-				owner_id TEXT,
-				tenant TEXT,
-				grp TEXT NOT NULL,
-				messages TEXT NOT NULL,
-				state TEXT NOT NULL,
-				holder TEXT,
-				run_id TEXT,
-				heartbeat_at BIGINT,
-				enqueued_at BIGINT NOT NULL
-			);
-			CREATE INDEX admission_by_group ON admission_queue (grp, state, id);
-			CREATE INDEX admission_by_session ON admission_queue (session_id);
-			CREATE TABLE admission_turns (
-				grp TEXT PRIMARY KEY,
-				turn BIGINT NOT NULL
-			);
-		`,
+		...shared.admissionTables("BIGSERIAL"),
 	},
 	{
 		version: 6,
 		description:
 			"superseded_messages keeps what a rewind, a regenerate or an edit took off a transcript's end, numbered " +
 			"by branch per session, as SQLite 14 does",
-		sql: `
-			CREATE TABLE superseded_messages (
-				session_id TEXT NOT NULL,
-				branch INTEGER NOT NULL,
-				seq INTEGER NOT NULL,
-				run_id TEXT,
-				data TEXT NOT NULL,
-				superseded_at BIGINT NOT NULL,
-				PRIMARY KEY (session_id, branch, seq)
-			);
+		sql: `${shared.supersededTable("BIGINT")};
 		`,
 	},
 	{
 		version: 7,
-		description:
-			"usage rows carry the tenant the usage was spent for (per-tenant budgets and GET /v1/usage?scope=tenant), " +
-			"as SQLite 15 does: with an index for a tenant's days; rows written before have tenant '' (none) until " +
-			"their owner spends again on the same day and model",
-		sql: `
-			ALTER TABLE usage_daily ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
-			CREATE INDEX usage_daily_by_tenant ON usage_daily (tenant, day);
-		`,
+		...shared.usageTenant("as SQLite 15 does: "),
 	},
 	{
 		version: 8,

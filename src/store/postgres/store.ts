@@ -17,8 +17,8 @@
  *   to records, and marking crashed runs interrupted;
  * - `record-writes.ts`, `webhook-outbox.ts`, `facade-records.ts`: the writes of
  *   queues, pending interactions, idempotency records and usage rows, the outbox, facade records;
- * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`).
- * - `admission.ts`: the shared admission queue of runs waiting for a slot (`store.admission`).
+ * - `schedules.ts`, `admission.ts`, `sql-tx.ts`: the drivers of the schedules (their row locks and
+ *   the scheduler lease) and of the admission queue (its table lock), and statements on a connection.
  *
  * The store is created synchronously (options checked) and connects in the background: every
  * asynchronous method waits for that first, so a failed start rejects them all with its reason.
@@ -29,10 +29,12 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { AgentMessage } from "../../agent/types.js";
 import { checkLimit, closedError } from "../shared.js";
+import type { SqlAdmission } from "../sql/admission.js";
 import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, toSessionRecord } from "../sql/rows.js";
 import { RunWrites } from "../sql/run-writes.js";
+import type { SqlSchedules } from "../sql/schedules.js";
 import type {
 	LeaseStore,
 	SessionConfig,
@@ -42,7 +44,7 @@ import type {
 	WebhookDelivery,
 	WebhookStatus,
 } from "../types.js";
-import { PgAdmission } from "./admission.js";
+import { pgAdmission } from "./admission.js";
 import { CommitQueue } from "./commit.js";
 import { asUnavailable, createPool, named, type Queryable, type Read } from "./connection.js";
 import { EventLog } from "./event-log.js";
@@ -55,7 +57,7 @@ import { pgRecordWrites } from "./record-writes.js";
 import { interruptRuns } from "./recovery.js";
 import { pgRowReads } from "./row-reads.js";
 import { pgRunDriver } from "./run-writes.js";
-import { PgSchedules } from "./schedules.js";
+import { pgSchedules } from "./schedules.js";
 import {
 	deleteSessionRows,
 	idleSessionIds,
@@ -105,8 +107,8 @@ export class PostgresSessionStore
 	protected readonly records: RecordWrites;
 	protected readonly reads: RowReads<SessionRowWithLog>;
 	protected readonly facade: PgFacadeRecords;
-	readonly schedules: PgSchedules;
-	readonly admission: PgAdmission;
+	readonly schedules: SqlSchedules;
+	readonly admission: SqlAdmission;
 	/** `query`, for the parts that read. */
 	private readonly read: Read = (sql, params) => this.query(sql, params);
 	private readonly leases: LeaseHolder;
@@ -130,8 +132,8 @@ export class PostgresSessionStore
 		this.reads = pgRowReads(this.read);
 		this.records = pgRecordWrites(this.commits, this.settings.maxIdempotencyKeys);
 		this.facade = new PgFacadeRecords(this.commits, this.read);
-		this.schedules = new PgSchedules(this.commits, this.read, () => this.begin());
-		this.admission = new PgAdmission(async () => {
+		this.schedules = pgSchedules(this.commits, this.read, () => this.begin());
+		this.admission = pgAdmission(async () => {
 			await this.begin();
 			return this.pool;
 		}, this.settings.url.redacted);

@@ -37,7 +37,7 @@ export function toHead(row: AdmissionRow): AdmissionEntry & { group: string } {
 	return { ...toAdmission(row), group: row.grp };
 }
 
-/** The SQL of both stores (placeholders `?` rewritten to `$n` for PostgreSQL). */
+/** The SQL of both stores (`?` placeholders; the PostgreSQL driver numbers them). */
 export const ADMISSION_SQL = {
 	running: "SELECT tenant, owner_id FROM admission_queue WHERE state = 'running'",
 	/** Each group's oldest waiting run; none for a group with a start in flight (FIFO even across a crash). */
@@ -70,9 +70,3 @@ export const ADMISSION_SQL = {
 	/** Turns of groups with nothing left: dropped, so the table stays as small as the queue. */
 	dropTurns: "DELETE FROM admission_turns WHERE grp NOT IN (SELECT grp FROM admission_queue)",
 } as const;
-
-/** `?` placeholders as `$1, $2, …` (PostgreSQL). */
-export function numbered(sql: string): string {
-	let n = 0;
-	return sql.replace(/\?/g, () => `$${++n}`);
-}

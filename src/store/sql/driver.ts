@@ -109,3 +109,14 @@ export interface SessionRowQuery {
 	filter?: SessionFilter;
 	limit: number;
 }
+
+/**
+ * The statements of one transaction body (`steps.ts`), `?` placeholders: what the shared
+ * schedules and admission queue ask of a driver inside their writes.
+ */
+export interface SqlTx {
+	/** The rows a statement returns. */
+	rows<T>(sql: string, params?: readonly unknown[]): Answer<T[]>;
+	/** Runs a write statement; the number of rows it changed. */
+	run(sql: string, params?: readonly unknown[]): Answer<number>;
+}

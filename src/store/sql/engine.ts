@@ -12,7 +12,7 @@
  */
 import type { AgentMessage } from "../../agent/types.js";
 import { checkFilter, hasFilter } from "../session-filter.js";
-import { checkLimit, closedError, decodeCursor, duplicateRunError, EventPage, encodeCursor } from "../shared.js";
+import { checkLimit, closedError, cursorPage, decodeCursor, duplicateRunError, EventPage } from "../shared.js";
 import type {
 	FacadeRecord,
 	FacadeRecordStore,
@@ -250,12 +250,11 @@ export abstract class SqlStoreEngine<S extends BufferState, R extends SessionRow
 		return then(
 			this.after(() => this.reads.sessions(query)),
 			(rows) => {
-				const page = rows.slice(0, limit).map((r) => this.toRecord(r));
-				const last = page[page.length - 1];
-				return {
-					sessions: page,
-					...(rows.length > limit && last ? { nextCursor: encodeCursor(last.createdAt, last.id) } : {}),
-				};
+				const { page, ...next } = cursorPage(
+					rows.map((r) => this.toRecord(r)),
+					limit,
+				);
+				return { sessions: page, ...next };
 			},
 		);
 	}

@@ -3,17 +3,15 @@
  *
  * Rules: a migration, once released, never changes (old databases and the fixtures in
  * `test/store/fixtures/` depend on its exact effect); a new schema is a new entry at the end.
+ * Tables both SQL stores define alike take their DDL from `../sql/shared-ddl.ts`, frozen as well.
  * `schema_version` holds one row per applied migration, so the current version is its maximum.
  * All pending migrations run in one transaction: a crash mid-migration leaves the old version.
  */
 import type Database from "better-sqlite3";
 import { encodeEvent } from "../sql/event-batch.js";
+import * as shared from "../sql/shared-ddl.js";
 
-export interface Migration {
-	version: number;
-	/** What it changes and why, for humans reading an old database. */
-	description: string;
-	sql: string;
+export interface Migration extends shared.Migration {
 	/** Data conversion that SQL alone cannot express; runs after `sql`, in the same transaction. */
 	up?: (db: Database.Database) => void;
 }
@@ -40,13 +38,7 @@ export const MIGRATIONS: readonly Migration[] = [
 			CREATE INDEX sessions_by_created ON sessions (created_at, id);
 			CREATE INDEX sessions_by_owner ON sessions (owner_id, created_at, id);
 			CREATE INDEX sessions_by_activity ON sessions (last_active_at);
-			CREATE TABLE messages (
-				session_id TEXT NOT NULL,
-				seq INTEGER NOT NULL,
-				run_id TEXT,
-				data TEXT NOT NULL,
-				PRIMARY KEY (session_id, seq)
-			) WITHOUT ROWID;
+			${shared.MESSAGES_TABLE} WITHOUT ROWID;
 			CREATE TABLE events (
 				session_id TEXT NOT NULL,
 				id INTEGER NOT NULL,
@@ -211,21 +203,7 @@ export const MIGRATIONS: readonly Migration[] = [
 		// Not tied to a session row: a delivery outlives the session it reports (a deleted session's run
 		// still ended). The due index serves the dispatcher's claim; the finished index serves pruning.
 		sql: `
-			CREATE TABLE webhook_outbox (
-				id TEXT PRIMARY KEY,
-				endpoint TEXT NOT NULL,
-				event_type TEXT NOT NULL,
-				payload TEXT NOT NULL,
-				created_at INTEGER NOT NULL,
-				status TEXT NOT NULL DEFAULT 'pending',
-				attempts INTEGER NOT NULL DEFAULT 0,
-				next_attempt_at INTEGER NOT NULL,
-				last_error TEXT,
-				finished_at INTEGER
-			);
-			CREATE INDEX webhook_outbox_due ON webhook_outbox (status, next_attempt_at);
-			CREATE INDEX webhook_outbox_by_created ON webhook_outbox (created_at, id);
-			CREATE INDEX webhook_outbox_finished ON webhook_outbox (finished_at) WHERE finished_at IS NOT NULL;
+			${shared.webhookOutboxTable("TEXT", "INTEGER")}
 		`,
 	},
 	{
@@ -267,37 +245,7 @@ export const MIGRATIONS: readonly Migration[] = [
 			"unique index), and the scheduler lease that lets one process fire at a time; for the filtered " +
 			"session list, indexes (status, update time) and session_metadata, one row per metadata pair kept by " +
 			"triggers, indexed by pair",
-		sql: `
-			CREATE TABLE schedules (
-				id TEXT PRIMARY KEY,
-				owner_id TEXT,
-				spec TEXT NOT NULL,
-				state TEXT NOT NULL,
-				next_fire_at INTEGER,
-				last_fire_at INTEGER,
-				created_at INTEGER NOT NULL,
-				updated_at INTEGER NOT NULL
-			);
-			CREATE INDEX schedules_by_created ON schedules (created_at, id);
-			CREATE INDEX schedules_by_owner ON schedules (owner_id, created_at, id);
-			CREATE INDEX schedules_due ON schedules (next_fire_at) WHERE state = 'active';
-			CREATE TABLE schedule_fires (
-				id INTEGER PRIMARY KEY AUTOINCREMENT,
-				schedule_id TEXT NOT NULL,
-				kind TEXT NOT NULL,
-				tick_at INTEGER NOT NULL,
-				outcome TEXT NOT NULL,
-				session_id TEXT,
-				run_id TEXT,
-				reason TEXT,
-				created_at INTEGER NOT NULL,
-				settled_at INTEGER
-			);
-			CREATE UNIQUE INDEX schedule_fires_one_per_tick ON schedule_fires (schedule_id, tick_at) WHERE kind <> 'manual';
-			CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, id);
-			CREATE INDEX schedule_fires_unsettled ON schedule_fires (created_at) WHERE outcome = 'firing';
-			CREATE INDEX sessions_by_owner_status ON sessions (owner_id, status, created_at, id);
-			CREATE INDEX sessions_by_owner_updated ON sessions (owner_id, updated_at);
+		sql: `${shared.scheduleTables("INTEGER", "INTEGER PRIMARY KEY AUTOINCREMENT")}
 			CREATE TABLE session_metadata (
 				session_id TEXT NOT NULL,
 				owner_id TEXT,
@@ -334,44 +282,11 @@ export const MIGRATIONS: readonly Migration[] = [
 	},
 	{
 		version: 12,
-		description:
-			"sessions carry their owner's tenant and a visibility (owner: its creator only; tenant: everyone of its " +
-			"tenant), so a listing shows a caller exactly what it may see; existing sessions stay visible to their " +
-			"owner only",
-		// Only shared sessions are looked up by tenant: the partial index stays as small as they are.
-		sql: `
-			ALTER TABLE sessions ADD COLUMN tenant TEXT;
-			ALTER TABLE sessions ADD COLUMN visibility TEXT NOT NULL DEFAULT 'owner';
-			CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at, id) WHERE visibility = 'tenant';
-		`,
+		...shared.TENANT_VISIBILITY,
 	},
 	{
 		version: 13,
-		description:
-			"runs past a tenant's or an API key's concurrent-run limit wait in a shared admission queue " +
-			'(auth.admission "queue"): admission_queue holds the waiting runs and the slots held, ' +
-			"admission_turns the round-robin between tenants",
-		sql: `
-			CREATE TABLE admission_queue (
-				id INTEGER PRIMARY KEY,
-				session_id TEXT NOT NULL,
-				owner_id TEXT,
-				tenant TEXT,
-				grp TEXT NOT NULL,
-				messages TEXT NOT NULL,
-				state TEXT NOT NULL,
-				holder TEXT,
-				run_id TEXT,
-				heartbeat_at BIGINT,
-				enqueued_at BIGINT NOT NULL
-			);
-			CREATE INDEX admission_by_group ON admission_queue (grp, state, id);
-			CREATE INDEX admission_by_session ON admission_queue (session_id);
-			CREATE TABLE admission_turns (
-				grp TEXT PRIMARY KEY,
-				turn BIGINT NOT NULL
-			);
-		`,
+		...shared.admissionTables("INTEGER"),
 	},
 	{
 		version: 14,
@@ -379,28 +294,12 @@ export const MIGRATIONS: readonly Migration[] = [
 			"superseded_messages keeps what a rewind, a regenerate or an edit took off a transcript's end, numbered " +
 			"by branch per session; the transcript itself keeps dense seqs. Older builds neither read nor delete " +
 			"these rows, so they must refuse this version",
-		sql: `
-			CREATE TABLE superseded_messages (
-				session_id TEXT NOT NULL,
-				branch INTEGER NOT NULL,
-				seq INTEGER NOT NULL,
-				run_id TEXT,
-				data TEXT NOT NULL,
-				superseded_at INTEGER NOT NULL,
-				PRIMARY KEY (session_id, branch, seq)
-			) WITHOUT ROWID;
+		sql: `${shared.supersededTable("INTEGER")} WITHOUT ROWID;
 		`,
 	},
 	{
 		version: 15,
-		description:
-			"usage rows carry the tenant the usage was spent for (per-tenant budgets and GET /v1/usage?scope=tenant), " +
-			"with an index for a tenant's days; rows written before have tenant '' (none) until their owner spends " +
-			"again on the same day and model",
-		sql: `
-			ALTER TABLE usage_daily ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
-			CREATE INDEX usage_daily_by_tenant ON usage_daily (tenant, day);
-		`,
+		...shared.usageTenant(),
 	},
 	{
 		version: 16,

@@ -10,8 +10,8 @@
  * - `event-log.ts`, `run-writes.ts`, `row-reads.ts`, `record-writes.ts`: the statements the
  *   engine's parts run (the log, run writes, reads, and queue/pending/idempotency/usage writes);
  * - `session-search.ts`: the statements of a filtered session list;
- * - `schedules.ts`: schedules, their fires and the scheduler lease (`store.schedules`);
- * - `admission.ts`: the admission queue of runs waiting for a slot (`store.admission`);
+ * - `schedules.ts`, `admission.ts`, `statement-cache.ts`: the drivers of the schedules (with the
+ *   scheduler lease) and of the admission queue, and the statements their shared bodies run;
  * - `commit-queue.ts`: which writes share which transaction, and when it commits;
  * - `statements.ts`, `migrations.ts`, `checkpoints.ts` (WAL checkpoints between transactions),
  *   `event-writer.ts` (the writer thread of `eventWriter: "thread"`), `owner-lock.ts` (one process
@@ -23,12 +23,14 @@
 import type Database from "better-sqlite3";
 import type { AgentMessage } from "../../agent/types.js";
 import { addUsage, checkLimit, duplicateSessionError, patchConfig, sumAssistantUsage } from "../shared.js";
+import type { SqlAdmission } from "../sql/admission.js";
 import type { RecordWrites, RecoveryWebhooks, RowReads } from "../sql/driver.js";
 import { SqlStoreEngine } from "../sql/engine.js";
 import { type NewSessionRow, type SessionRow, toSessionRecord } from "../sql/rows.js";
 import { RunWrites } from "../sql/run-writes.js";
+import type { SqlSchedules } from "../sql/schedules.js";
 import type { SessionConfig, SessionRecord, SessionStore, SupersededBranch, UsageTotals } from "../types.js";
-import { SqliteAdmission } from "./admission.js";
+import { sqliteAdmission } from "./admission.js";
 import { CommitQueue } from "./commit-queue.js";
 import { EventLog } from "./event-log.js";
 import { SqliteFacadeRecords } from "./facade-records.js";
@@ -38,7 +40,7 @@ import type { OwnerLock } from "./owner-lock.js";
 import { sqliteRecordWrites } from "./record-writes.js";
 import { sqliteRowReads } from "./row-reads.js";
 import { sqliteRunDriver } from "./run-writes.js";
-import { SqliteSchedules } from "./schedules.js";
+import { sqliteSchedules } from "./schedules.js";
 import { SqliteSessionSearch } from "./session-search.js";
 import { prepareStatements, type Statements } from "./statements.js";
 import { SqliteSuperseded } from "./superseded.js";
@@ -73,9 +75,9 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 	protected readonly facade: SqliteFacadeRecords;
 	protected readonly records: RecordWrites;
 	protected readonly reads: RowReads<SessionRow>;
-	readonly schedules: SqliteSchedules;
+	readonly schedules: SqlSchedules;
 	private readonly superseded: SqliteSuperseded;
-	readonly admission: SqliteAdmission;
+	readonly admission: SqlAdmission;
 
 	/** Which threads of its own the store runs at this moment (diagnostics and tests). */
 	get threads(): { writer: boolean; checkpoint: boolean } {
@@ -113,9 +115,9 @@ export class SqliteSessionStore extends SqlStoreEngine<SessionState, SessionRow>
 		this.reads = sqliteRowReads(this.s, this.commits, new SqliteSessionSearch(this.db));
 		this.records = sqliteRecordWrites(this.s, this.commits, this.outbox, this.settings.maxIdempotencyKeys);
 		this.runs = new RunWrites(sqliteRunDriver(this.s, this.sessions, this.commits, this.outbox), MAX_REFS);
-		this.schedules = new SqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
+		this.schedules = sqliteSchedules(this.db, this.commits, this.outbox, () => this.open());
 		this.superseded = new SqliteSuperseded(this.db);
-		this.admission = new SqliteAdmission(this.db, this.commits, () => this.open());
+		this.admission = sqliteAdmission(this.db, this.commits, () => this.open());
 	}
 
 	protected supersede(state: SessionState, keep: number, at: number): SupersededBranch | undefined {
