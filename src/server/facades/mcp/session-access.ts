@@ -17,7 +17,7 @@ import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { RunRecord } from "../../../store/types.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
-import { isSessionNotFound } from "../../runtime/session/errors.js";
+import { unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { PromptOutcome, Resolution, SessionPort } from "../../runtime/session/port.js";
 import { pollUntil } from "../poll.js";
@@ -128,14 +128,7 @@ export class McpSessionAccess {
 		sessionId: string | undefined,
 		profile: { name: string; profile: AgentProfile } | undefined,
 	): Promise<LiveSession | undefined> {
-		if (sessionId !== undefined) {
-			try {
-				return await this.ctx.sessions.load(sessionId, ownerId);
-			} catch (err) {
-				if (isSessionNotFound(err)) return undefined;
-				throw err;
-			}
-		}
+		if (sessionId !== undefined) return unlessNotFound(this.ctx.sessions.load(sessionId, ownerId));
 		const settings = profile ? profileSettings(profile.name, profile.profile) : {};
 		return this.ctx.sessions.create(ownerId, { ...settings, metadata: { ...settings.metadata, facade: "mcp" } });
 	}
