@@ -39,7 +39,7 @@ import type { SseConnection } from "../../http/sse/connection.js";
 import { openSse } from "../../http/sse/open.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
-import { isSessionNotFound, SessionError } from "../../runtime/session/errors.js";
+import { isSessionNotFound, SessionError, unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { NewSessionInput } from "../../runtime/session/manager.js";
 import type { SessionPort } from "../../runtime/session/port.js";
@@ -459,11 +459,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = routePlugin
 			get: (sessionId: string, ownerId: string | null) => Promise<T>,
 		): Promise<T> {
 			const sessionId = sessionOfResponse(responseId);
-			try {
-				if (sessionId) return await get(sessionId, ownerId);
-			} catch (err) {
-				if (!isSessionNotFound(err)) throw err;
-			}
+			const session = sessionId ? await unlessNotFound(get(sessionId, ownerId)) : undefined;
+			if (session !== undefined) return session;
 			throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
 		}
 
