@@ -22,6 +22,7 @@ import type {
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { type ClientToolSpec, validateClientToolSpecs } from "../../../tools/index.js";
 import { apiError } from "../../http/errors.js";
+import { textOf } from "../text.js";
 
 /** A message of `RunAgentInput.messages` (the schema checked `id` and `role`). */
 export interface InputMessage {
@@ -94,9 +95,7 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 }
 
 function textOnly(content: unknown, field: string): string {
-	return contentBlocks(content, field)
-		.map((block) => (block.type === "text" ? block.text : ""))
-		.join("");
+	return textOf(contentBlocks(content, field));
 }
 
 /** Tool call ids of the input's assistant messages, with their tool names. */

@@ -21,6 +21,7 @@ import { unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { PromptOutcome, Resolution, SessionPort } from "../../runtime/session/port.js";
 import { pollUntil } from "../poll.js";
+import { textOf } from "../text.js";
 
 /** The facade record kind of a tool call's run, keyed by the MCP session id and request id. */
 const CALL_RECORD = "mcp.call";
@@ -320,8 +321,7 @@ export class McpSessionAccess {
 			// A run started after this one (over /v1) begins with a message made after it ended.
 			if (i > 0 && (m.timestamp ?? 0) > endedAt) break;
 			if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-			for (const block of m.content as { type: string; text?: string }[])
-				if (block.type === "text") text += block.text ?? "";
+			text += textOf(m.content);
 		}
 		return { text, usage: run?.usage ?? zeroUsage() };
 	}

@@ -17,6 +17,7 @@ import type {
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
 import { apiError, quote } from "../../http/errors.js";
+import { textOf } from "../text.js";
 
 /** A conversation as a session starts from it: the system prompt, the history, and what runs next. */
 export interface MappedConversation {
@@ -86,9 +87,7 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 }
 
 function textOnly(content: unknown, field: string): string {
-	return contentBlocks(content, field)
-		.map((block) => (block.type === "text" ? block.text : ""))
-		.join("");
+	return textOf(contentBlocks(content, field));
 }
 
 function parseArguments(raw: unknown, field: string): Record<string, any> {

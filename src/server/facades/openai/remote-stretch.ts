@@ -15,6 +15,7 @@ import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { SessionStore } from "../../../store/types.js";
 import { apiError, quote } from "../../http/errors.js";
 import type { SessionPort } from "../../runtime/session/port.js";
+import { textOf } from "../text.js";
 import { endOf, type SegmentEnd, type SegmentResult, type SegmentSink } from "./run-segment.js";
 
 /** How often the store is read while the run goes on elsewhere. */
@@ -55,12 +56,6 @@ export async function waitsElsewhere(port: SessionPort, results: readonly ToolRe
 
 function isAssistant(message: AgentMessage): message is AssistantMessage {
 	return (message as { role?: string }).role === "assistant";
-}
-
-function textOf(message: AssistantMessage): string {
-	let text = "";
-	for (const block of message.content) if (block.type === "text") text += block.text;
-	return text;
 }
 
 /**
@@ -122,7 +117,7 @@ export async function remoteStretch(
 			if (!isAssistant(message)) continue;
 			last = message;
 			if (message.usage) addUsage(usage, message.usage);
-			const messageText = textOf(message);
+			const messageText = textOf(message.content);
 			sink.messageStart?.();
 			if (messageText !== "") {
 				text += messageText;
