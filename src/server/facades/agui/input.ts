@@ -21,7 +21,7 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { type ClientToolSpec, validateClientToolSpecs } from "../../../tools/index.js";
-import { apiError } from "../../http/errors.js";
+import { apiError, invalidField as invalid } from "../../http/errors.js";
 import { textOf } from "../text.js";
 
 /** A message of `RunAgentInput.messages` (the schema checked `id` and `role`). */
@@ -44,10 +44,6 @@ export interface Tail {
 }
 
 type Json = Record<string, any>;
-
-function invalid(field: string, problem: string): never {
-	throw apiError("VALIDATION_FAILED", `${field}: ${problem}`);
-}
 
 /** Roles that end the tail: what the model produced. */
 const MODEL_ROLES = new Set(["assistant", "reasoning"]);
