@@ -42,9 +42,18 @@ export interface RemoteStretchOptions {
 export async function waitsElsewhere(port: SessionPort, results: readonly ToolResultMessage[]): Promise<boolean> {
 	if (port.where !== "remote") return false;
 	const waiting = await port.waitingToolCalls();
-	if (waiting.length === 0) return false;
+	return waiting.length > 0 && answersEveryCall(waiting, results);
+}
+
+/**
+ * True when `results` answer every one of the `waiting` calls (ids), false when one of them answers
+ * none. Throws `VALIDATION_FAILED` when they answer only some: the run goes on only once every call
+ * of its batch has its result, so a partial answer would hang.
+ */
+export function answersEveryCall(waiting: readonly string[], results: readonly ToolResultMessage[]): boolean {
 	if (!results.every((result) => waiting.includes(result.toolCallId))) return false;
-	const missing = waiting.filter((id) => !results.some((result) => result.toolCallId === id));
+	const answered = new Set(results.map((result) => result.toolCallId));
+	const missing = waiting.filter((id) => !answered.has(id));
 	if (missing.length > 0) {
 		throw apiError(
 			"VALIDATION_FAILED",
