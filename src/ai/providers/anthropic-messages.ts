@@ -28,7 +28,7 @@ import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
 import { type DriverOptions, streamProvider, type WireHandler } from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { adjustMaxTokensForThinking, buildBaseOptions, clampReasoning } from "./simple-options.js";
-import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
+import { normalizeToolCallId, toolResultParts, transformMessages } from "./transform-messages.js";
 
 export type AnthropicEffort = "low" | "medium" | "high" | "xhigh" | "max";
 
@@ -230,14 +230,7 @@ function convertUserContent(content: (TextContent | ImageContent)[]): AnthropicC
 }
 
 function convertToolResultContent(content: (TextContent | ImageContent)[]): string | AnthropicContentBlockParam[] {
-	if (!content.some((c) => c.type === "image")) {
-		return sanitizeText(
-			content
-				.filter((c): c is TextContent => c.type === "text")
-				.map((c) => c.text)
-				.join("\n"),
-		);
-	}
+	if (!content.some((c) => c.type === "image")) return sanitizeText(toolResultParts(content).text);
 	const blocks = convertUserContent(content);
 	if (!blocks.some((b) => b.type === "text")) blocks.unshift({ type: "text", text: "(see attached image)" });
 	return blocks;

@@ -31,7 +31,7 @@ import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
 import { type DriverOptions, streamProvider, type WireHandler } from "./provider-stream.js";
 import { sanitizeText } from "./sanitize-text.js";
 import { buildBaseOptions, clampReasoning } from "./simple-options.js";
-import { normalizeToolCallId, transformMessages } from "./transform-messages.js";
+import { normalizeToolCallId, toolResultParts, transformMessages } from "./transform-messages.js";
 
 export type GeminiThinkingLevel = "MINIMAL" | "LOW" | "MEDIUM" | "HIGH";
 
@@ -229,11 +229,7 @@ export function convertMessages(model: Model<"google-generative-ai">, messages: 
 			}
 			if (parts.length > 0) contents.push({ role: "model", parts });
 		} else {
-			const text = msg.content
-				.filter((c): c is TextContent => c.type === "text")
-				.map((c) => c.text)
-				.join("\n");
-			const images = msg.content.filter((c): c is ImageContent => c.type === "image");
+			const { text, images } = toolResultParts(msg.content);
 			const imageParts = images.map((img) => ({ inlineData: { mimeType: img.mimeType, data: img.data } }));
 			const inline = images.length > 0 && supportsMultimodalFunctionResponse(model.id);
 			const value = text.length > 0 ? sanitizeText(text) : images.length > 0 ? "(see attached image)" : "";

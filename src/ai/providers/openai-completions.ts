@@ -29,17 +29,11 @@ import type {
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import {
-	imageDataUrl,
-	openAIRequestTarget,
-	openAITokenCounts,
-	toolResultParts,
-	withReasoningEffort,
-} from "./openai-shared.js";
+import { imageDataUrl, openAIRequestTarget, openAITokenCounts, withReasoningEffort } from "./openai-shared.js";
 import type { OutputBuilder, TokenCounts } from "./output-builder.js";
 import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
 import { streamProvider, type WireHandler } from "./provider-stream.js";
-import { isSameModel, normalizeToolCallId, transformMessages } from "./transform-messages.js";
+import { isSameModel, normalizeToolCallId, toolResultParts, transformMessages } from "./transform-messages.js";
 
 /** Options of {@link streamOpenAICompletions}; `streamSimple` derives them from `SimpleStreamOptions`. */
 export interface OpenAICompletionsOptions extends StreamOptions {
@@ -143,11 +137,7 @@ export function streamSimpleOpenAICompletions(
 	context: Context,
 	options: SimpleStreamOptions = {},
 ): AssistantMessageEventStream {
-	return streamOpenAICompletions(model, context, toCompletionsOptions(model, options));
-}
-
-export function toCompletionsOptions(model: Model<any>, options: SimpleStreamOptions = {}): OpenAICompletionsOptions {
-	return withReasoningEffort<OpenAICompletionsOptions>(model, options);
+	return streamOpenAICompletions(model, context, withReasoningEffort<OpenAICompletionsOptions>(model, options));
 }
 
 /** The request body (before `onPayload`). */
@@ -252,7 +242,7 @@ export function convertMessages(
 			const converted = convertAssistant(message, model, compat);
 			if (converted) out.push(converted);
 		} else {
-			const { text, images } = toolResultParts(message);
+			const { text, images } = toolResultParts(message.content);
 			const tool: Record<string, unknown> = {
 				role: "tool",
 				tool_call_id: message.toolCallId,

@@ -28,17 +28,11 @@ import type {
 	ThinkingLevel,
 	Tool,
 } from "../types.js";
-import {
-	imageDataUrl,
-	openAIRequestTarget,
-	openAITokenCounts,
-	toolResultParts,
-	withReasoningEffort,
-} from "./openai-shared.js";
+import { imageDataUrl, openAIRequestTarget, openAITokenCounts, withReasoningEffort } from "./openai-shared.js";
 import type { OutputBuilder, TokenCounts } from "./output-builder.js";
 import { isRetryableErrorType, ProviderError } from "./provider-errors.js";
 import { streamProvider, type WireHandler } from "./provider-stream.js";
-import { isSameModel, normalizeToolCallId, transformMessages } from "./transform-messages.js";
+import { isSameModel, normalizeToolCallId, toolResultParts, transformMessages } from "./transform-messages.js";
 
 /** Options of {@link streamOpenAIResponses}; `streamSimple` derives them from `SimpleStreamOptions`. */
 export interface OpenAIResponsesOptions extends StreamOptions {
@@ -74,11 +68,7 @@ export function streamSimpleOpenAIResponses(
 	context: Context,
 	options: SimpleStreamOptions = {},
 ): AssistantMessageEventStream {
-	return streamOpenAIResponses(model, context, toResponsesOptions(model, options));
-}
-
-export function toResponsesOptions(model: Model<any>, options: SimpleStreamOptions = {}): OpenAIResponsesOptions {
-	return withReasoningEffort<OpenAIResponsesOptions>(model, options);
+	return streamOpenAIResponses(model, context, withReasoningEffort<OpenAIResponsesOptions>(model, options));
 }
 
 /** The request body (before `onPayload`). */
@@ -178,7 +168,7 @@ export function convertMessages(model: Model<"openai-responses">, context: Conte
 			items.push(...convertAssistant(message, model));
 		} else {
 			const [callId] = splitToolCallId(message.toolCallId);
-			const { text, images } = toolResultParts(message);
+			const { text, images } = toolResultParts(message.content);
 			const output =
 				images.length > 0 && model.input.includes("image")
 					? [...(text ? [{ type: "input_text", text }] : []), ...images.map(inputImage)]

@@ -1,19 +1,10 @@
 /**
  * What the two OpenAI wire APIs (Chat Completions and Responses) share: the bearer-key request,
- * the `streamSimple` options mapping, tool results split into text and images, image data URLs and
- * the token counts of their usage objects. Beside the two providers rather than inside one, so that
- * neither provider imports the other.
+ * the `streamSimple` options mapping, image data URLs and the token counts of their usage objects.
+ * Beside the two providers rather than inside one, so that neither provider imports the other.
  */
 import { missingApiKeyMessage, requiresApiKey, resolveApiKey } from "../env-keys.js";
-import type {
-	ImageContent,
-	Model,
-	SimpleStreamOptions,
-	StreamOptions,
-	TextContent,
-	ThinkingLevel,
-	ToolResultMessage,
-} from "../types.js";
+import type { ImageContent, Model, SimpleStreamOptions, StreamOptions, ThinkingLevel } from "../types.js";
 import type { TokenCounts } from "./output-builder.js";
 import { ProviderError } from "./provider-errors.js";
 import { buildBaseOptions, reasoningEffortFor } from "./simple-options.js";
@@ -46,16 +37,6 @@ export function withReasoningEffort<T extends StreamOptions & { reasoningEffort?
 	const effort = model.reasoning ? reasoningEffortFor(model, options.reasoning) : undefined;
 	if (effort) base.reasoningEffort = effort;
 	return base;
-}
-
-/** A tool result's text blocks joined by line breaks, and its images. */
-export function toolResultParts(message: ToolResultMessage): { text: string; images: ImageContent[] } {
-	const text = message.content
-		.filter((block): block is TextContent => block.type === "text")
-		.map((block) => block.text)
-		.join("\n");
-	const images = message.content.filter((block): block is ImageContent => block.type === "image");
-	return { text, images };
 }
 
 /** An image as a `data:` URL, the form both APIs accept inline. */

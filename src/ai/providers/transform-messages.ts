@@ -1,6 +1,6 @@
 /**
  * Makes a conversation fit for the model it is sent to, before a provider encodes it (see
- * transformMessages).
+ * transformMessages), and splits a tool result into the text and images every provider encodes.
  */
 import type { Api, AssistantMessage, ImageContent, Message, Model, TextContent, ToolResultMessage } from "../types.js";
 
@@ -144,4 +144,14 @@ function fnv1a(text: string): number {
 		hash = Math.imul(hash, 0x01000193) >>> 0;
 	}
 	return hash;
+}
+
+/** A tool result's text blocks joined by line breaks, and its images. */
+export function toolResultParts(content: ToolResultMessage["content"]): { text: string; images: ImageContent[] } {
+	const text = content
+		.filter((block): block is TextContent => block.type === "text")
+		.map((block) => block.text)
+		.join("\n");
+	const images = content.filter((block): block is ImageContent => block.type === "image");
+	return { text, images };
 }

@@ -407,6 +407,11 @@ export function apiError(code: ErrorCode, message: string, details?: unknown): A
 	return new ApiError(code, message, details);
 }
 
+/** Throws the `VALIDATION_FAILED` of a request field the schema let through: `<field>: <problem>`. */
+export function invalidField(field: string, problem: string): never {
+	throw apiError("VALIDATION_FAILED", `${field}: ${problem}`);
+}
+
 /** The Markdown table of `docs/errors.md`. */
 export function renderErrorTable(): string {
 	const rows = ERROR_CODES.map((code) => `| \`${code}\` | ${ERRORS[code].status} | ${ERRORS[code].description} |`);

@@ -6,7 +6,7 @@
  * and per checkpoint). The random part keeps them unguessable; they reveal their creation time,
  * which the session's `createdAt` shows its owner anyway.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 
 /**
  * A UUIDv7 in the canonical 8-4-4-4-12 form. Its 74 random bits are those of a random UUID
@@ -28,4 +28,24 @@ export function newRunId(now = Date.now()): string {
 /** A session id: `ses_` and a UUIDv7's 32 hex digits. */
 export function newSessionId(now = Date.now()): string {
 	return `ses_${uuidv7(now).replaceAll("-", "")}`;
+}
+
+const SESSION_ID = /^ses_[0-9a-f]{32}$/;
+
+/**
+ * The session a facade keeps for a conversation id of its own (an AG-UI thread, an A2A context)
+ * of an owner. A session id names that session itself (`creatable: false`: it is never created
+ * under that id); any other id is hashed with the facade's name and the owner, so the mapping
+ * needs no storage and two owners never share a session.
+ */
+export function facadeSessionId(
+	facade: string,
+	ownerId: string | null,
+	conversationId: string,
+): { id: string; creatable: boolean } {
+	if (SESSION_ID.test(conversationId)) return { id: conversationId, creatable: false };
+	const hash = createHash("sha256")
+		.update(`${facade}\0${ownerId ?? ""}\0${conversationId}`)
+		.digest("hex");
+	return { id: `ses_${hash.slice(0, 32)}`, creatable: true };
 }

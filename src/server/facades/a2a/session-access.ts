@@ -14,7 +14,6 @@
  * read (`GetTask`, `ListTasks`), a cancel or an answer builds no `LiveSession` there; only a new
  * run (it runs here) loads the session.
  */
-import { createHash } from "node:crypto";
 import type { Context as TraceContext } from "@opentelemetry/api";
 import type { FastifyInstance } from "fastify";
 import type { AgentMessage } from "../../../agent/types.js";
@@ -23,9 +22,10 @@ import type { NewWebhookDelivery, PendingInteraction, RunRecord, StoredEvent } f
 import type { ApprovalDecision, ClientToolResult, ResolveOutcome } from "../../../tools/index.js";
 import { apiError } from "../../http/errors.js";
 import type { SseConnection } from "../../http/sse/connection.js";
+import { facadeSessionId } from "../../runtime/ids.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
-import { isSessionNotFound } from "../../runtime/session/errors.js";
+import { unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { SessionPort } from "../../runtime/session/port.js";
 import type { ToolInteractions } from "../../runtime/session/tool-interactions.js";
@@ -35,7 +35,6 @@ import { CONTEXT_KEY, mayHaveTasks, type PushConfig, PushConfigs, TASK_RECORD } 
 /** A context's session as the facade holds it (its port): only its id is read outside this file. */
 export type ContextSession = SessionPort;
 
-const SESSION_ID = /^ses_[0-9a-f]{32}$/;
 /** How often the store is read while a run goes on (on this replica or another). */
 const POLL_MS = 25;
 
@@ -104,11 +103,7 @@ export class A2aSessionAccess {
 	 * hashed with the owner, so the mapping needs no storage and two keys never share a context.
 	 */
 	private sessionIdOf(ownerId: string | null, contextId: string): { id: string; creatable: boolean } {
-		if (SESSION_ID.test(contextId)) return { id: contextId, creatable: false };
-		const hash = createHash("sha256")
-			.update(`a2a\0${ownerId ?? ""}\0${contextId}`)
-			.digest("hex");
-		return { id: `ses_${hash.slice(0, 32)}`, creatable: true };
+		return facadeSessionId("a2a", ownerId, contextId);
 	}
 
 	/** The context's session, or undefined when there is none this owner may see. */
@@ -118,12 +113,7 @@ export class A2aSessionAccess {
 
 	/** The session's port (no session is built for it here), or undefined when this owner may not see it. */
 	private async open(sessionId: string, ownerId: string | null): Promise<ContextSession | undefined> {
-		try {
-			return await this.ctx.sessions.open(sessionId, ownerId);
-		} catch (err) {
-			if (isSessionNotFound(err)) return undefined;
-			throw err;
-		}
+		return unlessNotFound(this.ctx.sessions.open(sessionId, ownerId));
 	}
 
 	/**

@@ -18,6 +18,7 @@
 import type { AgentMessage } from "../../../agent/types.js";
 import type { PendingInteraction, RunRecord } from "../../../store/types.js";
 import { storedRequest } from "../../../tools/index.js";
+import { textOf } from "../text.js";
 import type { A2aSessionAccess, ContextSession, TaskRecord } from "./session-access.js";
 import { answerArtifacts, inputMessage, type TaskIds, textMessage, type WaitingCall } from "./task-tracker.js";
 import { MESSAGE_SEPARATOR, type Message, partsOfContent, type Task, type TaskState, timestamp } from "./wire.js";
@@ -55,8 +56,7 @@ export function answerText(messages: readonly AgentMessage[]): string {
 	const texts: string[] = [];
 	for (const message of messages as readonly Json[]) {
 		if (message.role !== "assistant" || !Array.isArray(message.content)) continue;
-		let text = "";
-		for (const block of message.content as Json[]) if (block.type === "text") text += block.text ?? "";
+		const text = textOf(message.content);
 		if (text !== "") texts.push(text);
 	}
 	return texts.join(MESSAGE_SEPARATOR);

@@ -19,9 +19,10 @@
  */
 import type { AgentEvent, AgentMessage } from "../../../agent/types.js";
 import type { AssistantMessage, AssistantMessageEvent, ToolResultMessage, UserMessage } from "../../../ai/types.js";
+import { textOf } from "../text.js";
 import { type AguiEvent, aguiFrame, type CustomName, contentFrame, contentPrefix } from "./events.js";
 import { type AguiProtocol, forProtocol } from "./protocol.js";
-import { contentOf, messageId, reasoningId, textOf } from "./transcript.js";
+import { contentOf, messageId, reasoningId } from "./transcript.js";
 
 export interface EncoderOptions {
 	/** Receives each frame. */

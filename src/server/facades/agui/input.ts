@@ -21,7 +21,8 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import { type ClientToolSpec, validateClientToolSpecs } from "../../../tools/index.js";
-import { apiError } from "../../http/errors.js";
+import { apiError, invalidField as invalid } from "../../http/errors.js";
+import { textOf } from "../text.js";
 
 /** A message of `RunAgentInput.messages` (the schema checked `id` and `role`). */
 export interface InputMessage {
@@ -43,10 +44,6 @@ export interface Tail {
 }
 
 type Json = Record<string, any>;
-
-function invalid(field: string, problem: string): never {
-	throw apiError("VALIDATION_FAILED", `${field}: ${problem}`);
-}
 
 /** Roles that end the tail: what the model produced. */
 const MODEL_ROLES = new Set(["assistant", "reasoning"]);
@@ -94,9 +91,7 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 }
 
 function textOnly(content: unknown, field: string): string {
-	return contentBlocks(content, field)
-		.map((block) => (block.type === "text" ? block.text : ""))
-		.join("");
+	return textOf(contentBlocks(content, field));
 }
 
 /** Tool call ids of the input's assistant messages, with their tool names. */

@@ -12,8 +12,8 @@
  *
  * Everything else is the same, so the facade builds 1.0 events and `forProtocol` adapts each one.
  */
+import { textOf } from "../text.js";
 import type { AguiEvent, AguiMessage, TokenUsage } from "./events.js";
-import { textOf } from "./transcript.js";
 
 /** `"1.0"`: the protocol 1.0 events; `"0"`: the shape clients before 1.0 accept. */
 export type AguiProtocol = "1.0" | "0";

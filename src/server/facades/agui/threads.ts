@@ -14,16 +14,15 @@
  * serves the request (a restarted one, another replica); ids of the `wh-<index>` form need no
  * record (transcript.ts).
  */
-import { createHash } from "node:crypto";
 import type { SessionRecord, SessionStore } from "../../../store/types.js";
-import { isSessionNotFound } from "../../runtime/session/errors.js";
+import { facadeSessionId } from "../../runtime/ids.js";
+import { unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { NewSessionInput, SessionManager } from "../../runtime/session/manager.js";
 import type { SessionPort } from "../../runtime/session/port.js";
 import { isNonEmptyState } from "./input.js";
 import { indexOfId } from "./transcript.js";
 
-const SESSION_ID = /^ses_[0-9a-f]{32}$/;
 /** Where a thread's shared state is kept: a key of its session's metadata (JSON). */
 export const STATE_KEY = "agui.state";
 /** The facade record kind of a client's message id the session was prompted with (no data). */
@@ -38,11 +37,7 @@ export class Threads {
 
 	/** The id of the session of `threadId` for this owner, and whether the facade may create it. */
 	sessionIdOf(ownerId: string | null, threadId: string): { id: string; creatable: boolean } {
-		if (SESSION_ID.test(threadId)) return { id: threadId, creatable: false };
-		const hash = createHash("sha256")
-			.update(`agui\0${ownerId ?? ""}\0${threadId}`)
-			.digest("hex");
-		return { id: `ses_${hash.slice(0, 32)}`, creatable: true };
+		return facadeSessionId("agui", ownerId, threadId);
 	}
 
 	/**
@@ -52,12 +47,7 @@ export class Threads {
 	 * {@link open}.
 	 */
 	async find(ownerId: string | null, threadId: string): Promise<LiveSession | undefined> {
-		try {
-			return await this.sessions.load(this.sessionIdOf(ownerId, threadId).id, ownerId);
-		} catch (err) {
-			if (isSessionNotFound(err)) return undefined;
-			throw err;
-		}
+		return unlessNotFound(this.sessions.load(this.sessionIdOf(ownerId, threadId).id, ownerId));
 	}
 
 	/**
@@ -65,12 +55,7 @@ export class Threads {
 	 * this owner may see. In cluster mode a session whose run is on another replica is not loaded.
 	 */
 	async open(ownerId: string | null, threadId: string): Promise<SessionPort | undefined> {
-		try {
-			return await this.sessions.open(this.sessionIdOf(ownerId, threadId).id, ownerId);
-		} catch (err) {
-			if (isSessionNotFound(err)) return undefined;
-			throw err;
-		}
+		return unlessNotFound(this.sessions.open(this.sessionIdOf(ownerId, threadId).id, ownerId));
 	}
 
 	/** Creates the thread's session; undefined when the thread id names a session, which is never created. */

@@ -11,6 +11,7 @@
 import type { AgentMessage } from "../../../agent/types.js";
 import type { AssistantMessage, ImageContent, TextContent, ToolResultMessage, UserMessage } from "../../../ai/types.js";
 import type { SessionPort } from "../../runtime/session/port.js";
+import { textOf } from "../text.js";
 import type { AguiMessage, ContentPart, ToolCallWire } from "./events.js";
 
 /** Messages per read of a stored transcript (the store's largest page). */
@@ -54,14 +55,6 @@ export function contentOf(blocks: string | readonly (TextContent | ImageContent)
 				? { type: "text", text: block.text }
 				: { type: "image", source: { type: "data", value: block.data, mimeType: block.mimeType } },
 	);
-}
-
-/** The text of content blocks (images left out). */
-export function textOf(blocks: string | readonly { type: string; text?: string }[]): string {
-	if (typeof blocks === "string") return blocks;
-	let text = "";
-	for (const block of blocks) if (block.type === "text") text += block.text ?? "";
-	return text;
 }
 
 /** An assistant message as AG-UI messages: one per thinking block, then the message (when it has text or calls). */

@@ -17,10 +17,11 @@ import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { RunRecord } from "../../../store/types.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
-import { isSessionNotFound } from "../../runtime/session/errors.js";
+import { unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { PromptOutcome, Resolution, SessionPort } from "../../runtime/session/port.js";
 import { pollUntil } from "../poll.js";
+import { textOf } from "../text.js";
 
 /** The facade record kind of a tool call's run, keyed by the MCP session id and request id. */
 const CALL_RECORD = "mcp.call";
@@ -128,14 +129,7 @@ export class McpSessionAccess {
 		sessionId: string | undefined,
 		profile: { name: string; profile: AgentProfile } | undefined,
 	): Promise<LiveSession | undefined> {
-		if (sessionId !== undefined) {
-			try {
-				return await this.ctx.sessions.load(sessionId, ownerId);
-			} catch (err) {
-				if (isSessionNotFound(err)) return undefined;
-				throw err;
-			}
-		}
+		if (sessionId !== undefined) return unlessNotFound(this.ctx.sessions.load(sessionId, ownerId));
 		const settings = profile ? profileSettings(profile.name, profile.profile) : {};
 		return this.ctx.sessions.create(ownerId, { ...settings, metadata: { ...settings.metadata, facade: "mcp" } });
 	}
@@ -327,8 +321,7 @@ export class McpSessionAccess {
 			// A run started after this one (over /v1) begins with a message made after it ended.
 			if (i > 0 && (m.timestamp ?? 0) > endedAt) break;
 			if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-			for (const block of m.content as { type: string; text?: string }[])
-				if (block.type === "text") text += block.text ?? "";
+			text += textOf(m.content);
 		}
 		return { text, usage: run?.usage ?? zeroUsage() };
 	}

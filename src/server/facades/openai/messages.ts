@@ -16,7 +16,8 @@ import type {
 } from "../../../ai/types.js";
 import { TOOL_NAME_PATTERN } from "../../../tools/config.js";
 import type { ClientToolSpec } from "../../../tools/index.js";
-import { apiError, quote } from "../../http/errors.js";
+import { invalidField as invalid, quote } from "../../http/errors.js";
+import { textOf } from "../text.js";
 
 /** A conversation as a session starts from it: the system prompt, the history, and what runs next. */
 export interface MappedConversation {
@@ -30,10 +31,6 @@ export interface MappedConversation {
 }
 
 type Json = Record<string, any>;
-
-function invalid(field: string, problem: string): never {
-	throw apiError("VALIDATION_FAILED", `${field}: ${problem}`);
-}
 
 /** What `/v1` accepts as an image's MIME type. */
 const IMAGE_MIME = /^image\/[a-z0-9.+-]+$/;
@@ -86,9 +83,7 @@ function contentBlocks(content: unknown, field: string): (TextContent | ImageCon
 }
 
 function textOnly(content: unknown, field: string): string {
-	return contentBlocks(content, field)
-		.map((block) => (block.type === "text" ? block.text : ""))
-		.join("");
+	return textOf(contentBlocks(content, field));
 }
 
 function parseArguments(raw: unknown, field: string): Record<string, any> {

@@ -15,6 +15,7 @@ import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { SessionStore } from "../../../store/types.js";
 import { apiError, quote } from "../../http/errors.js";
 import type { SessionPort } from "../../runtime/session/port.js";
+import { textOf } from "../text.js";
 import { endOf, type SegmentEnd, type SegmentResult, type SegmentSink } from "./run-segment.js";
 
 /** How often the store is read while the run goes on elsewhere. */
@@ -41,9 +42,18 @@ export interface RemoteStretchOptions {
 export async function waitsElsewhere(port: SessionPort, results: readonly ToolResultMessage[]): Promise<boolean> {
 	if (port.where !== "remote") return false;
 	const waiting = await port.waitingToolCalls();
-	if (waiting.length === 0) return false;
+	return waiting.length > 0 && answersEveryCall(waiting, results);
+}
+
+/**
+ * True when `results` answer every one of the `waiting` calls (ids), false when one of them answers
+ * none. Throws `VALIDATION_FAILED` when they answer only some: the run goes on only once every call
+ * of its batch has its result, so a partial answer would hang.
+ */
+export function answersEveryCall(waiting: readonly string[], results: readonly ToolResultMessage[]): boolean {
 	if (!results.every((result) => waiting.includes(result.toolCallId))) return false;
-	const missing = waiting.filter((id) => !results.some((result) => result.toolCallId === id));
+	const answered = new Set(results.map((result) => result.toolCallId));
+	const missing = waiting.filter((id) => !answered.has(id));
 	if (missing.length > 0) {
 		throw apiError(
 			"VALIDATION_FAILED",
@@ -55,12 +65,6 @@ export async function waitsElsewhere(port: SessionPort, results: readonly ToolRe
 
 function isAssistant(message: AgentMessage): message is AssistantMessage {
 	return (message as { role?: string }).role === "assistant";
-}
-
-function textOf(message: AssistantMessage): string {
-	let text = "";
-	for (const block of message.content) if (block.type === "text") text += block.text;
-	return text;
 }
 
 /**
@@ -122,7 +126,7 @@ export async function remoteStretch(
 			if (!isAssistant(message)) continue;
 			last = message;
 			if (message.usage) addUsage(usage, message.usage);
-			const messageText = textOf(message);
+			const messageText = textOf(message.content);
 			sink.messageStart?.();
 			if (messageText !== "") {
 				text += messageText;

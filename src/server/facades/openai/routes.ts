@@ -39,7 +39,7 @@ import type { SseConnection } from "../../http/sse/connection.js";
 import { openSse } from "../../http/sse/open.js";
 import { type AgentProfile, profileSettings } from "../../runtime/profiles.js";
 import { startAdmitted } from "../../runtime/session/admission.js";
-import { isSessionNotFound, SessionError } from "../../runtime/session/errors.js";
+import { isSessionNotFound, SessionError, unlessNotFound } from "../../runtime/session/errors.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { NewSessionInput } from "../../runtime/session/manager.js";
 import type { SessionPort } from "../../runtime/session/port.js";
@@ -53,7 +53,7 @@ import { installOpenAIErrors } from "./errors.js";
 import { resolveItemReferences } from "./item-references.js";
 import { type MappedConversation, mapChatMessages, mapFunctionTools, mapResponsesInput } from "./messages.js";
 import { OpenAIRecords } from "./records.js";
-import { remoteStretch, waitsElsewhere } from "./remote-stretch.js";
+import { answersEveryCall, remoteStretch, waitsElsewhere } from "./remote-stretch.js";
 import { ResponseBuilder, type ResponseHead, type ResponseObject, responseObject } from "./responses-encoding.js";
 import { runSegment, type SegmentResult, type SegmentSink } from "./run-segment.js";
 import {
@@ -203,17 +203,9 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = routePlugin
 					throw err;
 				}
 				// A wait a previous process left (orphaned) can no longer be answered.
-				const waiting = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
-				if (!results.every((result) => waiting.some((p) => p.toolCallId === result.toolCallId))) continue;
-				// The run goes on only once every call of its batch has its result: a partial answer would hang.
-				const answered = new Set(results.map((result) => result.toolCallId));
-				const missing = waiting.filter((p) => !answered.has(p.toolCallId)).map((p) => p.toolCallId);
-				if (missing.length > 0) {
-					throw apiError(
-						"VALIDATION_FAILED",
-						`The run waits for the results of every tool call it made: add ${missing.map((id) => quote(id)).join(", ")}.`,
-					);
-				}
+				const waits = interactions.pending(session).filter((p) => p.kind === "client_tool" && !p.orphaned);
+				const waiting = waits.map((p) => p.toolCallId);
+				if (!answersEveryCall(waiting, results)) continue;
 				return resumeWith(session, results);
 			}
 			return undefined;
@@ -459,11 +451,8 @@ export const openaiFacade: FastifyPluginAsync<OpenAIFacadeOptions> = routePlugin
 			get: (sessionId: string, ownerId: string | null) => Promise<T>,
 		): Promise<T> {
 			const sessionId = sessionOfResponse(responseId);
-			try {
-				if (sessionId) return await get(sessionId, ownerId);
-			} catch (err) {
-				if (!isSessionNotFound(err)) throw err;
-			}
+			const session = sessionId ? await unlessNotFound(get(sessionId, ownerId)) : undefined;
+			if (session !== undefined) return session;
 			throw apiError("RESPONSE_NOT_FOUND", `${field}: no response "${responseId}" (or its session was deleted).`);
 		}
 

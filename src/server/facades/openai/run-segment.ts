@@ -19,6 +19,7 @@ import { addUsage, zeroUsage } from "../../../ai/usage.js";
 import type { LiveSession } from "../../runtime/session/live-session.js";
 import type { RunHandle } from "../../runtime/session/runs.js";
 import type { ToolInteractions } from "../../runtime/session/tool-interactions.js";
+import { textOf } from "../text.js";
 
 /** How a stretch ended. `tool_calls`: the model called client tools, whose results the run waits for. */
 export type SegmentEnd =
@@ -74,12 +75,6 @@ export interface SegmentOptions {
 	detach?: AbortSignal;
 }
 
-function textOf(message: AssistantMessage): string {
-	let text = "";
-	for (const block of message.content) if (block.type === "text") text += block.text;
-	return text;
-}
-
 /**
  * Runs a stretch: observes the session's events (`session/observers.ts`), then calls `start` (which starts a run, or
  * resolves the waiting client tool calls of the active one), and settles when the stretch ends.
@@ -133,7 +128,7 @@ export async function runSegment(
 				const message = event.message as AssistantMessage;
 				last = message;
 				if (message.usage) addUsage(usage, message.usage);
-				sink.messageEnd?.(textOf(message));
+				sink.messageEnd?.(textOf(message.content));
 				clientCalls = message.content.filter(
 					(block): block is ToolCall => block.type === "toolCall" && clientTools.has(block.name),
 				);
@@ -151,7 +146,7 @@ export async function runSegment(
 					id: event.toolCallId,
 					name: event.toolName,
 					arguments: serverArgs.get(event.toolCallId),
-					output: content.map((block) => (block.type === "text" ? block.text : "")).join(""),
+					output: textOf(content),
 					isError: event.isError,
 				};
 				serverArgs.delete(event.toolCallId);

@@ -8,16 +8,12 @@
  */
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { type Static, Type } from "@sinclair/typebox";
-import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../../ai/types.js";
 import type { SupersededBranch } from "../../../store/types.js";
-import { startAdmitted, targetOf, whenGone } from "../../runtime/session/admission.js";
 import { forkSession } from "../../runtime/session/branching.js";
 import type { PortRunOptions, SessionPort } from "../../runtime/session/port.js";
-import type { RunHandle } from "../../runtime/session/runs.js";
 import { transcriptMessageId } from "../../runtime/session/transcript-cuts.js";
 import { toUserMessage } from "../../runtime/session/user-message.js";
-import type { KeyedRequest } from "../idempotency.js";
 import { routePlugin } from "../plugins.js";
 import {
 	AgentMessageSchema,
@@ -30,8 +26,7 @@ import {
 	SessionView,
 	SseResponse,
 } from "../schemas.js";
-import { sseSink } from "../sse/open.js";
-import { answerRepeat, beginKeyed, recordRun, wantsSse } from "./keyed-requests.js";
+import { answerRepeat, beginKeyed, startKeyedRun } from "./keyed-requests.js";
 
 const MessageId = (description: string) => Type.String({ minLength: 1, maxLength: 40, description });
 
@@ -108,41 +103,6 @@ export function branchView(branch: SupersededBranch): Static<typeof SupersededBr
 
 export const branchRoutes: FastifyPluginAsyncTypebox = routePlugin("wheelhouse-branches", async (app) => {
 	const tags = ["sessions"];
-
-	/**
-	 * Starts a regenerate's or an edit's run: its SSE stream on `reply` with `Accept:
-	 * text/event-stream`, else 202 with its first event id (the `transcript_rewound`).
-	 */
-	async function startRun(
-		request: FastifyRequest,
-		reply: FastifyReply,
-		session: SessionPort,
-		keyed: KeyedRequest | undefined,
-		start: (options: PortRunOptions) => Promise<RunHandle>,
-	) {
-		if (keyed?.kind === "repeat") return answerRepeat(app, request, reply, session, keyed.outcome);
-		try {
-			const sse = wantsSse(request);
-			if (sse) app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
-			// Past a run limit under `admission: "queue"` the request waits for a slot (bounded).
-			const run = await startAdmitted(
-				app.wheelhouse.admission,
-				targetOf(session),
-				() =>
-					start({
-						onRun: recordRun(keyed, true),
-						...(sse ? { stream: sseSink(reply, app.wheelhouse.stream) } : {}),
-						trace: request.traceContext,
-					}),
-				(started) => started,
-				{ signal: whenGone(reply.raw) },
-			);
-			if (sse) return reply; // hijacked: the stream answers
-			return reply.code(202).send({ status: "started", runId: run.id, firstEventId: await run.firstEventId });
-		} finally {
-			keyed?.release();
-		}
-	}
 
 	/** A repeated rewind's answer: the first one's, with its branch's messages read again. */
 	async function rewoundAgain(
@@ -244,7 +204,7 @@ export const branchRoutes: FastifyPluginAsyncTypebox = routePlugin("wheelhouse-b
 			const session = await app.wheelhouse.sessions.open(request.params.id, request.ownerId);
 			// regenerate takes no body: the operation alone is the request.
 			const keyed = await beginKeyed(app, request, session, "regenerate", null);
-			return startRun(request, reply, session, keyed, (options) => session.regenerate(options));
+			return startKeyedRun(app, request, reply, session, keyed, (options) => session.regenerate(options), true);
 		},
 	);
 
@@ -267,7 +227,8 @@ export const branchRoutes: FastifyPluginAsyncTypebox = routePlugin("wheelhouse-b
 			// The message edited is part of the request: the same key on another message is another request.
 			const keyed = await beginKeyed(app, request, session, "edit", { messageId, ...request.body });
 			const message = toUserMessage(request.body.content, request.body.images as ImageContent[] | undefined);
-			return startRun(request, reply, session, keyed, (options) => session.edit(messageId, message, options));
+			const start = (options: PortRunOptions) => session.edit(messageId, message, options);
+			return startKeyedRun(app, request, reply, session, keyed, start, true);
 		},
 	);
 

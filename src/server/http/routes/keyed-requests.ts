@@ -1,11 +1,13 @@
 /**
  * The route side of `Idempotency-Key` (src/server/http/idempotency.ts holds the rules): looking a
- * request's key up, answering a repeat with the first request's outcome, and recording what a
- * first request came to. Shared by the routes that start runs or queue messages (messages.ts)
- * and the branching routes (branches.ts), through the server's one {@link IdempotencyKeys}.
+ * request's key up, answering a repeat with the first request's outcome, recording what a first
+ * request came to, and starting a run under a key. Shared by the routes that start runs or queue
+ * messages (messages.ts) and the branching routes (branches.ts), through the server's one
+ * {@link IdempotencyKeys}.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { SessionPort } from "../../runtime/session/port.js";
+import { startAdmitted, targetOf, whenGone } from "../../runtime/session/admission.js";
+import type { PortRunOptions, SessionPort } from "../../runtime/session/port.js";
 import type { RunHandle } from "../../runtime/session/runs.js";
 import { type IdempotentOutcome, type KeyedRequest, parseIdempotencyKey } from "../idempotency.js";
 import { sseSink } from "../sse/open.js";
@@ -70,4 +72,48 @@ export async function answerRepeat(
 export function recordRun(keyed: KeyedRequest | undefined, afterCut = false) {
 	if (keyed?.kind !== "first") return undefined;
 	return (run: RunHandle, firstEventId: number) => keyed.recordRun(run, firstEventId, afterCut);
+}
+
+/** Answers a started run: the SSE stream was attached already, or 202 with its first event id. */
+export async function answerRun(reply: FastifyReply, run: RunHandle, sse: boolean) {
+	if (sse) return reply; // hijacked: the stream answers
+	const firstEventId = await run.firstEventId;
+	return reply.code(202).send({ status: "started", runId: run.id, firstEventId });
+}
+
+/**
+ * Starts a run with `start` under the request's key (a repeat gets the first request's answer):
+ * its SSE stream on `reply` with `Accept: text/event-stream`, else 202 with its first event id.
+ * `afterCut` as for {@link recordRun}.
+ */
+export async function startKeyedRun(
+	app: FastifyInstance,
+	request: FastifyRequest,
+	reply: FastifyReply,
+	session: SessionPort,
+	keyed: KeyedRequest | undefined,
+	start: (options: PortRunOptions) => Promise<RunHandle>,
+	afterCut = false,
+) {
+	if (keyed?.kind === "repeat") return answerRepeat(app, request, reply, session, keyed.outcome);
+	try {
+		const sse = wantsSse(request);
+		if (sse) app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
+		// Past a run limit under `admission: "queue"` the request waits for a slot (bounded).
+		const run = await startAdmitted(
+			app.wheelhouse.admission,
+			targetOf(session),
+			() =>
+				start({
+					onRun: recordRun(keyed, afterCut),
+					...(sse ? { stream: sseSink(reply, app.wheelhouse.stream) } : {}),
+					trace: request.traceContext,
+				}),
+			(started) => started,
+			{ signal: whenGone(reply.raw) },
+		);
+		return await answerRun(reply, run, sse);
+	} finally {
+		keyed?.release();
+	}
 }

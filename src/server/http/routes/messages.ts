@@ -5,10 +5,8 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ImageContent } from "../../../ai/types.js";
-import { startAdmitted, targetOf, whenGone } from "../../runtime/session/admission.js";
 import type { SessionPort } from "../../runtime/session/port.js";
 import type { QueuedAnswer } from "../../runtime/session/queues.js";
-import type { RunHandle } from "../../runtime/session/runs.js";
 import { toUserMessage } from "../../runtime/session/user-message.js";
 import type { IdempotentOutcome, KeyedRequest } from "../idempotency.js";
 import { routePlugin } from "../plugins.js";
@@ -29,8 +27,10 @@ import {
 import { sseSink } from "../sse/open.js";
 import {
 	answerRepeat as answerRepeatedRequest,
+	answerRun,
 	beginKeyed as beginKeyedRequest,
 	recordRun,
+	startKeyedRun,
 	wantsSse,
 } from "./keyed-requests.js";
 
@@ -53,13 +53,6 @@ export const messageRoutes: FastifyPluginAsyncTypebox = routePlugin("wheelhouse-
 		session: SessionPort,
 		outcome: IdempotentOutcome,
 	) => answerRepeatedRequest(app, request, reply, session, outcome);
-
-	/** Answers a started run: the SSE stream was attached already, or 202 with its first event id. */
-	async function answerRun(reply: FastifyReply, run: RunHandle, sse: boolean) {
-		if (sse) return reply; // hijacked: the stream answers
-		const firstEventId = await run.firstEventId;
-		return reply.code(202).send({ status: "started", runId: run.id, firstEventId });
-	}
 
 	/** The 202 body of a queued message. */
 	function queuedBody(q: QueuedAnswer) {
@@ -153,27 +146,7 @@ export const messageRoutes: FastifyPluginAsyncTypebox = routePlugin("wheelhouse-
 			const session = await app.wheelhouse.sessions.open(request.params.id, request.ownerId);
 			// continue takes no body: the operation alone is the request.
 			const keyed = await beginKeyed(request, session, "continue", null);
-			if (keyed?.kind === "repeat") return answerRepeat(request, reply, session, keyed.outcome);
-			try {
-				const sse = wantsSse(request);
-				if (sse) app.wheelhouse.streamSlots.hold(request.ownerId, session.id, reply.raw);
-				// Past a run limit under `admission: "queue"` the request waits for a slot (bounded).
-				const run = await startAdmitted(
-					app.wheelhouse.admission,
-					targetOf(session),
-					() =>
-						session.continue({
-							onRun: recordRun(keyed),
-							...(sse ? { stream: sseSink(reply, app.wheelhouse.stream) } : {}),
-							trace: request.traceContext,
-						}),
-					(started) => started,
-					{ signal: whenGone(reply.raw) },
-				);
-				return await answerRun(reply, run, sse);
-			} finally {
-				keyed?.release();
-			}
+			return startKeyedRun(app, request, reply, session, keyed, (options) => session.continue(options));
 		},
 	);
 

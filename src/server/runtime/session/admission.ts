@@ -151,14 +151,7 @@ export class Admission {
 		if (port.record.status === "running") return port.prompt(messages, ifBusy, options);
 		const ownerId = port.record.ownerId;
 		await this.options.checkBudgets?.(ownerId, port.record.tenant);
-		const tenant = ownerId === null ? null : this.options.tenantOf(ownerId);
-		const now = Date.now();
-		const outcome = await this.options.store.admit(
-			{ sessionId: port.id, ownerId, tenant, messages, enqueuedAt: now },
-			this.options.limits,
-			this.holder,
-			now,
-		);
+		const outcome = await this.admit(port.id, ownerId, messages);
 		if (outcome.kind === "session_waiting") {
 			throw sessionError(
 				"AGENT_BUSY",
@@ -171,17 +164,8 @@ export class Admission {
 			this.pump(); // a slot may have freed meanwhile
 			return { kind: "waiting", position, admissionId: entry.id };
 		}
-		const { entry } = outcome;
-		let result: PromptOutcome;
-		try {
-			result = await port.prompt(messages, ifBusy, options);
-		} catch (err) {
-			await this.release(entry.id);
-			throw err;
-		}
-		if (result.kind === "started") this.hold(entry.id, result.run);
-		else await this.release(entry.id);
-		return result;
+		const prompt = () => port.prompt(messages, ifBusy, options);
+		return this.startOnSlot(outcome.entry.id, prompt, (result) => (result.kind === "started" ? result.run : undefined));
 	}
 
 	/**
@@ -199,14 +183,7 @@ export class Admission {
 	): Promise<T> {
 		if (target.running) return start();
 		const { ownerId, sessionId } = target;
-		const tenant = ownerId === null ? null : this.options.tenantOf(ownerId);
-		const now = Date.now();
-		const outcome = await this.options.store.admit(
-			{ sessionId, ownerId, tenant, messages: [], enqueuedAt: now, waiter: this.holder },
-			this.options.limits,
-			this.holder,
-			now,
-		);
+		const outcome = await this.admit(sessionId, ownerId, [], this.holder);
 		if (outcome.kind === "session_waiting") {
 			throw sessionError(
 				"AGENT_BUSY",
@@ -215,16 +192,33 @@ export class Admission {
 		}
 		const { entry } = outcome;
 		if (outcome.kind === "queued") await this.waitForTurn(entry, outcome.position, wait);
+		return this.startOnSlot(entry.id, start, runOf);
+	}
+
+	/** Asks the store for a slot, or a place in its queue, for a run of `sessionId` (`waiter`: a request waits here). */
+	private admit(sessionId: string, ownerId: string | null, messages: AgentMessage[], waiter?: string) {
+		const tenant = ownerId === null ? null : this.options.tenantOf(ownerId);
+		const now = Date.now();
+		const entry = { sessionId, ownerId, tenant, messages, enqueuedAt: now, ...(waiter !== undefined && { waiter }) };
+		return this.options.store.admit(entry, this.options.limits, this.holder, now);
+	}
+
+	/** Runs `start` on slot `id`: the run it started (`runOf`) holds the slot; none, or a failure, gives it back. */
+	private async startOnSlot<T>(
+		id: number,
+		start: () => Promise<T>,
+		runOf: (started: T) => RunHandle | undefined,
+	): Promise<T> {
 		let started: T;
 		try {
 			started = await start();
 		} catch (err) {
-			await this.release(entry.id);
+			await this.release(id);
 			throw err;
 		}
 		const run = runOf(started);
-		if (run) this.hold(entry.id, run);
-		else await this.release(entry.id);
+		if (run) this.hold(id, run);
+		else await this.release(id);
 		return started;
 	}
 

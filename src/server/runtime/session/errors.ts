@@ -92,3 +92,13 @@ export function busyForContinueError(sessionId: string): SessionError {
 export function isSessionNotFound(err: unknown): boolean {
 	return err instanceof Error && (err as { code?: unknown }).code === "SESSION_NOT_FOUND" && "message" in err;
 }
+
+/** What `lookup` resolves to, or undefined when it rejects with `SESSION_NOT_FOUND`; other failures reject. */
+export async function unlessNotFound<T>(lookup: Promise<T>): Promise<T | undefined> {
+	try {
+		return await lookup;
+	} catch (err) {
+		if (isSessionNotFound(err)) return undefined;
+		throw err;
+	}
+}

@@ -245,13 +245,7 @@ export class SessionManager {
 		if (!session) return;
 		this.live.delete(id);
 		await session.destroy(reason, 5_000);
-		for (const ext of this.extensionList) {
-			try {
-				ext.onDelete?.(session);
-			} catch (err) {
-				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
-			}
-		}
+		this.tellDeleted(session);
 	}
 
 	/** Sessions currently in memory. */
@@ -703,6 +697,13 @@ export class SessionManager {
 	/** Aborts the session's run, closes its streams, deletes it from memory and the store. */
 	async delete(session: LiveSession): Promise<void> {
 		await session.destroy("session deleted", 5_000);
+		this.tellDeleted(session);
+		this.live.delete(session.id);
+		await this.options.store.deleteSession(session.id);
+	}
+
+	/** Tells each extension the session is gone (`onDelete`); one that throws is logged and the rest still hear. */
+	private tellDeleted(session: LiveSession): void {
 		for (const ext of this.extensionList) {
 			try {
 				ext.onDelete?.(session);
@@ -710,8 +711,6 @@ export class SessionManager {
 				this.options.logger.error({ err, extension: ext.name }, "extension onDelete failed");
 			}
 		}
-		this.live.delete(session.id);
-		await this.options.store.deleteSession(session.id);
 	}
 
 	private retentionTick(): void {
