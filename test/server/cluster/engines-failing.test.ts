@@ -280,8 +280,13 @@ describe.skipIf(!enabled)("engines failing under three replicas", () => {
 			).toHaveLength(2);
 			expectExactlyOnce(watcher, await storedLog(C!.url, id, 1));
 			expect(answerText((await json(`${C!.url}/v1/sessions/${id}/messages`)).body.messages)).toEqual([answer]);
-			// Nothing the cluster keeps was a key that pressure could evict.
-			expect(await admin.keys(`${prefix}*`)).toEqual([]);
+			// Nothing the cluster keeps is a key that pressure could evict without loss: what Redis may
+			// still hold is this session's tail and high-water mark, caches that expire (whether the
+			// pressure evicted them yet depends on how much of the answer came after the filling).
+			for (const key of await admin.keys(`${prefix}*`)) {
+				expect([`${prefix}tail:${id}`, `${prefix}published:${id}`], "only the session's tail and mark").toContain(key);
+				expect(await admin.pttl(key), `${key} expires`).toBeGreaterThan(0);
+			}
 			expect(await evicted()).toBeGreaterThan(0);
 
 			// Live across replicas again: a run on C streams to B.
