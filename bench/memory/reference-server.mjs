@@ -9,10 +9,12 @@
  *                                                         `message_update` without its partial copies
  *   GET  /healthz                 → 200
  *
- * Listens on 127.0.0.1:`PORT`.
+ * The same routes answer under `/v1` too (the paths bench/sse's guard client uses). Run as a program,
+ * it listens on 127.0.0.1:`PORT`; bench/sse starts it in its server process with `startReferenceServer`.
  */
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
+import { pathToFileURL } from "node:url";
 import { Agent } from "@mariozechner/pi-agent-core";
 import { createAssistantMessageEventStream, fauxAssistantMessage } from "@mariozechner/pi-ai";
 
@@ -90,6 +92,7 @@ async function readJson(request) {
 }
 
 const server = createServer(async (request, response) => {
+	if (request.url?.startsWith("/v1/")) request.url = request.url.slice(3);
 	try {
 		if (request.method === "GET" && request.url === "/healthz") {
 			response.writeHead(200, { "content-type": "application/json" }).end('{"status":"ok"}');
@@ -120,5 +123,14 @@ const server = createServer(async (request, response) => {
 		response.end(String(error));
 	}
 });
-server.listen(Number(process.env.PORT ?? 0), "127.0.0.1");
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+/** Listens on 127.0.0.1:`port` (0: an ephemeral one) and answers the base URL. */
+export function startReferenceServer(port = 0) {
+	return new Promise((resolve) => {
+		server.listen(port, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${server.address().port}` }));
+	});
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+	await startReferenceServer(Number(process.env.PORT ?? 0));
+	process.on("SIGTERM", () => server.close(() => process.exit(0)));
+}

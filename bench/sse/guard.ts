@@ -15,6 +15,9 @@
  *   npm run bench:guard -- --tree <ref> --record
  *                                            measure that commit instead of this tree: records a
  *                                            release's figures after the fact, on a quiet machine
+ *   npm run bench:guard -- --pi              also pi-agent-core's Agent behind a bare node:http SSE
+ *                                            endpoint with an echo model (bench/memory/reference-server.mjs,
+ *                                            plain JavaScript): what the agent loop alone costs over the baseline
  *   BENCH_GUARD_CONFIGS='{"compaction off":{"compaction":"off"}}'
  *                                            also this tree's memory-store server with those settings
  *                                            (ServerConfig keys), one server per name, in the same rounds:
@@ -60,6 +63,7 @@ const option = (name: string) =>
 const AGAINST = option("--against")?.split(",").filter(Boolean) ?? [];
 const TREE = option("--tree");
 const STORES = (option("--stores") ?? "memory,sqlite").split(",");
+const PI = process.argv.includes("--pi");
 const CONFIGS = JSON.parse(process.env.BENCH_GUARD_CONFIGS ?? "{}") as Record<string, Record<string, unknown>>;
 const TOOL_PROMPT = '/tool calculate {"expression":"6*7"}';
 
@@ -239,6 +243,7 @@ async function main(): Promise<number> {
 				root: treeRoot,
 			});
 		}
+		if (PI) variants.push({ name: "pi-agent-core loop + node:http", start: { kind: "pi" } });
 		for (const [i, ref] of AGAINST.entries()) {
 			const at = commitOf(ref);
 			variants.push(...storesOf(at, checkoutOf(ref, dbDir, `against-${i}`), ` at ${at}`));

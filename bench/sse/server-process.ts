@@ -5,7 +5,8 @@
  * SQLite or PostgreSQL store, metrics on unless `metrics: "off"`, tracing on with `otlpEndpoint`) with one extra tool, `bench_wait`, that runs until the orchestrator says
  * `release` (for the steering measurement).
  *
- * Or the bare Fastify baseline of the guard (fastify-baseline.ts).
+ * Or the bare Fastify baseline of the guard (fastify-baseline.ts), or pi-agent-core's loop behind a
+ * bare endpoint (bench/memory/reference-server.mjs) for the guard's `--pi`.
  *
  * IPC: receives one {@link ServerStart}, answers `{type:"ready", url}`; then `{type:"rss"}` →
  * `{type:"rss", rss}`, `{type:"cpu"}` → `{type:"cpu", micros}` (process CPU time so far),
@@ -22,6 +23,8 @@ export type ServerStart =
 	| { kind: "raw"; streams: Record<string, string> }
 	/** The bare Fastify baseline (fastify-baseline.ts): `prompts` maps a prompt message to its recorded stream. */
 	| { kind: "fastify"; prompts: Record<string, string> }
+	/** pi-agent-core's Agent behind a bare node:http SSE endpoint with an echo model (bench/memory/reference-server.mjs). */
+	| { kind: "pi" }
 	| {
 			kind: "wheelhouse";
 			store: "memory" | "sqlite" | "postgres";
@@ -150,6 +153,11 @@ async function start(message: ServerStart): Promise<void> {
 		const { startFastifyBaseline } = await import("./fastify-baseline.js");
 		const streams = new Map(Object.entries(message.prompts).map(([prompt, body]) => [prompt, splitFrames(body)]));
 		reply({ type: "ready", url: (await startFastifyBaseline(streams)).url });
+		return;
+	}
+	if (message.kind === "pi") {
+		const { startReferenceServer } = await import("../memory/reference-server.mjs");
+		reply({ type: "ready", url: (await startReferenceServer()).url });
 		return;
 	}
 	if (message.kind === "raw") {
