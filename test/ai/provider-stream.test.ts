@@ -303,6 +303,8 @@ describe("streamProvider: failures are error events", () => {
 		server.enqueue({ stall: true });
 		const { message } = await run({ ...fast, timeoutMs: 150, maxRetries: 0 });
 		expect(message.errorMessage).toMatch(/timed out/);
+		// The request reached the server (and took its stalled response), even if after the timeout.
+		await server.waitForRequests(1);
 	});
 
 	it("the model's idleTimeoutMs applies when the call sets no timeoutMs; the call's own wins", async () => {
@@ -313,9 +315,18 @@ describe("streamProvider: failures are error events", () => {
 				buildRequest: () => ({ url: `${server.url}/v1/test`, body: {} }),
 				createHandler: handler,
 			}).result();
-		server.enqueue({ stallAfterBytes: 0 }, { stallAfterBytes: 0 });
-		expect((await call({})).errorMessage).toBe("Request timed out: no data from the provider for 120 ms");
-		expect((await call({ timeoutMs: 60 })).errorMessage).toBe("Request timed out: no data from the provider for 60 ms");
+		// Every request stalls after its headers, not only the next two queued: on a loaded machine the
+		// server may take a request an earlier test's call gave up on only now, and it would use one.
+		const fallback = server.fallback;
+		server.fallback = { stallAfterBytes: 0 };
+		try {
+			expect((await call({})).errorMessage).toBe("Request timed out: no data from the provider for 120 ms");
+			expect((await call({ timeoutMs: 60 })).errorMessage).toBe(
+				"Request timed out: no data from the provider for 60 ms",
+			);
+		} finally {
+			server.fallback = fallback;
+		}
 	});
 
 	it("buildRequest throwing ends in an error event", async () => {
