@@ -5,8 +5,6 @@
  * event the client read (its `message_start` included: a streaming message's first event) must be
  * in the log, with the same id, type and data. On SQLite and on PostgreSQL.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,6 +12,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openPostgresStore } from "../../../src/store/postgres/index.js";
 import { openSqliteStore } from "../../../src/store/sqlite/index.js";
 import type { SessionStore, StoredEvent } from "../../../src/store/types.js";
+import { runKilledFixture } from "../../helpers/killed-fixture.js";
 import { havePostgres, NO_POSTGRES, PG_URL, testSchemas } from "../../helpers/postgres.js";
 
 /**
@@ -39,21 +38,7 @@ interface Seen {
 
 /** Runs the fixture with `args`; resolves with what its client read before the process was killed. */
 async function runAndKill(args: string[]): Promise<Seen> {
-	const child = spawn(
-		process.execPath,
-		["--import", "tsx", path.join(import.meta.dirname, "../fixtures", "kill-after-event.ts"), ...args],
-		{ stdio: ["ignore", "pipe", "pipe"] },
-	);
-	let out = "";
-	let err = "";
-	child.stdout.on("data", (d) => {
-		out += d;
-	});
-	child.stderr.on("data", (d) => {
-		err += d;
-	});
-	const [, signal] = await once(child, "exit");
-	expect(signal, `${out}\n${err}`).toBe("SIGKILL");
+	const out = await runKilledFixture("kill-after-event.ts", args);
 	return JSON.parse(out.split("\n")[0]!) as Seen;
 }
 

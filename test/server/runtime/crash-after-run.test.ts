@@ -3,13 +3,12 @@
  * A real server in a child process (test/server/fixtures/kill-after-run.ts), SIGKILLed;
  * the file is then reopened with the real store.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqliteStore, type SqliteSessionStore } from "../../../src/store/sqlite/index.js";
+import { runKilledFixture } from "../../helpers/killed-fixture.js";
 
 const dirs: string[] = [];
 const stores: SqliteSessionStore[] = [];
@@ -19,27 +18,7 @@ afterEach(() => {
 });
 
 async function runAndKill(db: string, flushIntervalMs: number): Promise<string> {
-	const child = spawn(
-		process.execPath,
-		[
-			"--import",
-			"tsx",
-			path.join(import.meta.dirname, "../fixtures", "kill-after-run.ts"),
-			db,
-			String(flushIntervalMs),
-		],
-		{ stdio: ["ignore", "pipe", "pipe"] },
-	);
-	let out = "";
-	let err = "";
-	child.stdout.on("data", (d) => {
-		out += d;
-	});
-	child.stderr.on("data", (d) => {
-		err += d;
-	});
-	const [, signal] = await once(child, "exit");
-	expect(signal, `${out}\n${err}`).toBe("SIGKILL");
+	const out = await runKilledFixture("kill-after-run.ts", [db, String(flushIntervalMs)]);
 	expect(out).toContain("seen agent_end");
 	return out.split("\n")[0]!;
 }
