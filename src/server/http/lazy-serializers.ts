@@ -4,22 +4,25 @@
  * content type) when the app gets ready: generated code for ~100 routes × their error statuses,
  * most of which a given deployment never answers. Compiling on first use keeps that code out of
  * an idle server; each route pays once, on its first answer with that status. The serializers
- * are Fastify's own (the same compiler and options), only later.
+ * are Fastify's own (the same compiler and options), only later, and compiled from the schema as
+ * serialization-schema.ts rewrites it: unions of primitive types or literals become `type` lists,
+ * so that writing them does not validate each value against each branch. The JSON is the same.
  *
  * Trade-off: a response schema fast-json-stringify cannot compile fails on the first response
  * that uses it (a 500) instead of at startup; the route tests answer every status they declare.
  */
 import SerializerSelector from "@fastify/fast-json-stringify-compiler";
+import { forSerialization, sharedForSerialization } from "./serialization-schema.js";
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
 /** For Fastify's `schemaController.compilersFactory.buildSerializer`: Fastify's factory, compiling lazily. */
 export const lazySerializerFactory: SerializerFactory = (externalSchemas, options) => {
-	const compile = SerializerSelector()(externalSchemas, options);
+	const compile = SerializerSelector()(sharedForSerialization(externalSchemas), options);
 	return (route) => {
 		let serialize: ((doc: unknown) => string) | undefined;
 		return function serializeOnFirstUse(doc: unknown): string {
-			serialize ??= compile(route);
+			serialize ??= compile({ ...route, schema: forSerialization(route.schema) });
 			return serialize(doc);
 		};
 	};
