@@ -7,22 +7,31 @@
  * are Fastify's own (the same compiler and options), only later, and compiled from the schema as
  * serialization-schema.ts rewrites it: unions of primitive types or literals become `type` lists,
  * so that writing them does not validate each value against each branch. The JSON is the same.
+ * Schemas with a `$ref` into a union are compiled as declared.
  *
  * Trade-off: a response schema fast-json-stringify cannot compile fails on the first response
  * that uses it (a 500) instead of at startup; the route tests answer every status they declare.
  */
 import SerializerSelector from "@fastify/fast-json-stringify-compiler";
-import { forSerialization, sharedForSerialization } from "./serialization-schema.js";
+import { forSerialization, refersIntoUnion, sharedForSerialization } from "./serialization-schema.js";
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
 
 /** For Fastify's `schemaController.compilersFactory.buildSerializer`: Fastify's factory, compiling lazily. */
 export const lazySerializerFactory: SerializerFactory = (externalSchemas, options) => {
-	const compile = SerializerSelector()(sharedForSerialization(externalSchemas), options);
+	const asDeclared = SerializerSelector()(externalSchemas, options);
+	// A `$ref` into a union (in a shared schema or in the route's) needs the schemas as declared.
+	const rewritten = refersIntoUnion(externalSchemas)
+		? undefined
+		: SerializerSelector()(sharedForSerialization(externalSchemas), options);
+	function compile(route: Parameters<typeof asDeclared>[0]) {
+		if (!rewritten || refersIntoUnion(route.schema)) return asDeclared(route);
+		return rewritten({ ...route, schema: forSerialization(route.schema) });
+	}
 	return (route) => {
 		let serialize: ((doc: unknown) => string) | undefined;
 		return function serializeOnFirstUse(doc: unknown): string {
-			serialize ??= compile({ ...route, schema: forSerialization(route.schema) });
+			serialize ??= compile(route);
 			return serialize(doc);
 		};
 	};

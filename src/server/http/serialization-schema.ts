@@ -13,7 +13,7 @@
  *   `{ type: <the literals' types>, enum: [<the literals>] }`, which fast-json-stringify writes
  *   by type (it does not read `enum`): a literal's value comes out as the literal would have.
  *
- * The parent's annotations (`title`, `description`, ...) and `default` are kept. Any other
+ * The parent's annotations (`title`, `description`, ...), `default` and `$id` are kept. Any other
  * union (objects, arrays, `$ref`, formats, a parent with other keywords) is left as it is:
  * there the branch decides how the value is written.
  *
@@ -31,6 +31,12 @@ type Node = Record<string, unknown>;
 
 /** Keywords fast-json-stringify ignores when it writes a value: they describe the schema only. */
 const ANNOTATIONS = new Set(["title", "description", "$comment", "examples", "deprecated", "readOnly", "writeOnly"]);
+
+/**
+ * What a rewritten union keeps besides its annotations: the `default` written for an absent
+ * property, and the `$id` a `$ref` finds it by (its branches hold no `$ref` it could rebase).
+ */
+const PARENT_KEEPS = new Set(["default", "$id"]);
 
 /** Types fast-json-stringify writes without looking into the value. */
 const PRIMITIVE_TYPES = new Set(["string", "number", "integer", "boolean", "null"]);
@@ -114,7 +120,7 @@ function primitiveUnion(schema: Node): Node | undefined {
 	const { anyOf } = schema;
 	if (!Array.isArray(anyOf) || anyOf.length === 0) return undefined;
 	for (const key of Object.keys(schema)) {
-		if (key !== "anyOf" && key !== "default" && !ANNOTATIONS.has(key)) return undefined;
+		if (key !== "anyOf" && !PARENT_KEEPS.has(key) && !ANNOTATIONS.has(key)) return undefined;
 	}
 	const branches: Branch[] = [];
 	for (const option of anyOf) {
@@ -165,6 +171,20 @@ function copySchema(schema: unknown, seen: WeakMap<object, unknown>): unknown {
 		Object.assign(out, union);
 	}
 	return out;
+}
+
+/** A `$ref` through an `anyOf` (`#/properties/a/anyOf/0`): the rewrite would leave it pointing at nothing. */
+const INTO_UNION = /\/anyOf(\/|$)/;
+
+/**
+ * Whether `schemas` (a schema, or a map of them) hold a `$ref` into an `anyOf`. Such a schema must
+ * be compiled as it is: {@link forSerialization} removes the `anyOf`s it rewrites.
+ */
+export function refersIntoUnion(schemas: unknown): boolean {
+	if (Array.isArray(schemas)) return schemas.some(refersIntoUnion);
+	if (!isNode(schemas)) return false;
+	if (typeof schemas.$ref === "string" && INTO_UNION.test(schemas.$ref)) return true;
+	return Object.values(schemas).some(refersIntoUnion);
 }
 
 /**
