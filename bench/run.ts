@@ -1,7 +1,7 @@
 /**
  * Runs every benchmark present, one after another, each in its own process (so one bench's heap,
  * sockets and JIT state cannot skew the next): bench/loop, bench/providers, bench/store, bench/sse, bench/facades,
- * bench/tools, bench/compaction, bench/usage, bench/memory, bench/cluster (it skips without PostgreSQL and Redis).
+ * bench/tools, bench/compaction, bench/usage, bench/memory, bench/serializers, bench/cluster (it skips without PostgreSQL and Redis).
  *
  *   npm run bench [-- --only sse,store] [-- any other flags are passed to each bench, e.g. --quick]
  */
@@ -12,7 +12,19 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
-const ORDER = ["loop", "providers", "store", "sse", "facades", "tools", "compaction", "usage", "memory", "cluster"];
+const ORDER = [
+	"loop",
+	"providers",
+	"store",
+	"sse",
+	"facades",
+	"tools",
+	"compaction",
+	"usage",
+	"memory",
+	"serializers",
+	"cluster",
+];
 
 const args = process.argv.slice(2);
 const onlyAt = args.indexOf("--only");
