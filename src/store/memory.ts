@@ -17,6 +17,8 @@ import {
 	checkLimit,
 	closedError,
 	copyConfig,
+	copySessionRecord,
+	copyUsage,
 	cursorPage,
 	decodeCursor,
 	duplicateRunError,
@@ -82,10 +84,6 @@ interface MemorySession {
 	pending: Map<string, PendingInteraction>;
 	/** By key, least recently put first (Map order). */
 	idempotency: Map<string, IdempotencyRecord>;
-}
-
-function copyRecord(r: SessionRecord): SessionRecord {
-	return structuredClone(r);
 }
 
 export class MemorySessionStore implements SessionStore {
@@ -157,12 +155,12 @@ export class MemorySessionStore implements SessionStore {
 			pending: new Map(),
 			idempotency: new Map(),
 		});
-		return copyRecord(record);
+		return copySessionRecord(record);
 	}
 
 	async getSession(sessionId: string): Promise<SessionRecord | undefined> {
 		const s = this.get(sessionId);
-		return s && copyRecord(s.record);
+		return s && copySessionRecord(s.record);
 	}
 
 	async updateSession(
@@ -175,7 +173,7 @@ export class MemorySessionStore implements SessionStore {
 		const r = s.record;
 		Object.assign(r, patchConfig(r, patch));
 		r.updatedAt = at;
-		return copyRecord(r);
+		return copySessionRecord(r);
 	}
 
 	async listSessions(options: SessionListOptions = {}): Promise<SessionPage> {
@@ -197,7 +195,7 @@ export class MemorySessionStore implements SessionStore {
 			.filter((r) => !after || r.createdAt > after[0] || (r.createdAt === after[0] && r.id > after[1]))
 			.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 		const { page, ...next } = cursorPage(all, limit);
-		return { sessions: page.map(copyRecord), ...next };
+		return { sessions: page.map(copySessionRecord), ...next };
 	}
 
 	async deleteSession(sessionId: string): Promise<boolean> {
@@ -488,7 +486,7 @@ export class MemorySessionStore implements SessionStore {
 		return [...s.runs.values()]
 			.sort((a, b) => a.startedAt - b.startedAt)
 			.slice(-max)
-			.map((r) => structuredClone(r));
+			.map((r) => ({ ...r, usage: copyUsage(r.usage) }));
 	}
 
 	async recoverInterrupted(

@@ -5,7 +5,7 @@
 
 import type { AgentMessage } from "../agent/types.js";
 import { zeroUsage } from "../ai/usage.js";
-import type { LeaseStore, NewSession, SessionConfig, StoredEvent, UsageTotals } from "./types.js";
+import type { LeaseStore, NewSession, SessionConfig, SessionRecord, StoredEvent, UsageTotals } from "./types.js";
 
 const DEFAULT_MAX_EVENTS_PER_SESSION = 10_000;
 
@@ -193,6 +193,57 @@ const CONFIG_KEYS = [
 	"onInterrupt",
 ] as const satisfies readonly (keyof SessionConfig)[];
 
+/**
+ * The keys of `T` whose values are (or may be) objects or arrays: a copy of a `T` must copy
+ * these, not share them.
+ */
+type NestedKeys<T> = {
+	[K in keyof T]-?: NonNullable<T[K]> extends string | number | boolean | bigint ? never : K;
+}[keyof T];
+
+/** The object-valued fields of `SessionRecord` that are not yet in {@link NESTED_RECORD_FIELDS}. */
+type UnlistedNestedField = Exclude<NestedKeys<SessionRecord>, (typeof NESTED_FIELDS)[number]>;
+
+const NESTED_FIELDS = [
+	"tools",
+	"metadata",
+	"clientTools",
+	"toolApprovals",
+	"compaction",
+	"budget",
+	"usage",
+] as const satisfies readonly NestedKeys<SessionRecord>[];
+
+/**
+ * The object-valued fields of a session record, each copied by {@link copyConfig} or
+ * {@link copySessionRecord}. A field added to `SessionRecord` (or `SessionConfig`) whose value is
+ * an object fails to compile here, naming it (`missing`), until it is listed and copied; the
+ * record copy test then checks that each listed field is copied, not shared.
+ */
+export const NESTED_RECORD_FIELDS: readonly NestedKeys<SessionRecord>[] &
+	([UnlistedNestedField] extends [never] ? unknown : { missing: UnlistedNestedField }) = NESTED_FIELDS;
+
+/**
+ * A deep copy of JSON data (objects, arrays, primitives): what a client declares and the SQL
+ * stores keep as JSON text. Own keys named `__proto__` stay own data properties (spread defines
+ * them instead of setting the prototype).
+ */
+function copyJson<T>(value: T): T {
+	if (typeof value !== "object" || value === null) return value;
+	if (Array.isArray(value)) return value.map(copyJson) as T;
+	const out: Record<string, unknown> = { ...(value as Record<string, unknown>) };
+	for (const key of Object.keys(out)) {
+		const v = out[key];
+		if (typeof v === "object" && v !== null) out[key] = copyJson(v);
+	}
+	return out as T;
+}
+
+/** A copy of a usage total (its `cost` included). */
+export function copyUsage(u: UsageTotals): UsageTotals {
+	return { ...u, cost: { ...u.cost } };
+}
+
 /** The config fields of `c`, copied: a memory record's, and what the SQL stores' `config` column holds. */
 export function copyConfig(c: SessionConfig | NewSession): SessionConfig {
 	return {
@@ -204,7 +255,7 @@ export function copyConfig(c: SessionConfig | NewSession): SessionConfig {
 		steeringMode: c.steeringMode,
 		followUpMode: c.followUpMode,
 		metadata: { ...c.metadata },
-		clientTools: structuredClone(c.clientTools ?? []),
+		clientTools: c.clientTools ? copyJson(c.clientTools) : [],
 		toolApprovals: { ...c.toolApprovals },
 		...(c.compaction ? { compaction: { ...c.compaction } } : {}),
 		...(c.budget ? { budget: { ...c.budget } } : {}),
@@ -212,11 +263,32 @@ export function copyConfig(c: SessionConfig | NewSession): SessionConfig {
 	};
 }
 
-/** `config` with the fields `patch` gives replaced. */
+/**
+ * A copy of `r` that shares no object with it: neither side's later changes show through the
+ * other (what the memory store hands out and keeps).
+ */
+export function copySessionRecord(r: SessionRecord): SessionRecord {
+	return {
+		id: r.id,
+		ownerId: r.ownerId,
+		tenant: r.tenant,
+		visibility: r.visibility,
+		...copyConfig(r),
+		createdAt: r.createdAt,
+		updatedAt: r.updatedAt,
+		lastActiveAt: r.lastActiveAt,
+		status: r.status,
+		interruptedAt: r.interruptedAt,
+		currentRunId: r.currentRunId,
+		usage: copyUsage(r.usage),
+		messageCount: r.messageCount,
+		lastEventId: r.lastEventId,
+	};
+}
+
+/** `config` with the fields `patch` gives replaced (copied: the result shares nothing with either). */
 export function patchConfig(config: SessionConfig, patch: Partial<SessionConfig>): SessionConfig {
-	const next = copyConfig(config);
-	for (const key of CONFIG_KEYS) {
-		if (patch[key] !== undefined) (next as unknown as Record<string, unknown>)[key] = patch[key];
-	}
-	return copyConfig(next);
+	const next: Record<string, unknown> = {};
+	for (const key of CONFIG_KEYS) next[key] = patch[key] !== undefined ? patch[key] : config[key];
+	return copyConfig(next as unknown as SessionConfig);
 }
