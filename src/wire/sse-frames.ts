@@ -58,7 +58,10 @@ export function formatFrame(frame: { id?: string | number; event?: string; data:
  * {@link formatFrame} for the hot path: an event with an integer id and a `data` that is one line
  * of JSON (JSON.stringify output never contains a raw CR or LF). Same bytes as `formatFrame`.
  * An event name the server sends has its lines ready-made; any other is checked every time (a
- * cache of checked names would be state shared by every app of the process).
+ * cache of checked names would be state shared by every app of the process). The scan of `data`
+ * for line breaks stays even though the server's data is JSON: it flattens a concatenated `data`
+ * in place, so a store that keeps the string (the memory store) keeps one flat string, not the
+ * tree of pieces it was built from, which the collector would copy and promote object by object.
  */
 export function formatEventFrame(id: number, event: string, data: string): string {
 	const lines = EVENT_LINES.get(event);
