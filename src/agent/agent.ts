@@ -58,6 +58,12 @@ export interface AgentOptions {
 
 type AgentListener = (event: AgentEvent, signal: AbortSignal) => Promise<void> | void;
 
+/** A subscribed listener and its subscription number (a listener subscribed again later gets a new, higher one). */
+interface ListenerEntry {
+	readonly listener: AgentListener;
+	readonly seq: number;
+}
+
 /** `AgentState` with the runtime fields writable from inside the class. */
 type MutableAgentState = {
 	-readonly [K in keyof AgentState]: AgentState[K];
@@ -130,7 +136,15 @@ function createMutableState(initial: AgentOptions["initialState"]): MutableAgent
  */
 export class Agent {
 	private _state: MutableAgentState;
-	private readonly listeners = new Set<AgentListener>();
+	/**
+	 * The listeners in subscription order, replaced (never changed in place) by every subscribe and
+	 * unsubscribe. A delivery walks it by index, with no iterator per event, and keeps the rules of a
+	 * `Set`'s iteration when a listener changes it during a delivery: it goes on after the listener
+	 * it last called, in the list as it is now, so one subscribed meanwhile is called too and one
+	 * unsubscribed before its turn is not.
+	 */
+	private listeners: readonly ListenerEntry[] = [];
+	private nextListenerSeq = 0;
 	private readonly steeringQueue: PendingMessageQueue;
 	private readonly followUpQueue: PendingMessageQueue;
 	convertToLlm: (messages: AgentMessage[]) => Message[] | Promise<Message[]>;
@@ -178,8 +192,18 @@ export class Agent {
 	 * Returns the unsubscribe function.
 	 */
 	subscribe(listener: AgentListener): () => void {
-		this.listeners.add(listener);
-		return () => this.listeners.delete(listener);
+		if (!this.listeners.some((entry) => entry.listener === listener)) {
+			this.listeners = [...this.listeners, { listener, seq: this.nextListenerSeq++ }];
+		}
+		return () => this.unsubscribe(listener);
+	}
+
+	/** Removes `listener`; false when it was not subscribed. */
+	private unsubscribe(listener: AgentListener): boolean {
+		const rest = this.listeners.filter((entry) => entry.listener !== listener);
+		if (rest.length === this.listeners.length) return false;
+		this.listeners = rest;
+		return true;
 	}
 
 	/** Current agent state. Assigning `state.tools` or `state.messages` copies the top-level array. */
@@ -443,22 +467,39 @@ export class Agent {
 		}
 		const signal = this.activeRun?.signal;
 		if (!signal) throw new Error("Agent listener invoked outside active run");
-		const listeners = this.listeners.values();
-		for (let next = listeners.next(); !next.done; next = listeners.next()) {
-			const pending = next.value(event, signal);
-			if (pending) return this.awaitListeners(pending, listeners, event, signal);
+		let entries = this.listeners;
+		for (let i = 0; i < entries.length; ) {
+			const entry = entries[i++] as ListenerEntry;
+			const pending = entry.listener(event, signal);
+			if (pending) return this.awaitListeners(pending, entry.seq, event, signal);
+			if (entries !== this.listeners) {
+				// The listener subscribed or unsubscribed one: go on after it in the list as it is now.
+				entries = this.listeners;
+				i = entries.findIndex((next) => next.seq > entry.seq);
+				if (i < 0) break;
+			}
 		}
 		return undefined;
 	}
 
-	/** The rest of {@link processEvent} once a listener returned a promise: each one awaited in turn. */
+	/**
+	 * The rest of {@link processEvent} once a listener returned a promise: the listeners subscribed
+	 * after subscription `after`, each awaited in turn.
+	 */
 	private async awaitListeners(
 		pending: Promise<void>,
-		rest: Iterator<AgentListener>,
+		after: number,
 		event: AgentEvent,
 		signal: AbortSignal,
 	): Promise<void> {
 		await pending;
-		for (let next = rest.next(); !next.done; next = rest.next()) await next.value(event, signal);
+		for (let entry = this.listenerAfter(after); entry; entry = this.listenerAfter(entry.seq)) {
+			await entry.listener(event, signal);
+		}
+	}
+
+	/** The first listener subscribed after subscription `seq`: where a `Set`'s iterator would go on. */
+	private listenerAfter(seq: number): ListenerEntry | undefined {
+		return this.listeners.find((entry) => entry.seq > seq);
 	}
 }

@@ -382,18 +382,29 @@ export function toWireEvent(event: AgentEvent): WireEvent {
 }
 
 /**
+ * What a delta's `data:` line says before its index, per delta type: the line is then built from
+ * four pieces, not seven (each join of a long string is an object to collect, one per delta).
+ */
+const DELTA_HEADS: ReadonlyMap<string, string> = new Map(
+	(["text_delta", "thinking_delta", "toolcall_delta"] as const).map((type) => [
+		type,
+		`{"type":"message_update","assistantMessageEvent":{"type":"${type}","contentIndex":`,
+	]),
+);
+
+/**
  * `JSON.stringify(toWireEvent(event))`: the `data:` line of the event's frame. Deltas, most of a
  * stream, are written directly (the same bytes, without building the compact object first).
  */
 export function encodeWireData(event: AgentEvent | ServerEvent): string {
 	if (event.type !== "message_update") return JSON.stringify(event);
 	const inner = (event as Extract<AgentEvent, { type: "message_update" }>).assistantMessageEvent;
-	if (
-		(inner.type === "text_delta" || inner.type === "thinking_delta" || inner.type === "toolcall_delta") &&
-		Number.isSafeInteger(inner.contentIndex) &&
-		typeof inner.delta === "string"
-	) {
-		return `{"type":"message_update","assistantMessageEvent":{"type":"${inner.type}","contentIndex":${inner.contentIndex},"delta":${JSON.stringify(inner.delta)}}}`;
+	const head = DELTA_HEADS.get(inner.type);
+	if (head !== undefined) {
+		const { contentIndex, delta } = inner as Extract<AssistantMessageEvent, { type: "text_delta" }>;
+		if (Number.isSafeInteger(contentIndex) && typeof delta === "string") {
+			return `${head}${contentIndex},"delta":${JSON.stringify(delta)}}}`;
+		}
 	}
 	return JSON.stringify(toWireEvent(event as AgentEvent));
 }

@@ -339,6 +339,47 @@ describe.skipIf(!available)("parity with pi-agent-core 0.73.1", () => {
 			},
 		},
 		{
+			name: "listeners subscribed and unsubscribed during a delivery, synchronous and awaited",
+			steps: () => [{ content: "one two three four" }],
+			run: async (AgentClass, streamFn, record) => {
+				const agent = new AgentClass({ initialState: { model }, streamFn });
+				let n = 0;
+				const late = (event: AgentEvent) => record({ late: `${n}:${event.type}` });
+				const second = (event: AgentEvent) => record({ second: `${n}:${event.type}` });
+				const third = (event: AgentEvent) => record({ third: `${n}:${event.type}` });
+				let offSecond = (): unknown => undefined;
+				let offThird = (): unknown => undefined;
+				let offLate = (): unknown => undefined;
+				agent.subscribe((event) => {
+					n++;
+					record({ first: `${n}:${event.type}` });
+					// Subscribed during a delivery: called for this event already.
+					if (n === 2) offLate = agent.subscribe(late);
+					// Unsubscribed before its turn: not called.
+					if (n === 4) record({ removed: offThird() });
+					// Unsubscribed and subscribed again: called once, last.
+					if (n === 6) {
+						offSecond();
+						offSecond = agent.subscribe(second);
+					}
+					// An awaited listener that changes the list before the others' turn.
+					if (n === 8) {
+						return Promise.resolve().then(() => {
+							record({ removed: offLate(), again: offLate() });
+							offThird = agent.subscribe(third);
+						});
+					}
+					// Subscribing a subscribed listener again changes nothing.
+					if (n === 10) agent.subscribe(second);
+					return undefined;
+				});
+				offSecond = agent.subscribe(second);
+				offThird = agent.subscribe(third);
+				await agent.prompt("go");
+				record({ messages: agent.state.messages });
+			},
+		},
+		{
 			name: "continue from a tool result",
 			steps: () => [{ content: "resumed" }],
 			run: async (AgentClass, streamFn, record) => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatComment, formatFrame, formatRetry } from "../../src/wire/sse-frames.js";
+import { SSE_EVENT_NAMES } from "../../src/wire/events.js";
+import { formatComment, formatEventFrame, formatFrame, formatRetry } from "../../src/wire/sse-frames.js";
 
 describe("SSE frames", () => {
 	it("writes id, event and data, ending with a blank line", () => {
@@ -25,5 +26,18 @@ describe("SSE frames", () => {
 	it("writes retry: as a line with no blank line, to join the next event's frame", () => {
 		expect(formatRetry(2000)).toBe("retry: 2000\n");
 		expect(formatRetry(1.7)).toBe("retry: 1\n");
+	});
+
+	it("writes an event's frame on the hot path with the same bytes as formatFrame, for every name", () => {
+		const data = '{"type":"x","text":"a\\nb"}';
+		for (const event of [...SSE_EVENT_NAMES, "custom_event", ""]) {
+			for (const id of [1, 42, 1_000_000]) {
+				expect(formatEventFrame(id, event, data)).toBe(formatFrame({ id, event, data }));
+			}
+		}
+		// Data that is not one line, or an id that is not a safe integer, still gets formatFrame's rules.
+		expect(formatEventFrame(3, "message_update", "a\nb")).toBe("id: 3\nevent: message_update\ndata: a\ndata: b\n\n");
+		expect(formatEventFrame(0.5, "message_update", "x")).toBe("id: 0.5\nevent: message_update\ndata: x\n\n");
+		expect(() => formatEventFrame(1, "a\nb", "x")).toThrow(/event must not contain CR or LF/);
 	});
 });
