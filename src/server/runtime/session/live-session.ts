@@ -17,6 +17,7 @@ import type {
 	AgentTool,
 	BeforeToolCallContext,
 	BeforeToolCallResult,
+	StreamFn,
 } from "../../../agent/types.js";
 import { streamSimple } from "../../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions, Usage } from "../../../ai/types.js";
@@ -33,13 +34,18 @@ import type {
 	SessionVisibility,
 	SupersededBranch,
 } from "../../../store/types.js";
-import { selectTools } from "../../../tools/selection.js";
 import type { ServerEvent } from "../../../wire/events.js";
 import { AgentEventRecorder } from "./agent-events.js";
 import { busyForContinueError, sessionError } from "./errors.js";
 import { SessionEventLog } from "./event-log.js";
 import { type ExtensionEventTable, ExtensionObserver } from "./extension-events.js";
-import { buildModelCallChain, type ConvertToLlm, type ModelCallHooks, type ModelCallLayer } from "./model-calls.js";
+import {
+	type BeforeToolCall,
+	buildModelCallChain,
+	type ConvertToLlm,
+	type ModelCallHooks,
+	type ModelCallLayer,
+} from "./model-calls.js";
 import { type SessionObserver, SessionObservers } from "./observers.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
 import type { RewindPlan } from "./rewind.js";
@@ -111,10 +117,11 @@ export interface SessionExtension {
 	/** A session was created from `input` (the `POST /v1/sessions` body). */
 	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
 	/**
-	 * The session was brought into memory (created, or loaded from the store), before any request
-	 * can reach it: read what the extension keeps in the store for it.
+	 * The session was brought into memory (`origin`: `created` just now, or `stored`: loaded from
+	 * the store), before any request can reach it: read what the extension keeps in the store for
+	 * it. A session just created has nothing stored but its record and transcript.
 	 */
-	load?(session: LiveSession): Promise<void>;
+	load?(session: LiveSession, origin: "created" | "stored"): Promise<void>;
 	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError (or a SessionError) to reject it. */
 	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
 	/** A session object was built (created, or loaded from the store): may install hooks on its Agent. */
@@ -151,11 +158,16 @@ export interface LiveSessionDeps {
 	store: SessionStore;
 	logger: FastifyBaseLogger;
 	resolveModel(spec: string): Model<any> | undefined;
-	/** Tools of the server by name. */
-	serverTools(): Map<string, AgentTool<any>>;
+	/**
+	 * The server tools `selectors` (a session's `tools`, see `tools/selection.ts`) enable as they are
+	 * registered now, in registration order. Contract: sessions with the same selection may get the
+	 * same array; it must not be changed.
+	 */
+	serverTools(selectors: readonly string[]): readonly AgentTool<any>[];
 	extensions(): readonly SessionExtension[];
 	/** The same extensions by the event types their `onEvent` takes. */
 	extensionEvents(): ExtensionEventTable<SessionExtension>;
+	/** Called without `this` (the Agent gets it as it is). */
 	getApiKey(provider: string): string | undefined;
 	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
 	providerIdleTimeoutMs?: number;
@@ -200,6 +212,8 @@ export class LiveSession {
 	/** The layers around the model calls, by layer (see `model-calls.ts`). */
 	private readonly modelCallLayers = new Map<ModelCallLayer, ModelCallHooks>();
 	private readonly defaultConvertToLlm: ConvertToLlm;
+	/** The innermost model call and tool hook, around which the layers go (made once, for the Agent and every rebuild of the chain). */
+	private readonly innermost: { stream: StreamFn; beforeToolCall: BeforeToolCall };
 	lastActiveAt = Date.now();
 
 	/** `messages`: the stored transcript from index `base` on (its window, `transcript-window.ts`). */
@@ -219,6 +233,10 @@ export class LiveSession {
 		this.transcript = new StoredTranscript(deps.store, record.id, messages, base);
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
+		this.innermost = {
+			stream: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
+			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
+		};
 		this.agent = new Agent({
 			initialState: {
 				systemPrompt: record.systemPrompt,
@@ -230,9 +248,9 @@ export class LiveSession {
 			followUpMode: record.followUpMode,
 			toolExecution: record.toolExecution,
 			sessionId: record.id,
-			getApiKey: (provider) => deps.getApiKey(provider),
-			streamFn: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
-			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
+			getApiKey: deps.getApiKey,
+			streamFn: this.innermost.stream,
+			beforeToolCall: this.innermost.beforeToolCall,
 			afterToolCall: (context, signal) => this.runAfterToolCall(context, signal),
 		});
 		this.defaultConvertToLlm = this.agent.convertToLlm;
@@ -393,10 +411,7 @@ export class LiveSession {
 	 */
 	useModelCallLayer(layer: ModelCallLayer, hooks: ModelCallHooks): void {
 		this.modelCallLayers.set(layer, hooks);
-		const chain = buildModelCallChain(this.modelCallLayers, {
-			stream: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
-			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
-		});
+		const chain = buildModelCallChain(this.modelCallLayers, this.innermost);
 		this.agent.streamFn = chain.stream;
 		this.agent.transformContext = chain.transformContext;
 		this.agent.convertToLlm = chain.convertToLlm ?? this.defaultConvertToLlm;
@@ -415,12 +430,12 @@ export class LiveSession {
 	 * patterns, matched now, so tools registered since creation count) plus every extension's tools.
 	 */
 	resolveTools(): AgentTool<any>[] {
-		const server = this.deps.serverTools();
-		const tools: AgentTool<any>[] = [];
-		for (const name of selectTools(this.record.tools, server.keys())) tools.push(server.get(name) as AgentTool<any>);
+		const tools = this.deps.serverTools(this.record.tools).slice();
 		for (const ext of this.deps.extensions()) {
+			if (!ext.tools) continue;
 			try {
-				if (ext.tools) tools.push(...ext.tools(this));
+				const own = ext.tools(this);
+				for (const tool of own) tools.push(tool);
 			} catch (err) {
 				this.deps.logger.error({ err, extension: ext.name, sessionId: this.id }, "extension tools() failed");
 			}
