@@ -334,7 +334,8 @@ export class SessionManager {
 			...(input.budget ? { budget: input.budget } : {}),
 		};
 		this.checkModel(config.model);
-		this.checkTools(config.tools);
+		// The default (`[ALL_TOOLS]`) is always valid.
+		if (input.tools) this.checkTools(config.tools);
 		const tenant = ownerId === null ? null : (this.options.tenantOf?.(ownerId) ?? null);
 		const visibility = input.visibility ?? "owner";
 		if (visibility === "tenant" && tenant === null) {
