@@ -166,9 +166,9 @@ export class SessionRuns {
 		prompt: AgentMessage[] = [],
 		trace?: TraceContext,
 	): Promise<RunHandle> {
-		let resolveFirst!: (id: number) => void;
+		let resolveFirstId!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
-			resolveFirst = resolve;
+			resolveFirstId = resolve;
 		});
 		let firstSeen = false;
 		let settle!: () => void;
@@ -183,10 +183,12 @@ export class SessionRuns {
 			usage: zeroUsage(),
 			abortRequested: false,
 			...(trace ? { trace } : {}),
-			resolveFirst: (id) => {
+			// A method, not an arrow function in a property: code transpiled with `keepNames` (tsx)
+			// names those at run time, for every run.
+			resolveFirst(id) {
 				if (firstSeen) return;
 				firstSeen = true;
-				resolveFirst(id);
+				resolveFirstId(id);
 			},
 		};
 		const { sessionId } = this.host;
