@@ -330,9 +330,9 @@ export class SessionManager {
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
 			onInterrupt: input.onInterrupt ?? "continue",
-			...(input.compaction ? { compaction: input.compaction } : {}),
-			...(input.budget ? { budget: input.budget } : {}),
 		};
+		if (input.compaction) config.compaction = input.compaction;
+		if (input.budget) config.budget = input.budget;
 		this.checkModel(config.model);
 		// The default (`[ALL_TOOLS]`) is always valid.
 		if (input.tools) this.checkTools(config.tools);
@@ -505,8 +505,9 @@ export class SessionManager {
 		const session = new LiveSession(record, transcript, queued, this.sessionDeps, window.base);
 		const origin = messages ? "created" : "stored";
 		for (const ext of this.extensionList) {
+			if (!ext.load) continue;
 			try {
-				await ext.load?.(session, origin);
+				await ext.load(session, origin);
 			} catch (err) {
 				this.options.logger.error({ err, extension: ext.name, sessionId: id }, "extension load() failed");
 			}
