@@ -901,8 +901,9 @@ export class LiveSession {
 		const record = this.record;
 		const extra: Record<string, unknown> = {};
 		for (const ext of this.deps.extensions()) {
+			if (!ext.state) continue;
 			try {
-				Object.assign(extra, ext.state?.(this));
+				Object.assign(extra, ext.state(this));
 			} catch (err) {
 				this.deps.logger.error({ err, extension: ext.name }, "extension state() failed");
 			}
