@@ -17,6 +17,7 @@ import type {
 	AgentTool,
 	BeforeToolCallContext,
 	BeforeToolCallResult,
+	StreamFn,
 } from "../../../agent/types.js";
 import { streamSimple } from "../../../ai/stream.js";
 import type { Context, Model, SimpleStreamOptions, Usage } from "../../../ai/types.js";
@@ -33,13 +34,18 @@ import type {
 	SessionVisibility,
 	SupersededBranch,
 } from "../../../store/types.js";
-import { selectTools } from "../../../tools/selection.js";
 import type { ServerEvent } from "../../../wire/events.js";
 import { AgentEventRecorder } from "./agent-events.js";
 import { busyForContinueError, sessionError } from "./errors.js";
 import { SessionEventLog } from "./event-log.js";
 import { type ExtensionEventTable, ExtensionObserver } from "./extension-events.js";
-import { buildModelCallChain, type ConvertToLlm, type ModelCallHooks, type ModelCallLayer } from "./model-calls.js";
+import {
+	type BeforeToolCall,
+	buildModelCallChain,
+	type ConvertToLlm,
+	type ModelCallHooks,
+	type ModelCallLayer,
+} from "./model-calls.js";
 import { type SessionObserver, SessionObservers } from "./observers.js";
 import { type QueuedAnswer, type QueueEntry, SessionQueues } from "./queues.js";
 import type { RewindPlan } from "./rewind.js";
@@ -111,10 +117,11 @@ export interface SessionExtension {
 	/** A session was created from `input` (the `POST /v1/sessions` body). */
 	onCreate?(session: LiveSession, input: Record<string, unknown>): void;
 	/**
-	 * The session was brought into memory (created, or loaded from the store), before any request
-	 * can reach it: read what the extension keeps in the store for it.
+	 * The session was brought into memory (`origin`: `created` just now, or `stored`: loaded from
+	 * the store), before any request can reach it: read what the extension keeps in the store for
+	 * it. A session just created has nothing stored but its record and transcript.
 	 */
-	load?(session: LiveSession): Promise<void>;
+	load?(session: LiveSession, origin: "created" | "stored"): Promise<void>;
 	/** Validates a config patch (`PATCH /v1/sessions/:id`) before it is stored; throw an ApiError (or a SessionError) to reject it. */
 	beforeUpdate?(session: LiveSession, patch: Record<string, unknown>): void;
 	/** A session object was built (created, or loaded from the store): may install hooks on its Agent. */
@@ -146,13 +153,20 @@ export interface RunStartOptions {
 /** What claims a session: a prompt, a continue, or work outside the agent loop (`runOutsideLoop`). */
 export type RunKind = "prompt" | "continue" | "outside";
 
-/** What a session needs from its manager. */
+/**
+ * What a session needs from its manager (one object for all its sessions). Its functions are called
+ * without it as `this` (the session hands some on as they are).
+ */
 export interface LiveSessionDeps {
 	store: SessionStore;
 	logger: FastifyBaseLogger;
 	resolveModel(spec: string): Model<any> | undefined;
-	/** Tools of the server by name. */
-	serverTools(): Map<string, AgentTool<any>>;
+	/**
+	 * The server tools `selectors` (a session's `tools`, see `tools/selection.ts`) enable as they are
+	 * registered now, in registration order. Contract: sessions with the same selection may get the
+	 * same array; it must not be changed.
+	 */
+	serverTools(selectors: readonly string[]): readonly AgentTool<any>[];
 	extensions(): readonly SessionExtension[];
 	/** The same extensions by the event types their `onEvent` takes. */
 	extensionEvents(): ExtensionEventTable<SessionExtension>;
@@ -200,6 +214,8 @@ export class LiveSession {
 	/** The layers around the model calls, by layer (see `model-calls.ts`). */
 	private readonly modelCallLayers = new Map<ModelCallLayer, ModelCallHooks>();
 	private readonly defaultConvertToLlm: ConvertToLlm;
+	/** The innermost model call and tool hook, around which the layers go (made once, for the Agent and every rebuild of the chain). */
+	private readonly innermost: { stream: StreamFn; beforeToolCall: BeforeToolCall };
 	lastActiveAt = Date.now();
 
 	/** `messages`: the stored transcript from index `base` on (its window, `transcript-window.ts`). */
@@ -210,15 +226,27 @@ export class LiveSession {
 		private readonly deps: LiveSessionDeps,
 		base = 0,
 	) {
+		// The hooks handed to the parts below as object properties are methods, not arrow functions:
+		// code transpiled with `keepNames` (tsx) names an arrow function in a property at run time,
+		// for every session. `this` in them is the object they belong to; the session is `session`.
+		const session = this;
 		this.id = record.id;
 		this.record = record;
-		const own: SessionObserver[] = [new ExtensionObserver(this, () => deps.extensionEvents(), deps.logger)];
+		const own: SessionObserver[] = [new ExtensionObserver(this, deps.extensionEvents, deps.logger)];
 		if (deps.fanOut) own.unshift(deps.fanOut);
 		this.observers = new SessionObservers(record.id, deps.logger, own);
 		this.events = new SessionEventLog(deps.store, record.id, this.observers, record.lastEventId);
 		this.transcript = new StoredTranscript(deps.store, record.id, messages, base);
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
+		this.innermost = {
+			stream(model, context, options) {
+				return session.streamWithCurrentConfig(model, context, options);
+			},
+			beforeToolCall(context, signal) {
+				return session.runBeforeToolCall(context, signal);
+			},
+		};
 		this.agent = new Agent({
 			initialState: {
 				systemPrompt: record.systemPrompt,
@@ -230,10 +258,12 @@ export class LiveSession {
 			followUpMode: record.followUpMode,
 			toolExecution: record.toolExecution,
 			sessionId: record.id,
-			getApiKey: (provider) => deps.getApiKey(provider),
-			streamFn: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
-			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
-			afterToolCall: (context, signal) => this.runAfterToolCall(context, signal),
+			getApiKey: deps.getApiKey,
+			streamFn: this.innermost.stream,
+			beforeToolCall: this.innermost.beforeToolCall,
+			afterToolCall(context, signal) {
+				return session.runAfterToolCall(context, signal);
+			},
 		});
 		this.defaultConvertToLlm = this.agent.convertToLlm;
 		this.agent.state.tools = this.resolveTools();
@@ -245,8 +275,12 @@ export class LiveSession {
 				maxQueuedMessages: deps.maxQueuedMessages,
 				maxQueuedBytes: deps.maxQueuedBytes ?? 0,
 				maxQueuedBytesPerKey: deps.maxQueuedBytesPerKey ?? 0,
-				ownerQueuedBytes: () => deps.ownerQueuedBytes?.(this.ownerId) ?? this.queues.bytes,
-				publish: (payload) => this.publish("queue_update", payload),
+				ownerQueuedBytes() {
+					return deps.ownerQueuedBytes?.(session.ownerId) ?? session.queues.bytes;
+				},
+				publish(payload) {
+					return session.publish("queue_update", payload);
+				},
 			},
 			queued,
 		);
@@ -255,41 +289,51 @@ export class LiveSession {
 			store: deps.store,
 			logger: deps.logger,
 			runSlots: deps.runSlots,
-			ownerId: () => this.ownerId,
-			isShuttingDown: () => deps.isShuttingDown(),
-			isDeleted: () => this.deleted,
-			lastEventId: () => this.lastEventId,
-			abortAgent: () => this.agent.abort(),
-			runStored: (runId, prompt) => {
-				this.transcript.storedWithRun(prompt);
-				this.record = { ...this.record, status: "running", currentRunId: runId, interruptedAt: null };
+			events: this.events,
+			agent: this.agent,
+			claimRetryMs: deps.claimRetryMs,
+			isShuttingDown: deps.isShuttingDown,
+			ownerId() {
+				return session.ownerId;
 			},
-			runAbandoned: (prompt) => {
-				this.transcript.forgetRun(prompt);
-				if (prompt.length > 0) this.agent.state.messages = [...this.agent.state.messages, ...prompt];
+			isDeleted() {
+				return session.deleted;
+			},
+			runStored(runId, prompt) {
+				session.transcript.storedWithRun(prompt);
+				session.record = { ...session.record, status: "running", currentRunId: runId, interruptedAt: null };
+			},
+			runAbandoned(prompt) {
+				session.transcript.forgetRun(prompt);
+				if (prompt.length > 0) session.agent.state.messages = [...session.agent.state.messages, ...prompt];
 			},
 			// As the store records it (`SessionWriter.endRun`), without reading it back: the end is
 			// committed with other sessions' at the next barrier, and a read would commit it at once.
-			runEnded: (runId, end) => {
-				this.notifyRunEnd(runId, end.status);
+			runEnded(runId, end) {
+				session.notifyRunEnd(runId, end.status);
 				const usage = zeroUsage();
-				addUsage(usage, this.record.usage);
+				addUsage(usage, session.record.usage);
 				addUsage(usage, end.usage);
-				const current = this.record.currentRunId === runId;
-				this.record = {
-					...this.record,
+				const current = session.record.currentRunId === runId;
+				session.record = {
+					...session.record,
 					usage,
-					lastActiveAt: Math.max(this.record.lastActiveAt, end.endedAt),
+					lastActiveAt: Math.max(session.record.lastActiveAt, end.endedAt),
 					...(current ? { status: "idle" as const, currentRunId: null, interruptedAt: null } : {}),
 				};
 			},
-			touch: () => {
-				this.lastActiveAt = Date.now();
+			touch() {
+				session.lastActiveAt = Date.now();
 			},
-			idle: () => this.deps.onIdle?.(this),
-			beforeClaim: () => this.deps.beforeClaim?.(this.id),
-			claimed: (updatedAt) => this.takeInStoredConfig(updatedAt),
-			claimRetryMs: deps.claimRetryMs,
+			idle() {
+				session.deps.onIdle?.(session);
+			},
+			beforeClaim() {
+				return session.deps.beforeClaim?.(session.id);
+			},
+			claimed(updatedAt) {
+				return session.takeInStoredConfig(updatedAt);
+			},
 		});
 		const recorder = new AgentEventRecorder({
 			sessionId: record.id,
@@ -393,10 +437,7 @@ export class LiveSession {
 	 */
 	useModelCallLayer(layer: ModelCallLayer, hooks: ModelCallHooks): void {
 		this.modelCallLayers.set(layer, hooks);
-		const chain = buildModelCallChain(this.modelCallLayers, {
-			stream: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
-			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
-		});
+		const chain = buildModelCallChain(this.modelCallLayers, this.innermost);
 		this.agent.streamFn = chain.stream;
 		this.agent.transformContext = chain.transformContext;
 		this.agent.convertToLlm = chain.convertToLlm ?? this.defaultConvertToLlm;
@@ -415,12 +456,12 @@ export class LiveSession {
 	 * patterns, matched now, so tools registered since creation count) plus every extension's tools.
 	 */
 	resolveTools(): AgentTool<any>[] {
-		const server = this.deps.serverTools();
-		const tools: AgentTool<any>[] = [];
-		for (const name of selectTools(this.record.tools, server.keys())) tools.push(server.get(name) as AgentTool<any>);
+		const tools = this.deps.serverTools(this.record.tools).slice();
 		for (const ext of this.deps.extensions()) {
+			if (!ext.tools) continue;
 			try {
-				if (ext.tools) tools.push(...ext.tools(this));
+				const own = ext.tools(this);
+				for (const tool of own) tools.push(tool);
 			} catch (err) {
 				this.deps.logger.error({ err, extension: ext.name, sessionId: this.id }, "extension tools() failed");
 			}
@@ -860,8 +901,9 @@ export class LiveSession {
 		const record = this.record;
 		const extra: Record<string, unknown> = {};
 		for (const ext of this.deps.extensions()) {
+			if (!ext.state) continue;
 			try {
-				Object.assign(extra, ext.state?.(this));
+				Object.assign(extra, ext.state(this));
 			} catch (err) {
 				this.deps.logger.error({ err, extension: ext.name }, "extension state() failed");
 			}

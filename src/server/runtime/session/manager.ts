@@ -25,7 +25,7 @@ import type { ModelProblem } from "../model-catalog.js";
 import { sessionError } from "./errors.js";
 import { ExtensionEventTable } from "./extension-events.js";
 import { interruptedToolResult, unansweredToolCalls } from "./interrupted-results.js";
-import { LiveSession, type SessionExtension } from "./live-session.js";
+import { LiveSession, type LiveSessionDeps, type SessionExtension } from "./live-session.js";
 import { LocalSession } from "./local-port.js";
 import type { SessionObserver } from "./observers.js";
 import type { SessionPort } from "./port.js";
@@ -131,6 +131,14 @@ export class SessionManager {
 	private readonly arriving = new Map<string | null, number>();
 	private memoryTimer: NodeJS.Timeout | undefined;
 	private readonly toolsByName = new Map<string, AgentTool<any>>();
+	/**
+	 * The server tools of the default selection (`[ALL_TOOLS]`, what most sessions have), in
+	 * registration order: built once for every session that resolves its tools, until a tool is
+	 * added or removed (`addTool`, `removeTool` forget it).
+	 */
+	private allTools: readonly AgentTool<any>[] | undefined;
+	/** What every session gets from this manager (one object for all of them, see `sessionDepsOf`). */
+	private readonly sessionDeps: LiveSessionDeps;
 	private readonly extensionList: SessionExtension[] = [];
 	private eventTable = new ExtensionEventTable<SessionExtension>([]);
 	private shuttingDown = false;
@@ -142,6 +150,7 @@ export class SessionManager {
 
 	constructor(private readonly options: SessionManagerOptions) {
 		for (const tool of options.tools) this.addTool(tool);
+		this.sessionDeps = this.sessionDepsOf(options);
 		// A store shared by replicas can lose a session's lease (another replica took it over): this
 		// process must stop running it and end its streams; clients reconnect and resume elsewhere.
 		if (isLeaseStore(options.store)) {
@@ -184,10 +193,26 @@ export class SessionManager {
 	/** Adds (or replaces) a server tool; sessions see it from their next tool refresh. */
 	addTool(tool: AgentTool<any>): void {
 		this.toolsByName.set(tool.name, tool);
+		this.allTools = undefined;
 	}
 
 	removeTool(name: string): boolean {
+		this.allTools = undefined;
 		return this.toolsByName.delete(name);
+	}
+
+	/**
+	 * The server tools `selectors` (a session's `tools`) enable, in registration order, as they are
+	 * registered now. The default selection's list is built once per change of the tools and shared.
+	 */
+	private serverToolsFor(selectors: readonly string[]): readonly AgentTool<any>[] {
+		if (selectors.length === 1 && selectors[0] === ALL_TOOLS) {
+			this.allTools ??= [...this.toolsByName.values()];
+			return this.allTools;
+		}
+		const tools: AgentTool<any>[] = [];
+		for (const name of selectTools(selectors, this.toolsByName.keys())) tools.push(this.toolsByName.get(name)!);
+		return tools;
 	}
 
 	/** Server tools by name (what `tools` in a session config refers to). */
@@ -305,11 +330,12 @@ export class SessionManager {
 			clientTools: input.clientTools ?? [],
 			toolApprovals: input.toolApprovals ?? {},
 			onInterrupt: input.onInterrupt ?? "continue",
-			...(input.compaction ? { compaction: input.compaction } : {}),
-			...(input.budget ? { budget: input.budget } : {}),
 		};
+		if (input.compaction) config.compaction = input.compaction;
+		if (input.budget) config.budget = input.budget;
 		this.checkModel(config.model);
-		this.checkTools(config.tools);
+		// The default (`[ALL_TOOLS]`) is always valid.
+		if (input.tools) this.checkTools(config.tools);
 		const tenant = ownerId === null ? null : (this.options.tenantOf?.(ownerId) ?? null);
 		const visibility = input.visibility ?? "owner";
 		if (visibility === "tenant" && tenant === null) {
@@ -421,6 +447,36 @@ export class SessionManager {
 	}
 
 	/**
+	 * What the sessions need of the manager: one object for all of them, built with the manager
+	 * (its functions read the manager's state when called: tools and extensions added later count).
+	 */
+	private sessionDepsOf(options: SessionManagerOptions): LiveSessionDeps {
+		const deps: LiveSessionDeps = {
+			store: options.store,
+			logger: options.logger,
+			resolveModel: (spec) => options.resolveModel(spec),
+			serverTools: (selectors) => this.serverToolsFor(selectors),
+			extensions: () => this.extensionList,
+			extensionEvents: () => this.eventTable,
+			getApiKey: (provider) => options.getApiKey(provider),
+			providerIdleTimeoutMs: options.providerIdleTimeoutMs,
+			maxQueuedMessages: options.maxQueuedMessages,
+			maxQueuedBytes: options.maxQueuedBytes,
+			maxQueuedBytesPerKey: options.maxQueuedBytesPerKey,
+			ownerQueuedBytes: (ownerId) => this.queuedBytesOf(ownerId),
+			runSlots: options.runSlots,
+			fanOut: options.fanOut,
+			isShuttingDown: () => this.shuttingDown,
+		};
+		if (options.sharedStore) {
+			deps.onIdle = (session) => this.releaseIdle(session);
+			deps.beforeClaim = (sessionId) => this.releasing.get(sessionId);
+			deps.claimRetryMs = CLAIM_RETRY_MS;
+		}
+		return deps;
+	}
+
+	/**
 	 * Brings a stored session into memory: into the store's working set (its writes go through it),
 	 * its transcript and queue read, its extensions' state loaded. `messages` is the transcript when
 	 * the caller has it (a session just created).
@@ -444,39 +500,14 @@ export class SessionManager {
 				transcript.push(...missing);
 			}
 		}
-		const session = new LiveSession(
-			record,
-			transcript,
-			await store.listQueued(id),
-			{
-				store,
-				logger: this.options.logger,
-				resolveModel: (spec) => this.options.resolveModel(spec),
-				serverTools: () => this.toolsByName,
-				extensions: () => this.extensionList,
-				extensionEvents: () => this.eventTable,
-				getApiKey: (provider) => this.options.getApiKey(provider),
-				providerIdleTimeoutMs: this.options.providerIdleTimeoutMs,
-				maxQueuedMessages: this.options.maxQueuedMessages,
-				maxQueuedBytes: this.options.maxQueuedBytes,
-				maxQueuedBytesPerKey: this.options.maxQueuedBytesPerKey,
-				ownerQueuedBytes: (ownerId) => this.queuedBytesOf(ownerId),
-				runSlots: this.options.runSlots,
-				fanOut: this.options.fanOut,
-				...(shared
-					? {
-							onIdle: (s: LiveSession) => this.releaseIdle(s),
-							beforeClaim: (sessionId: string) => this.releasing.get(sessionId),
-							claimRetryMs: CLAIM_RETRY_MS,
-						}
-					: {}),
-				isShuttingDown: () => this.shuttingDown,
-			},
-			window.base,
-		);
+		// A session just created has nothing queued: no store read for it.
+		const queued = messages ? [] : await store.listQueued(id);
+		const session = new LiveSession(record, transcript, queued, this.sessionDeps, window.base);
+		const origin = messages ? "created" : "stored";
 		for (const ext of this.extensionList) {
+			if (!ext.load) continue;
 			try {
-				await ext.load?.(session);
+				await ext.load(session, origin);
 			} catch (err) {
 				this.options.logger.error({ err, extension: ext.name, sessionId: id }, "extension load() failed");
 			}

@@ -44,19 +44,23 @@ export interface ActiveRun extends RunHandle {
 	trace?: TraceContext;
 }
 
-/** What the runs need from their session. */
+/**
+ * What the runs need from their session: its parts, and the session's side of a run's steps.
+ * Its functions are called as methods of the host.
+ */
 export interface RunHost {
 	readonly sessionId: string;
 	readonly store: SessionStore;
 	readonly logger: FastifyBaseLogger;
 	/** The per-key limit of concurrent runs; absent: none. */
 	readonly runSlots?: RunSlots;
+	/** The session's event log: a run that ends before its first event takes the last id as its first. */
+	readonly events: { readonly lastEventId: number };
+	/** The session's Agent: an abort of the run aborts its run. */
+	readonly agent: { abort(): void };
 	ownerId(): string | null;
 	isShuttingDown(): boolean;
 	isDeleted(): boolean;
-	lastEventId(): number;
-	/** Aborts the Agent's run. */
-	abortAgent(): void;
 	/** The run's start was stored, with `prompt`; the run is active from now on. */
 	runStored(runId: string, prompt: AgentMessage[]): void;
 	/** A run whose start stored `prompt` failed before it started: the Agent must get the prompt too. */
@@ -162,9 +166,9 @@ export class SessionRuns {
 		prompt: AgentMessage[] = [],
 		trace?: TraceContext,
 	): Promise<RunHandle> {
-		let resolveFirst!: (id: number) => void;
+		let resolveFirstId!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
-			resolveFirst = resolve;
+			resolveFirstId = resolve;
 		});
 		let firstSeen = false;
 		let settle!: () => void;
@@ -179,10 +183,12 @@ export class SessionRuns {
 			usage: zeroUsage(),
 			abortRequested: false,
 			...(trace ? { trace } : {}),
-			resolveFirst: (id) => {
+			// A method, not an arrow function in a property: code transpiled with `keepNames` (tsx)
+			// names those at run time, for every run.
+			resolveFirst(id) {
 				if (firstSeen) return;
 				firstSeen = true;
-				resolveFirst(id);
+				resolveFirstId(id);
 			},
 		};
 		const { sessionId } = this.host;
@@ -209,7 +215,7 @@ export class SessionRuns {
 				if (this.activeRun === run) this.end(run, err instanceof Error ? err.message : String(err));
 			} finally {
 				if (this.activeRun === run) this.activeRun = undefined;
-				run.resolveFirst(this.host.lastEventId());
+				run.resolveFirst(this.host.events.lastEventId);
 				this.host.touch();
 				this.release();
 				settle();
@@ -264,7 +270,7 @@ export class SessionRuns {
 				);
 			}
 		}
-		run.resolveFirst(this.host.lastEventId());
+		run.resolveFirst(this.host.events.lastEventId);
 		this.release();
 	}
 
@@ -298,7 +304,7 @@ export class SessionRuns {
 		const run = this.activeRun;
 		if (!run) return false;
 		run.abortRequested = true;
-		this.host.abortAgent();
+		this.host.agent.abort();
 		return true;
 	}
 

@@ -168,8 +168,10 @@ export class ToolInteractions implements SessionExtension {
 	 * servers not connected now (whose tools are not known yet).
 	 */
 	validate(input: ToolDeclarations, clientTools: ClientToolSpec[] = input.clientTools ?? []): void {
-		const problems = validateClientToolSpecs(input.clientTools ?? [], this.options.serverToolNames());
-		if (problems.length > 0) throw sessionError("VALIDATION_FAILED", `body.${problems[0]}`, { problems });
+		if (input.clientTools && input.clientTools.length > 0) {
+			const problems = validateClientToolSpecs(input.clientTools, this.options.serverToolNames());
+			if (problems.length > 0) throw sessionError("VALIDATION_FAILED", `body.${problems[0]}`, { problems });
+		}
 		if (!input.toolApprovals) return;
 		const names = [...this.options.serverToolNames(), ...clientTools.map((spec) => spec.name)];
 		const unmatched = approvalRuleProblems(input.toolApprovals, this.options.serverTools.approvalTargets(names));
@@ -264,8 +266,10 @@ export class ToolInteractions implements SessionExtension {
 	 * the server tool wins, and the model never sees two tools of one name.
 	 */
 	tools(session: LiveSession): ClientAgentTool[] {
-		const entry = this.entry(session);
 		const specs = session.config.clientTools;
+		// Nothing declared (most sessions): no entry is made for it.
+		if (specs.length === 0) return [];
+		const entry = this.entry(session);
 		if (entry.builtFrom !== specs) {
 			entry.clientTools = this.usable(specs).map((spec) =>
 				createClientTool(spec, {
@@ -286,6 +290,7 @@ export class ToolInteractions implements SessionExtension {
 
 	/** The declarations whose names no server tool took. */
 	private usable<T extends { name: string }>(specs: readonly T[]): T[] {
+		if (specs.length === 0) return [];
 		const server = new Set(this.options.serverToolNames());
 		return specs.filter((spec) => !server.has(spec.name));
 	}
@@ -293,24 +298,30 @@ export class ToolInteractions implements SessionExtension {
 	/**
 	 * A session loaded into memory: the waits a previous process left in the store are taken in,
 	 * once per load (in a cluster a session without a run here is loaded again per request, and the
-	 * waits of the replica running it change meanwhile).
+	 * waits of the replica running it change meanwhile). A session just created has none, and one
+	 * with none stored gets its entry when something needs it.
 	 */
-	async load(session: LiveSession): Promise<void> {
+	async load(session: LiveSession, origin: "created" | "stored"): Promise<void> {
+		if (origin === "created" && !this.entries.has(session.id)) return;
+		const existing = this.entries.get(session.id);
+		if (existing?.session === session && existing.adopted === session) return;
+		const stored = await this.options.store.listPending(session.id, { includeResolved: true });
+		if (stored.length === 0 && !this.entries.has(session.id)) return;
 		const entry = this.entry(session);
 		if (entry.adopted === session) return;
 		entry.adopted = session;
-		entry.pending.adopt(await this.options.store.listPending(session.id, { includeResolved: true }));
+		entry.pending.adopt(stored);
 	}
 
 	beforeToolCall: NonNullable<SessionExtension["beforeToolCall"]> = (session, context, signal) =>
 		this.entry(session).hook(context, signal);
 
 	state(session: LiveSession): Record<string, unknown> {
-		const entry = this.entry(session);
+		const pending = this.entries.has(session.id) ? this.entry(session).pending : undefined;
 		return {
-			pendingApprovals: entry.pending.list("approval").map(publicRequest),
-			pendingClientToolCalls: entry.pending.list("client_tool").map(publicRequest),
-			pendingElicitations: entry.pending.list("elicitation").map(publicElicitation),
+			pendingApprovals: pending?.list("approval").map(publicRequest) ?? [],
+			pendingClientToolCalls: pending?.list("client_tool").map(publicRequest) ?? [],
+			pendingElicitations: pending?.list("elicitation").map(publicElicitation) ?? [],
 			clientTools: session.config.clientTools,
 			toolApprovals: session.config.toolApprovals,
 		};
