@@ -14,7 +14,9 @@
  * While one transaction runs, what is called meanwhile waits and goes into the next one together:
  * the commit rate follows the database's round trips, not the callers'. Inside a transaction the
  * writes run in call order; consecutive barrier writes share a savepoint, a durable write has its
- * own, so a write that fails on its own (a bad statement) loses only itself.
+ * own, so a write that fails on its own (a bad statement) loses only itself. The events, their
+ * trimming, the extensions and the activity times are one statement at the end; a commit that
+ * carries nothing else and reads no fence is that statement alone, without BEGIN and COMMIT.
  *
  * Fencing (cluster mode): a transaction first locks the rows of the sessions it writes for and
  * reads their lease tokens; the writes of a session whose token is no longer the one they were
@@ -69,6 +71,76 @@ type Item = LaterWrite | DurableWrite;
 
 /** What a transaction came to per durable write. */
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * The buffered events (one row per session batch), their trimming, the reservation extensions and
+ * the activity times as one statement (`undefined`: nothing to write), so that a commit carrying
+ * only these is a single round trip, and a statement on its own is atomic.
+ *
+ * Its parts run on one snapshot: the trim cannot see the rows the insert adds, so a batch that a
+ * trim in the same commit would delete (a batch kept from a failed commit, older than its
+ * session's newest floor) is not inserted, which leaves the same rows as inserting it and trimming
+ * after. A statement may change a row only once, so the extensions and the activity times are one
+ * `UPDATE` over the union of their sessions (`greatest` skips the NULL of a session with only one).
+ */
+function eventWrites(batches: EventBatch[], bumps: Bump[], touches: [string, number][]): pg.QueryConfig | undefined {
+	const parts: string[] = [];
+	const values: unknown[] = [];
+	const param = (type: string, value: unknown[]) => {
+		values.push(value);
+		return `$${values.length}::${type}[]`;
+	};
+	const floors = new Map<string, number>();
+	for (const b of batches) if (b.trimFloor > (floors.get(b.sessionId) ?? 0)) floors.set(b.sessionId, b.trimFloor);
+	const kept = batches.filter((b) => b.last > (floors.get(b.sessionId) ?? 0));
+	if (kept.length > 0) {
+		const ids = param(
+			"text",
+			kept.map((b) => b.sessionId),
+		);
+		const last = param(
+			"bigint",
+			kept.map((b) => b.last),
+		);
+		const first = param(
+			"bigint",
+			kept.map((b) => b.first),
+		);
+		const data = param(
+			"text",
+			kept.map((b) => b.data),
+		);
+		parts.push(`INSERT INTO event_batches (session_id, last_id, first_id, data)
+			 SELECT * FROM unnest(${ids}, ${last}, ${first}, ${data})`);
+	}
+	if (floors.size > 0) {
+		const ids = param("text", [...floors.keys()]);
+		const floor = param("bigint", [...floors.values()]);
+		parts.push(`DELETE FROM event_batches e USING unnest(${ids}, ${floor}) AS t(id, floor)
+			 WHERE e.session_id = t.id AND e.last_id <= t.floor`);
+	}
+	const rows = new Map<string, { reserved: number | null; at: number | null }>();
+	for (const b of bumps) rows.set(b.state.sessionId, { reserved: b.reserved, at: null });
+	for (const [id, at] of touches) rows.set(id, { reserved: rows.get(id)?.reserved ?? null, at });
+	if (rows.size > 0) {
+		const ids = param("text", [...rows.keys()]);
+		const reserved = param(
+			"bigint",
+			[...rows.values()].map((r) => r.reserved),
+		);
+		const at = param(
+			"bigint",
+			[...rows.values()].map((r) => r.at),
+		);
+		parts.push(`UPDATE sessions s SET event_id_reserved = greatest(s.event_id_reserved, t.reserved),
+			 last_active_at = greatest(s.last_active_at, t.at)
+			 FROM unnest(${ids}, ${reserved}, ${at}) AS t(id, reserved, at) WHERE s.id = t.id`);
+	}
+	const main = parts.pop();
+	if (main === undefined) return undefined;
+	const ctes = parts.map((part, i) => `w${i} AS (${part})`);
+	return named(ctes.length > 0 ? `WITH ${ctes.join(", ")} ${main}` : main, values);
+}
 
 export class CommitQueue {
 	/** `touchSession` times not yet written. */
@@ -361,6 +433,20 @@ export class CommitQueue {
 		const outcomes = new Map<DurableWrite, Outcome>();
 		const client = await this.pool.connect();
 		let broken: Error | undefined;
+		if (items.length === 0 && !this.settings.cluster) {
+			// Only events, extensions and activity, and no fence to read: their one statement is a
+			// transaction on its own (it takes effect whole or not at all), so BEGIN and COMMIT add nothing.
+			try {
+				const statement = eventWrites(batches, bumps, touches);
+				if (statement) await client.query(statement);
+				return { outcomes, lost: new Set() };
+			} catch (error) {
+				if (isConnectionFailure(error)) broken = error as Error;
+				throw error;
+			} finally {
+				client.release(broken);
+			}
+		}
 		try {
 			await client.query("BEGIN");
 			const { valid, lost } = await this.fence(client, items, batches, bumps);
@@ -386,12 +472,12 @@ export class CommitQueue {
 				}
 				await this.runLater(client, group);
 			}
-			await this.writeEvents(
-				client,
+			const statement = eventWrites(
 				batches.filter((b) => isValid(b)),
 				bumps.filter((b) => isValid({ sessionId: b.state.sessionId, token: b.token })),
 				touches,
 			);
+			if (statement) await client.query(statement);
 			await client.query("COMMIT");
 			return { outcomes, lost };
 		} catch (error) {
@@ -493,57 +579,6 @@ export class CommitQueue {
 			write.undo();
 			this.settings.onFlushError(
 				new Error(`a queued write failed and is not on disk: ${(one.error as Error).message}`, { cause: one.error }),
-			);
-		}
-	}
-
-	/** The buffered events (one row per session batch), trimming, reservation extensions and activity times. */
-	private async writeEvents(
-		client: Queryable,
-		batches: EventBatch[],
-		bumps: Bump[],
-		touches: [string, number][],
-	): Promise<void> {
-		if (batches.length > 0) {
-			await client.query(
-				named(
-					`INSERT INTO event_batches (session_id, last_id, first_id, data)
-				 SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[])`,
-					[
-						batches.map((b) => b.sessionId),
-						batches.map((b) => b.last),
-						batches.map((b) => b.first),
-						batches.map((b) => b.data),
-					],
-				),
-			);
-			const trims = batches.filter((b) => b.trimFloor > 0);
-			if (trims.length > 0) {
-				await client.query(
-					named(
-						`DELETE FROM event_batches e USING unnest($1::text[], $2::bigint[]) AS t(id, floor)
-					 WHERE e.session_id = t.id AND e.last_id <= t.floor`,
-						[trims.map((b) => b.sessionId), trims.map((b) => b.trimFloor)],
-					),
-				);
-			}
-		}
-		if (bumps.length > 0) {
-			await client.query(
-				named(
-					`UPDATE sessions s SET event_id_reserved = greatest(s.event_id_reserved, t.reserved)
-				 FROM unnest($1::text[], $2::bigint[]) AS t(id, reserved) WHERE s.id = t.id`,
-					[bumps.map((b) => b.state.sessionId), bumps.map((b) => b.reserved)],
-				),
-			);
-		}
-		if (touches.length > 0) {
-			await client.query(
-				named(
-					`UPDATE sessions s SET last_active_at = greatest(s.last_active_at, t.at)
-				 FROM unnest($1::text[], $2::bigint[]) AS t(id, at) WHERE s.id = t.id`,
-					[touches.map(([id]) => id), touches.map(([, at]) => at)],
-				),
 			);
 		}
 	}
