@@ -22,6 +22,8 @@ interface Side {
 	server: TestServer;
 	/** Calls of this store's `sync()` so far. */
 	syncs: () => number;
+	/** Reads of this store's `syncPending` so far: each write pass asks its barriers whether a commit is due. */
+	asks: () => number;
 }
 
 let dir: string;
@@ -39,11 +41,37 @@ function countSyncs(store: SqliteSessionStore): () => number {
 	return () => calls;
 }
 
+/**
+ * Counts the reads of `store.syncPending`: a write pass asks each of its barriers whether it has
+ * work before it writes (and runs `sync()` only when it has, which depends on timing: a commit at
+ * the end of an event-loop turn may have taken everything already).
+ */
+function countAsks(store: SqliteSessionStore): () => number {
+	let reads = 0;
+	let proto: object | null = Object.getPrototypeOf(store);
+	let getter: (() => boolean) | undefined;
+	while (proto && !getter) {
+		getter = Object.getOwnPropertyDescriptor(proto, "syncPending")?.get;
+		proto = Object.getPrototypeOf(proto);
+	}
+	if (!getter) throw new Error("the store has no syncPending getter");
+	const read = getter;
+	Object.defineProperty(store, "syncPending", {
+		configurable: true,
+		get() {
+			reads++;
+			return read.call(store);
+		},
+	});
+	return () => reads;
+}
+
 async function side(name: string): Promise<Side> {
 	const store = openSqliteStore({ path: path.join(dir, `${name}.db`) });
 	const syncs = countSyncs(store);
+	const asks = countAsks(store);
 	const server = await startServer({ store, models: [faux.getModel()], config: { defaultModel: MODEL } });
-	return { name, store, server, syncs };
+	return { name, store, server, syncs, asks };
 }
 
 /** A scripted turn that echoes the last user message word by word, slowly enough to overlap. */
@@ -129,15 +157,17 @@ describe("two apps in one process", () => {
 		const eventsB = await openSse(`${b.server.url}/v1/sessions/${idB}/events`);
 		readers.push(eventsB);
 		const syncsA = a.syncs();
-		const syncsB = b.syncs();
+		const asksA = a.asks();
+		const asksB = b.asks();
 		const run = await promptSse(b.server.url, idB, { message: "only b works now" });
 		readers.push(run);
 		await run.waitForEnd();
 		await eventsB.waitForType("agent_end");
 		expect(run.events.at(-1)?.event).toBe("agent_end");
-		// B's passes synced B's store (its run start, messages and run end were committed before they
-		// were sent); A, idle, was never asked to sync.
-		expect(b.syncs()).toBeGreaterThan(syncsB);
+		// B's passes asked B's store whether a commit was due before they wrote (and synced it when
+		// one was); A, idle, was neither asked nor synced.
+		expect(b.asks()).toBeGreaterThan(asksB);
+		expect(a.asks()).toBe(asksA);
 		expect(a.syncs()).toBe(syncsA);
 	});
 
