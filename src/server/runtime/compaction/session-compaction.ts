@@ -85,17 +85,10 @@ export class SessionCompaction {
 		private readonly options: SessionCompactionOptions,
 	) {
 		this.anchor = anchorOf(session.messages, session.transcriptBase);
-		// Methods, not arrow functions in properties: code transpiled with `keepNames` (tsx) names
-		// those at run time, for every session.
-		const compaction = this;
 		session.useModelCallLayer("budget", {
 			convertToLlm: convertWithSummaries,
-			transformContext() {
-				return (messages, signal) => compaction.transformContext(messages, signal);
-			},
-			stream(inner) {
-				return (model, context, streamOptions) => compaction.stream(inner, model, context, streamOptions);
-			},
+			transformContext: () => (messages, signal) => this.transformContext(messages, signal),
+			stream: (inner) => (model, context, streamOptions) => this.stream(inner, model, context, streamOptions),
 		});
 	}
 
@@ -167,20 +160,14 @@ export class SessionCompaction {
 		if (this.turns !== null) this.turns++;
 		const first = inner(model, context, options);
 		if (!this.settings().enabled) return first;
-		// Methods, not arrow functions in properties (see the constructor).
-		const compaction = this;
 		return relayWithOverflowRetry(first, {
 			model: this.session.model,
-			allowed() {
-				return options?.signal?.aborted !== true;
-			},
-			async retry() {
-				const view = await compaction.compactAfterOverflow(options?.signal);
+			allowed: () => options?.signal?.aborted !== true,
+			retry: async () => {
+				const view = await this.compactAfterOverflow(options?.signal);
 				return view && inner(model, { ...context, messages: convertWithSummaries(view) }, options);
 			},
-			onError(err) {
-				compaction.options.logger.error({ err, sessionId: compaction.session.id }, "overflow retry failed");
-			},
+			onError: (err) => this.options.logger.error({ err, sessionId: this.session.id }, "overflow retry failed"),
 		});
 	}
 

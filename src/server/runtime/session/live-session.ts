@@ -153,10 +153,7 @@ export interface RunStartOptions {
 /** What claims a session: a prompt, a continue, or work outside the agent loop (`runOutsideLoop`). */
 export type RunKind = "prompt" | "continue" | "outside";
 
-/**
- * What a session needs from its manager (one object for all its sessions). Its functions are called
- * without it as `this` (the session hands some on as they are).
- */
+/** What a session needs from its manager. */
 export interface LiveSessionDeps {
 	store: SessionStore;
 	logger: FastifyBaseLogger;
@@ -170,6 +167,7 @@ export interface LiveSessionDeps {
 	extensions(): readonly SessionExtension[];
 	/** The same extensions by the event types their `onEvent` takes. */
 	extensionEvents(): ExtensionEventTable<SessionExtension>;
+	/** Called without `this` (the Agent gets it as it is). */
 	getApiKey(provider: string): string | undefined;
 	/** Idle timeout of model calls whose model sets none; absent: the driver's default. */
 	providerIdleTimeoutMs?: number;
@@ -226,13 +224,9 @@ export class LiveSession {
 		private readonly deps: LiveSessionDeps,
 		base = 0,
 	) {
-		// The hooks handed to the parts below as object properties are methods, not arrow functions:
-		// code transpiled with `keepNames` (tsx) names an arrow function in a property at run time,
-		// for every session. `this` in them is the object they belong to; the session is `session`.
-		const session = this;
 		this.id = record.id;
 		this.record = record;
-		const own: SessionObserver[] = [new ExtensionObserver(this, deps.extensionEvents, deps.logger)];
+		const own: SessionObserver[] = [new ExtensionObserver(this, () => deps.extensionEvents(), deps.logger)];
 		if (deps.fanOut) own.unshift(deps.fanOut);
 		this.observers = new SessionObservers(record.id, deps.logger, own);
 		this.events = new SessionEventLog(deps.store, record.id, this.observers, record.lastEventId);
@@ -240,12 +234,8 @@ export class LiveSession {
 		const model = deps.resolveModel(record.model);
 		if (!model) throw new Error(`Session ${record.id}: model ${record.model} is not in the catalog`);
 		this.innermost = {
-			stream(model, context, options) {
-				return session.streamWithCurrentConfig(model, context, options);
-			},
-			beforeToolCall(context, signal) {
-				return session.runBeforeToolCall(context, signal);
-			},
+			stream: (model, context, options) => this.streamWithCurrentConfig(model, context, options),
+			beforeToolCall: (context, signal) => this.runBeforeToolCall(context, signal),
 		};
 		this.agent = new Agent({
 			initialState: {
@@ -261,9 +251,7 @@ export class LiveSession {
 			getApiKey: deps.getApiKey,
 			streamFn: this.innermost.stream,
 			beforeToolCall: this.innermost.beforeToolCall,
-			afterToolCall(context, signal) {
-				return session.runAfterToolCall(context, signal);
-			},
+			afterToolCall: (context, signal) => this.runAfterToolCall(context, signal),
 		});
 		this.defaultConvertToLlm = this.agent.convertToLlm;
 		this.agent.state.tools = this.resolveTools();
@@ -275,12 +263,8 @@ export class LiveSession {
 				maxQueuedMessages: deps.maxQueuedMessages,
 				maxQueuedBytes: deps.maxQueuedBytes ?? 0,
 				maxQueuedBytesPerKey: deps.maxQueuedBytesPerKey ?? 0,
-				ownerQueuedBytes() {
-					return deps.ownerQueuedBytes?.(session.ownerId) ?? session.queues.bytes;
-				},
-				publish(payload) {
-					return session.publish("queue_update", payload);
-				},
+				ownerQueuedBytes: () => deps.ownerQueuedBytes?.(this.ownerId) ?? this.queues.bytes,
+				publish: (payload) => this.publish("queue_update", payload),
 			},
 			queued,
 		);
@@ -289,51 +273,41 @@ export class LiveSession {
 			store: deps.store,
 			logger: deps.logger,
 			runSlots: deps.runSlots,
-			events: this.events,
-			agent: this.agent,
-			claimRetryMs: deps.claimRetryMs,
-			isShuttingDown: deps.isShuttingDown,
-			ownerId() {
-				return session.ownerId;
+			ownerId: () => this.ownerId,
+			isShuttingDown: () => deps.isShuttingDown(),
+			isDeleted: () => this.deleted,
+			lastEventId: () => this.lastEventId,
+			abortAgent: () => this.agent.abort(),
+			runStored: (runId, prompt) => {
+				this.transcript.storedWithRun(prompt);
+				this.record = { ...this.record, status: "running", currentRunId: runId, interruptedAt: null };
 			},
-			isDeleted() {
-				return session.deleted;
-			},
-			runStored(runId, prompt) {
-				session.transcript.storedWithRun(prompt);
-				session.record = { ...session.record, status: "running", currentRunId: runId, interruptedAt: null };
-			},
-			runAbandoned(prompt) {
-				session.transcript.forgetRun(prompt);
-				if (prompt.length > 0) session.agent.state.messages = [...session.agent.state.messages, ...prompt];
+			runAbandoned: (prompt) => {
+				this.transcript.forgetRun(prompt);
+				if (prompt.length > 0) this.agent.state.messages = [...this.agent.state.messages, ...prompt];
 			},
 			// As the store records it (`SessionWriter.endRun`), without reading it back: the end is
 			// committed with other sessions' at the next barrier, and a read would commit it at once.
-			runEnded(runId, end) {
-				session.notifyRunEnd(runId, end.status);
+			runEnded: (runId, end) => {
+				this.notifyRunEnd(runId, end.status);
 				const usage = zeroUsage();
-				addUsage(usage, session.record.usage);
+				addUsage(usage, this.record.usage);
 				addUsage(usage, end.usage);
-				const current = session.record.currentRunId === runId;
-				session.record = {
-					...session.record,
+				const current = this.record.currentRunId === runId;
+				this.record = {
+					...this.record,
 					usage,
-					lastActiveAt: Math.max(session.record.lastActiveAt, end.endedAt),
+					lastActiveAt: Math.max(this.record.lastActiveAt, end.endedAt),
 					...(current ? { status: "idle" as const, currentRunId: null, interruptedAt: null } : {}),
 				};
 			},
-			touch() {
-				session.lastActiveAt = Date.now();
+			touch: () => {
+				this.lastActiveAt = Date.now();
 			},
-			idle() {
-				session.deps.onIdle?.(session);
-			},
-			beforeClaim() {
-				return session.deps.beforeClaim?.(session.id);
-			},
-			claimed(updatedAt) {
-				return session.takeInStoredConfig(updatedAt);
-			},
+			idle: () => this.deps.onIdle?.(this),
+			beforeClaim: () => this.deps.beforeClaim?.(this.id),
+			claimed: (updatedAt) => this.takeInStoredConfig(updatedAt),
+			claimRetryMs: deps.claimRetryMs,
 		});
 		const recorder = new AgentEventRecorder({
 			sessionId: record.id,

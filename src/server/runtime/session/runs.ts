@@ -44,23 +44,19 @@ export interface ActiveRun extends RunHandle {
 	trace?: TraceContext;
 }
 
-/**
- * What the runs need from their session: its parts, and the session's side of a run's steps.
- * Its functions are called as methods of the host.
- */
+/** What the runs need from their session. */
 export interface RunHost {
 	readonly sessionId: string;
 	readonly store: SessionStore;
 	readonly logger: FastifyBaseLogger;
 	/** The per-key limit of concurrent runs; absent: none. */
 	readonly runSlots?: RunSlots;
-	/** The session's event log: a run that ends before its first event takes the last id as its first. */
-	readonly events: { readonly lastEventId: number };
-	/** The session's Agent: an abort of the run aborts its run. */
-	readonly agent: { abort(): void };
 	ownerId(): string | null;
 	isShuttingDown(): boolean;
 	isDeleted(): boolean;
+	lastEventId(): number;
+	/** Aborts the Agent's run. */
+	abortAgent(): void;
 	/** The run's start was stored, with `prompt`; the run is active from now on. */
 	runStored(runId: string, prompt: AgentMessage[]): void;
 	/** A run whose start stored `prompt` failed before it started: the Agent must get the prompt too. */
@@ -166,9 +162,9 @@ export class SessionRuns {
 		prompt: AgentMessage[] = [],
 		trace?: TraceContext,
 	): Promise<RunHandle> {
-		let resolveFirstId!: (id: number) => void;
+		let resolveFirst!: (id: number) => void;
 		const firstEventId = new Promise<number>((resolve) => {
-			resolveFirstId = resolve;
+			resolveFirst = resolve;
 		});
 		let firstSeen = false;
 		let settle!: () => void;
@@ -183,12 +179,10 @@ export class SessionRuns {
 			usage: zeroUsage(),
 			abortRequested: false,
 			...(trace ? { trace } : {}),
-			// A method, not an arrow function in a property: code transpiled with `keepNames` (tsx)
-			// names those at run time, for every run.
-			resolveFirst(id) {
+			resolveFirst: (id) => {
 				if (firstSeen) return;
 				firstSeen = true;
-				resolveFirstId(id);
+				resolveFirst(id);
 			},
 		};
 		const { sessionId } = this.host;
@@ -215,7 +209,7 @@ export class SessionRuns {
 				if (this.activeRun === run) this.end(run, err instanceof Error ? err.message : String(err));
 			} finally {
 				if (this.activeRun === run) this.activeRun = undefined;
-				run.resolveFirst(this.host.events.lastEventId);
+				run.resolveFirst(this.host.lastEventId());
 				this.host.touch();
 				this.release();
 				settle();
@@ -270,7 +264,7 @@ export class SessionRuns {
 				);
 			}
 		}
-		run.resolveFirst(this.host.events.lastEventId);
+		run.resolveFirst(this.host.lastEventId());
 		this.release();
 	}
 
@@ -304,7 +298,7 @@ export class SessionRuns {
 		const run = this.activeRun;
 		if (!run) return false;
 		run.abortRequested = true;
-		this.host.agent.abort();
+		this.host.abortAgent();
 		return true;
 	}
 
