@@ -11,38 +11,12 @@
  * with that description beside it. A union of literals is written as the `enum` it is.
  */
 
-type Node = Record<string, unknown>;
-
-/** Keywords whose value is a schema or an array of schemas. */
-const SCHEMA_KEYWORDS = new Set([
-	"items",
-	"prefixItems",
-	"additionalItems",
-	"additionalProperties",
-	"unevaluatedItems",
-	"unevaluatedProperties",
-	"contains",
-	"propertyNames",
-	"not",
-	"if",
-	"then",
-	"else",
-	"allOf",
-	"anyOf",
-	"oneOf",
-]);
-
-/** Keywords whose value maps names to schemas. */
-const SCHEMA_MAP_KEYWORDS = new Set(["properties", "patternProperties", "$defs", "dependentSchemas"]);
+import { isNode, type Node, SCHEMA_KEYWORDS, SCHEMA_MAP_KEYWORDS } from "./schema-keywords.js";
 
 /** What OpenAPI allows as a component name. */
 const COMPONENT_NAME = /^[A-Za-z0-9._-]+$/;
 
 const SCHEMAS_PREFIX = "#/components/schemas/";
-
-function isNode(value: unknown): value is Node {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function withoutDescription(schema: Node): string {
 	const { description: _description, ...rest } = schema;

@@ -27,7 +27,7 @@
  * schema the OpenAPI document is generated from).
  */
 
-type Node = Record<string, unknown>;
+import { isNode, type Node, SCHEMA_KEYWORDS, SCHEMA_MAP_KEYWORDS } from "./schema-keywords.js";
 
 /** Keywords fast-json-stringify ignores when it writes a value: they describe the schema only. */
 const ANNOTATIONS = new Set(["title", "description", "$comment", "examples", "deprecated", "readOnly", "writeOnly"]);
@@ -40,39 +40,6 @@ const PARENT_KEEPS = new Set(["default", "$id"]);
 
 /** Types fast-json-stringify writes without looking into the value. */
 const PRIMITIVE_TYPES = new Set(["string", "number", "integer", "boolean", "null"]);
-
-/** Keywords whose value is a schema or an array of schemas. */
-const SCHEMA_KEYWORDS = new Set([
-	"items",
-	"prefixItems",
-	"additionalItems",
-	"additionalProperties",
-	"unevaluatedItems",
-	"unevaluatedProperties",
-	"contains",
-	"propertyNames",
-	"not",
-	"if",
-	"then",
-	"else",
-	"allOf",
-	"anyOf",
-	"oneOf",
-]);
-
-/** Keywords whose value maps names to schemas (`dependencies` maps names to a schema or a list of names). */
-const SCHEMA_MAP_KEYWORDS = new Set([
-	"properties",
-	"patternProperties",
-	"definitions",
-	"$defs",
-	"dependentSchemas",
-	"dependencies",
-]);
-
-function isNode(value: unknown): value is Node {
-	return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** A deep copy of a value that is data, not a schema (`const`, `enum`, `default`, `examples`...). */
 function copyData(value: unknown): unknown {
