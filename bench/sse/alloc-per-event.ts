@@ -12,15 +12,13 @@
  * difference of the bytes, over the difference of the events streamed, is what one delta allocates.
  * The functions listed are those that allocated the most in the long jobs (self bytes per event).
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { ClientJob, ClientResult } from "./client.js";
-import { createSessions, deleteSessions, pinToCpu, promptRequest, words } from "./harness.js";
+import { ask, createSessions, deleteSessions, forkTs, next, pinToCpu, promptRequest, words } from "./harness.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUNDS = Number(process.env.BENCH_ALLOC_ROUNDS ?? 8);
 const TOP = Number(process.env.BENCH_ALLOC_TOP ?? 25);
 const AGAINST = process.env.BENCH_ALLOC_AGAINST;
@@ -49,39 +47,6 @@ interface HeapNode {
  * totals are those of the default run).
  */
 const NODE_FLAGS = (process.env.BENCH_ALLOC_NODE_FLAGS ?? "").split(" ").filter((flag) => flag !== "");
-
-function forkTs(file: string, checkout?: string, flags: string[] = []): ChildProcess {
-	return fork(checkout ? path.join(checkout, "bench/sse", file) : path.join(here, file), [], {
-		cwd: checkout,
-		execArgv: ["--import", "tsx", ...flags],
-		stdio: ["ignore", "inherit", "inherit", "ipc"],
-	});
-}
-
-function next<T>(child: ChildProcess, type: string): Promise<T> {
-	return new Promise((resolve, reject) => {
-		const onMessage = (message: { type: string; message?: string }) => {
-			if (message.type === "error") {
-				child.off("message", onMessage);
-				reject(new Error(`child: ${message.message}`));
-			} else if (message.type === type) {
-				child.off("message", onMessage);
-				resolve(message as T);
-			}
-		};
-		child.on("message", onMessage);
-	});
-}
-
-async function ask<T extends ServerReply["type"]>(
-	child: ChildProcess,
-	command: object,
-	type: T,
-): Promise<Extract<ServerReply, { type: T }>> {
-	const reply = next<Extract<ServerReply, { type: T }>>(child, type);
-	child.send(command);
-	return reply;
-}
 
 const client = forkTs("client.ts");
 const children: ChildProcess[] = [client];

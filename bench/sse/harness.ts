@@ -1,11 +1,52 @@
 /**
  * What bench/sse's orchestrators (index.ts, observability-cost.ts) share: the real server's
  * session requests — sessions created, the prompt request that streams an answer, sessions
- * deleted — and binding a process to one CPU.
+ * deleted — binding a process to one CPU, and the child processes they talk to over IPC.
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { cpus } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { StreamRequest } from "./client.js";
+import type { ServerReply } from "./server-process.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+/** Forks `file` of this directory, or of the same directory in `checkout`, through tsx (`flags`: more node flags). */
+export function forkTs(file: string, checkout?: string, flags: string[] = []): ChildProcess {
+	return fork(checkout ? path.join(checkout, "bench/sse", file) : path.join(here, file), [], {
+		cwd: checkout,
+		execArgv: ["--import", "tsx", ...flags],
+		stdio: ["ignore", "inherit", "inherit", "ipc"],
+	});
+}
+
+/** The child's next message of `type` (a child's `error` message rejects). */
+export function next<T>(child: ChildProcess, type: string): Promise<T> {
+	return new Promise((resolve, reject) => {
+		const onMessage = (message: { type: string; message?: string }) => {
+			if (message.type === "error") {
+				child.off("message", onMessage);
+				reject(new Error(`child: ${message.message}`));
+			} else if (message.type === type) {
+				child.off("message", onMessage);
+				resolve(message as T);
+			}
+		};
+		child.on("message", onMessage);
+	});
+}
+
+/** Sends `command` to a server child and resolves with its reply of `type`. */
+export async function ask<T extends ServerReply["type"]>(
+	child: ChildProcess,
+	command: object,
+	type: T,
+): Promise<Extract<ServerReply, { type: T }>> {
+	const reply = next<Extract<ServerReply, { type: T }>>(child, type);
+	child.send(command);
+	return reply;
+}
 
 /**
  * Binds a process, all its threads, to one CPU (`taskset`, util-linux); false where that cannot

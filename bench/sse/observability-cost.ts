@@ -29,18 +29,16 @@
  * The profilers slow both servers alike; the per-session figures are for comparing the parts, the
  * ratios of `--tracing` are the throughput figures.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { ClientJob, ClientResult } from "./client.js";
-import { createSessions, deleteSessions, pinToCpu, promptRequest, words } from "./harness.js";
+import { ask, createSessions, deleteSessions, forkTs, next, pinToCpu, promptRequest, words } from "./harness.js";
 import type { ReceiverReply } from "./otlp-receiver.js";
 import type { ServerReply, ServerStart } from "./server-process.js";
 
-const here = path.dirname(fileURLToPath(import.meta.url));
 const ROUNDS = Number(process.env.BENCH_OBS_ROUNDS ?? 20);
 const CPU_INTERVAL_US = Number(process.env.BENCH_OBS_CPU_INTERVAL_US ?? 250);
 /** BENCH_OBS_SAVE=<dir>: also write the profiles there (`.cpuprofile`, `.heapprofile`: Chrome DevTools opens both). */
@@ -133,41 +131,6 @@ function heapByPart(head: HeapNode): Map<Part, number> {
 }
 
 // --- processes ---------------------------------------------------------------------------------
-
-/** Forks `file` of this directory, or of the same directory in `checkout`. */
-function forkTs(file: string, checkout?: string): ChildProcess {
-	return fork(checkout ? path.join(checkout, "bench/sse", file) : path.join(here, file), [], {
-		cwd: checkout,
-		execArgv: ["--import", "tsx"],
-		stdio: ["ignore", "inherit", "inherit", "ipc"],
-	});
-}
-
-/** The child's next message of `type` (a child's `error` message rejects). */
-function next<T>(child: ChildProcess, type: string): Promise<T> {
-	return new Promise((resolve, reject) => {
-		const onMessage = (message: { type: string; message?: string }) => {
-			if (message.type === "error") {
-				child.off("message", onMessage);
-				reject(new Error(`child: ${message.message}`));
-			} else if (message.type === type) {
-				child.off("message", onMessage);
-				resolve(message as T);
-			}
-		};
-		child.on("message", onMessage);
-	});
-}
-
-async function ask<T extends ServerReply["type"]>(
-	child: ChildProcess,
-	command: object,
-	type: T,
-): Promise<Extract<ServerReply, { type: T }>> {
-	const reply = next<Extract<ServerReply, { type: T }>>(child, type);
-	child.send(command);
-	return reply;
-}
 
 async function startServer(start: ServerStart, checkout?: string): Promise<{ child: ChildProcess; url: string }> {
 	const child = forkTs("server-process.ts", checkout);
